@@ -1,0 +1,1 @@
+"""Contracts, schema export, receipts, report, audit and release."""

@@ -1,0 +1,1 @@
+"""Task model, repository families, bug synthesis, validation and splits (RepoFix-100)."""

@@ -1,0 +1,131 @@
+"""Contracts of the task set: a task (SWE-bench fields plus ours) and the manifest lock."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Operator = Literal[
+    "comparison_flip",
+    "off_by_one",
+    "bool_op_swap",
+    "dropped_negation",
+    "wrong_variable",
+    "wrong_constant",
+    "swapped_arguments",
+    "removed_branch",
+    "arithmetic_op",
+    "wrong_default",
+]
+OPERATORS: tuple[str, ...] = Operator.__args__  # type: ignore[attr-defined]
+Difficulty = Literal["easy", "medium", "hard"]
+
+_NAME = r"^[a-z][a-z0-9_]*$"
+_SHA = r"^[0-9a-f]{64}$"
+_TEST_ID = r"^tests/[A-Za-z0-9_/]+\.py::[^\s]+$"
+
+
+class Task(BaseModel):
+    """One repair task: a family's clean tree with `bug_patch` applied; `patch` repairs it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instance_id: str = Field(pattern=r"^[a-z][a-z0-9_]*-\d{3}$", description="Unique id, `<family>-NNN`.")
+    repo: str = Field(pattern=_NAME, description="SWE-bench `repo`: the family this task belongs to.")
+    family: str = Field(pattern=_NAME, description="Family folder name under the task set's repos/.")
+    problem_statement: str = Field(min_length=40, description="User-style report of the failing behaviour.")
+    patch: str = Field(min_length=1, description="The fix: unified diff from the buggy to the clean tree.")
+    test_patch: str = Field("", description="SWE-bench field; empty here (tests are never changed).")
+    FAIL_TO_PASS: list[str] = Field(min_length=1, description="Tests failing on the bug, passing after the fix.")
+    PASS_TO_PASS: list[str] = Field(description="Tests passing both before and after the fix.")
+    bug_patch: str = Field(min_length=1, description="Unified diff that injects the bug into the clean tree.")
+    operator: Operator = Field(description="Mutation operator that made the bug.")
+    difficulty: Difficulty = Field(description="Heuristic difficulty (see docs/tasks.md).")
+    files_sha256: dict[str, str] = Field(
+        min_length=1, description="sha256 of every file of the clean family tree, by relative path."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Task":
+        import re
+
+        if self.repo != self.family:
+            raise ValueError(f"repo {self.repo!r} must equal family {self.family!r}")
+        if not self.instance_id.startswith(self.family + "-"):
+            raise ValueError(f"instance_id {self.instance_id!r} must start with '{self.family}-'")
+        if self.test_patch:
+            raise ValueError("test_patch must be empty: RepoFix tasks never change tests")
+        for tid in [*self.FAIL_TO_PASS, *self.PASS_TO_PASS]:
+            if not re.match(_TEST_ID, tid):
+                raise ValueError(f"test id {tid!r} is not of the form tests/<file>.py::<name>")
+        overlap = set(self.FAIL_TO_PASS) & set(self.PASS_TO_PASS)
+        if overlap:
+            raise ValueError(f"tests in both FAIL_TO_PASS and PASS_TO_PASS: {sorted(overlap)}")
+        if len(set(self.FAIL_TO_PASS)) != len(self.FAIL_TO_PASS) or len(
+            set(self.PASS_TO_PASS)
+        ) != len(self.PASS_TO_PASS):
+            raise ValueError("FAIL_TO_PASS and PASS_TO_PASS must not repeat a test id")
+        for path, digest in self.files_sha256.items():
+            if not re.match(_SHA, digest) or path.startswith("/") or ".." in path.split("/"):
+                raise ValueError(f"files_sha256 entry {path!r}: need a relative path and a sha256")
+        return self
+
+
+class TaskCheck(BaseModel):
+    """What `pappo validate` established for one task (only passing tasks reach a lock)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instance_id: str
+    family: str
+    task_sha256: str = Field(pattern=_SHA, description="sha256 of the task's canonical JSON.")
+    fail_to_pass_fail_on_bug: bool = Field(description="Every FAIL_TO_PASS test failed on the bug.")
+    fail_to_pass_pass_on_fix: bool = Field(description="Every FAIL_TO_PASS test passed after the fix.")
+    pass_to_pass_pass_on_bug: bool = Field(description="Every PASS_TO_PASS test passed on the bug.")
+    pass_to_pass_pass_on_fix: bool = Field(description="Every PASS_TO_PASS test passed after the fix.")
+    runs: int = Field(ge=2, description="Buggy-tree runs that agreed test by test.")
+    max_run_s: float = Field(ge=0, description="Slowest buggy-tree run, seconds.")
+
+
+class FamilyLock(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tree_sha256: str = Field(pattern=_SHA, description="Hash of the clean family tree.")
+    n_tests: int = Field(ge=1, description="Tests collected on the clean tree.")
+    source_lines: int = Field(ge=1, description="Lines of package source (tests excluded).")
+    max_run_s: float = Field(ge=0, description="Slowest clean-tree run, seconds.")
+
+
+class Split(BaseModel):
+    """Split of one seed, BY FAMILY: no eval family has any task in training."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    train_families: list[str]
+    eval_families: list[str]
+    train_instance_ids: list[str]
+    eval_instance_ids: list[str]
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> "Split":
+        if set(self.train_families) & set(self.eval_families):
+            raise ValueError("a family is in both train and eval")
+        if set(self.train_instance_ids) & set(self.eval_instance_ids):
+            raise ValueError("a task is in both train and eval")
+        return self
+
+
+class ManifestLock(BaseModel):
+    """Written by `pappo validate` once every task of a set passed; binds hashes and splits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = 1
+    task_set: Literal["repofix", "warmup"]
+    manifest_sha256: str = Field(pattern=_SHA, description="sha256 of the manifest file bytes.")
+    n_tasks: int = Field(ge=1)
+    families: dict[str, FamilyLock]
+    tasks: list[TaskCheck]
+    splits: dict[int, Split] = Field(description="Per-seed split (benchmark only; empty for warm-up).")
+    sandbox: dict[str, float] = Field(description="Sandbox limits the checks ran under.")

@@ -1,0 +1,222 @@
+"""`pappo validate`: check every task for real, then write the manifest lock atomically.
+
+Per task: schema; the family tree still matches `files_sha256`; `bug_patch` applies and `patch`
+restores the clean tree byte for byte; on the buggy tree every FAIL_TO_PASS test fails and every
+PASS_TO_PASS test passes; on the clean tree every test passes; each run is repeated and must agree
+test by test; runs are time-limited. The fixed tree is the clean family tree (checked by hash), so
+its runs are shared by the family's tasks.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pappo.config import Params, SandboxParams
+from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes, tree_sha256
+from pappo.sandbox.runner import TestRun, run_many
+from pappo.tasks.families import files_sha256, load_tree, source_lines
+from pappo.tasks.manifest import read_manifest
+from pappo.tasks.models import FamilyLock, ManifestLock, Task, TaskCheck
+from pappo.tasks.patches import apply_patch
+from pappo.tasks.splits import make_split
+
+TaskSet = Literal["repofix", "warmup"]
+
+
+class ValidationFailed(PappoError):
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = errors
+        super().__init__(f"{len(errors)} problem(s):\n" + "\n".join(f"  - {e}" for e in errors))
+
+
+@dataclass
+class _Prepared:
+    task: Task
+    buggy: dict[str, bytes]
+
+
+def validate_set(task_set: TaskSet, params: Params) -> ManifestLock:
+    """Validate one task set; raise ValidationFailed listing every problem found."""
+    sp = getattr(params.tasks, task_set)
+    tasks, errors = read_manifest(sp.manifest)
+    if errors:
+        raise ValidationFailed(errors)
+    errors += _check_counts(tasks, params.tasks.tasks_per_family, sp.manifest)
+    splits = {}
+    if task_set == "repofix":  # cheap, so checked before any test runs
+        n_train, n_eval = params.tasks.n_train_families, params.tasks.n_eval_families
+        try:
+            splits = {seed: make_split(tasks, seed, n_train, n_eval) for seed in params.seeds}
+        except PappoError as e:
+            errors.append(str(e))
+    trees, prepared = _prepare(tasks, sp.repos, errors)
+    if errors:
+        raise ValidationFailed(errors)
+    repeats = params.validate_.repeats
+    clean_runs, bug_runs = _run_all(trees, prepared, repeats, params.sandbox)
+    families, family_tests = _check_families(trees, clean_runs, errors)
+    checks = [_check_task(p, bug_runs[p.task.instance_id], family_tests, errors) for p in prepared]
+    if errors:
+        raise ValidationFailed(errors)
+    return ManifestLock(
+        task_set=task_set,
+        manifest_sha256=sha256_bytes(Path(sp.manifest).read_bytes()),
+        n_tasks=len(tasks),
+        families={f: families[f] for f in sorted(families)},
+        tasks=checks,  # type: ignore[arg-type]
+        splits=splits,
+        sandbox={"timeout_s": params.sandbox.timeout_s, "test_timeout_s": params.sandbox.test_timeout_s,
+                 "cpu_s": params.sandbox.cpu_s, "memory_mb": params.sandbox.memory_mb, "repeats": repeats},
+    )  # fmt: skip
+
+
+def write_lock(lock: ManifestLock, path: Path) -> None:
+    ManifestLock.model_validate(lock.model_dump())  # validated before it is written
+    atomic_write_json(Path(path), lock.model_dump(mode="json"))
+
+
+def task_sha256(task: Task) -> str:
+    return sha256_bytes(canonical_json(task.model_dump(mode="json")).encode())
+
+
+def _check_counts(tasks: list[Task], per_family: int, manifest: Path) -> list[str]:
+    counts = Counter(t.family for t in tasks)
+    return [
+        f"{manifest}: family {f} has {n} tasks; params.yaml tasks.tasks_per_family is {per_family}"
+        for f, n in sorted(counts.items()) if n != per_family
+    ]  # fmt: skip
+
+
+def _prepare(tasks: list[Task], repos: Path, errors: list[str]) -> tuple[dict[str, dict[str, bytes]], list[_Prepared]]:
+    trees: dict[str, dict[str, bytes]] = {}
+    prepared: list[_Prepared] = []
+    for task in tasks:
+        if task.family not in trees:
+            try:
+                trees[task.family] = load_tree(Path(repos) / task.family)
+            except PappoError as e:
+                errors.append(f"task {task.instance_id}: {e}")
+                continue
+        clean = trees[task.family]
+        changed = sorted(
+            set(files_sha256(clean).items()) ^ set(task.files_sha256.items()), key=str
+        )
+        if changed:
+            paths = sorted({p for p, _ in changed})
+            errors.append(f"task {task.instance_id}: family tree differs from files_sha256 "
+                          f"({', '.join(paths)}); re-run `pappo synthesize` or restore the files")  # fmt: skip
+            continue
+        try:
+            buggy = apply_patch(clean, task.bug_patch)
+        except PappoError as e:
+            errors.append(f"task {task.instance_id}: bug_patch does not apply: {e}")
+            continue
+        try:
+            fixed = apply_patch(buggy, task.patch)
+        except PappoError as e:
+            errors.append(f"task {task.instance_id}: patch does not apply to the buggy tree: {e}")
+            continue
+        if tree_sha256(fixed) != tree_sha256(clean):
+            errors.append(f"task {task.instance_id}: patch does not restore the clean family tree")
+            continue
+        if buggy == clean:
+            errors.append(f"task {task.instance_id}: bug_patch changes nothing")
+            continue
+        prepared.append(_Prepared(task, buggy))
+    return trees, prepared
+
+
+def _run_all(
+    trees: dict[str, dict[str, bytes]], prepared: list[_Prepared], repeats: int, limits: SandboxParams
+) -> tuple[dict[str, list[TestRun]], dict[str, list[TestRun]]]:
+    jobs = [(trees[f], None) for f in sorted(trees) for _ in range(repeats)]
+    jobs += [(p.buggy, None) for p in prepared for _ in range(repeats)]
+    runs = run_many(jobs, limits)
+    clean = {f: runs[i * repeats : (i + 1) * repeats] for i, f in enumerate(sorted(trees))}
+    offset = len(trees) * repeats
+    bug = {
+        p.task.instance_id: runs[offset + i * repeats : offset + (i + 1) * repeats]
+        for i, p in enumerate(prepared)
+    }
+    return clean, bug
+
+
+def _run_problem(run: TestRun, limits_note: str) -> str | None:
+    if run.timed_out:
+        return f"test run timed out ({limits_note})"
+    if run.infra_error:
+        return f"sandbox error: {run.infra_error}"
+    if run.collect_errors:
+        return f"tests could not be collected: {', '.join(run.collect_errors)}"
+    slow = sorted(t for t, o in run.outcomes.items() if o == "timeout")
+    if slow:
+        return f"test(s) timed out: {', '.join(slow)}"
+    return None
+
+
+def _check_families(
+    trees: dict[str, dict[str, bytes]], clean_runs: dict[str, list[TestRun]], errors: list[str]
+) -> tuple[dict[str, FamilyLock], dict[str, set[str]]]:
+    """Lock entries of the families whose clean tree passes, and each one's test ids."""
+    out: dict[str, FamilyLock] = {}
+    tests: dict[str, set[str]] = {}
+    for family, runs in clean_runs.items():
+        problems = [p for r in runs if (p := _run_problem(r, "clean tree"))]
+        failing = sorted({t for r in runs for t in r.failing()})
+        if problems or failing or not runs[0].outcomes:
+            detail = "; ".join(problems) or (f"failing: {', '.join(failing)}" if failing else "no tests")
+            errors.append(f"family {family}: clean tree does not pass: {detail}")
+            continue
+        if any(r.outcomes != runs[0].outcomes for r in runs):
+            errors.append(f"family {family}: flaky: clean-tree outcomes differ between runs")
+            continue
+        out[family] = FamilyLock(
+            tree_sha256=tree_sha256(trees[family]),
+            n_tests=len(runs[0].outcomes),
+            source_lines=source_lines(trees[family]),
+            max_run_s=round(max(r.duration_s for r in runs), 3),
+        )
+        tests[family] = set(runs[0].outcomes)
+    return out, tests
+
+
+def _check_task(
+    p: _Prepared, runs: list[TestRun], family_tests: dict[str, set[str]], errors: list[str]
+) -> TaskCheck | None:
+    task, tid = p.task, p.task.instance_id
+    if task.family not in family_tests:
+        return None  # the family's clean tree already failed; reported once there
+    all_tests = family_tests[task.family]
+    listed = set(task.FAIL_TO_PASS) | set(task.PASS_TO_PASS)
+    if listed != all_tests:
+        missing, extra = sorted(all_tests - listed), sorted(listed - all_tests)
+        errors.append(f"task {tid}: FAIL_TO_PASS + PASS_TO_PASS do not list the family's tests "
+                      f"(unlisted: {missing[:3]}, unknown: {extra[:3]}); re-run `pappo synthesize`")  # fmt: skip
+        return None
+    for k, run in enumerate(runs, 1):
+        if problem := _run_problem(run, "buggy tree"):
+            errors.append(f"task {tid}: run {k}: {problem}")
+            return None
+    if any(r.outcomes != runs[0].outcomes for r in runs):
+        diff = sorted(t for t in all_tests if len({r.outcomes.get(t) for r in runs}) > 1)
+        errors.append(f"task {tid}: flaky: outcomes differ between runs for {', '.join(diff[:5])}")
+        return None
+    outcome = runs[0].outcomes
+    still_pass = sorted(t for t in task.FAIL_TO_PASS if outcome.get(t) == "passed")
+    broken = sorted(t for t in task.PASS_TO_PASS if outcome.get(t) != "passed")
+    if still_pass:
+        errors.append(f"task {tid}: the bug breaks no listed test: FAIL_TO_PASS test(s) pass on "
+                      f"the buggy tree: {', '.join(still_pass)}")  # fmt: skip
+    if broken:
+        errors.append(f"task {tid}: PASS_TO_PASS test(s) fail on the buggy tree: {', '.join(broken)}")
+    if still_pass or broken:
+        return None
+    return TaskCheck(
+        instance_id=tid, family=task.family, task_sha256=task_sha256(task),
+        fail_to_pass_fail_on_bug=True, fail_to_pass_pass_on_fix=True,
+        pass_to_pass_pass_on_bug=True, pass_to_pass_pass_on_fix=True,
+        runs=len(runs), max_run_s=round(max(r.duration_s for r in runs), 3),
+    )  # fmt: skip

@@ -1,0 +1,42 @@
+"""Shared fixtures: the small fixture task sets under tests/fixtures and fast sandbox limits."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pappo.config import Params
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def fixture_params(tmp_path: Path, copy_data: bool = False) -> Params:
+    """Fixture params with absolute paths and lock files under tmp_path.
+
+    With copy_data, manifests and repos are copied into tmp_path so a test may corrupt them.
+    """
+    raw = yaml.safe_load((FIXTURES / "params.yaml").read_text())
+    for name in ("repofix", "warmup"):
+        section = raw["tasks"][name]
+        base = FIXTURES / name
+        if copy_data:
+            shutil.copytree(base, tmp_path / name, ignore=shutil.ignore_patterns("*.lock.json"))
+            base = tmp_path / name
+        section["manifest"] = str(base / "manifest.jsonl")
+        section["repos"] = str(base / "repos")
+        section["lock"] = str(tmp_path / f"{name}.lock.json")
+    return Params.model_validate(raw)
+
+
+def write_params(params: Params, path: Path) -> Path:
+    path.write_text(yaml.safe_dump(params.model_dump(mode="json", by_alias=True), sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def fx_params(tmp_path: Path) -> Params:
+    return fixture_params(tmp_path)

@@ -1,0 +1,57 @@
+"""Real `dvc repro` of the pipeline in a scratch git repository, on the small fixture task sets."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from conftest import FIXTURES, ROOT
+
+BIN = Path(sys.executable).parent
+
+
+def sh(*cmd: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}", "DVC_NO_ANALYTICS": "1"}
+    return subprocess.run(cmd, cwd=cwd, env=env, text=True, capture_output=True, timeout=600)
+
+
+def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
+    repo = tmp_path / "repo"
+    for rel in ("dvc.yaml", ".dvc/config", ".dvcignore", "src/pappo"):
+        src = ROOT / rel
+        dst = repo / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__")) if src.is_dir()
+         else shutil.copy(src, dst))  # fmt: skip
+    for name in ("repofix", "warmup"):
+        shutil.copytree(FIXTURES / name, repo / "data" / name, ignore=shutil.ignore_patterns("*.lock.json"))
+    params = yaml.safe_load((FIXTURES / "params.yaml").read_text())
+    for name in ("repofix", "warmup"):
+        params["tasks"][name] = {k: v.replace("tests/fixtures/", "data/") for k, v in params["tasks"][name].items()}
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]):  # fmt: skip
+        assert sh(*cmd, cwd=repo).returncode == 0
+
+    first = sh("dvc", "repro", cwd=repo)
+    assert first.returncode == 0, first.stdout + first.stderr
+    lock = json.loads((repo / "data/repofix/manifest.lock.json").read_text())
+    assert lock["n_tasks"] == 4 and set(lock["splits"]) == {"0", "1"}
+    assert (repo / "data/warmup/manifest.lock.json").exists()
+    assert "manifest.lock.json" in (repo / "data/repofix/.gitignore").read_text()
+
+    again = sh("dvc", "repro", cwd=repo)
+    assert again.returncode == 0 and "didn't change" in again.stdout + again.stderr
+
+    # Changing a tracked input makes DVC rerun validation, which now fails and leaves no lock.
+    manifest = repo / "data/repofix/manifest.jsonl"
+    manifest.write_text(manifest.read_text() + "{not json}\n")
+    broken = sh("dvc", "repro", cwd=repo)
+    assert broken.returncode != 0 and "malformed JSON" in broken.stdout + broken.stderr
+    assert not (repo / "data/repofix/manifest.lock.json").exists()

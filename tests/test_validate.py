@@ -1,0 +1,158 @@
+"""`pappo validate`: the good path writes a schema-valid lock; every bad input fails loudly,
+names the task and the reason, exits non-zero and leaves no lock behind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from conftest import ROOT, fixture_params, write_params
+from pappo.cli import app
+from pappo.tasks.models import ManifestLock
+from pappo.tasks.patches import apply_patch, make_patch
+
+runner = CliRunner()
+
+
+def run_validate(params_file: Path) -> tuple[int, str]:
+    result = runner.invoke(app, ["validate", "--params", str(params_file)])
+    return result.exit_code, result.output
+
+
+def corrupt(tmp_path: Path, edit) -> tuple[Path, object]:
+    """Copy the fixture sets, let `edit(lines)` change the benchmark manifest, return params."""
+    params = fixture_params(tmp_path, copy_data=True)
+    manifest = Path(params.tasks.repofix.manifest)
+    lines = manifest.read_text().splitlines()
+    edit(lines)
+    manifest.write_text("\n".join(lines) + "\n")
+    return write_params(params, tmp_path / "params.yaml"), params
+
+
+def edit_task(lines: list[str], k: int, **changes) -> None:
+    task = json.loads(lines[k])
+    task.update(changes)
+    lines[k] = json.dumps(task)
+
+
+def assert_fails(tmp_path: Path, edit, *needles: str) -> str:
+    params_file, params = corrupt(tmp_path, edit)
+    stale = Path(params.tasks.repofix.lock)
+    stale.write_text("{}")  # a lock from an earlier run must not survive a failed validation
+    code, out = run_validate(params_file)
+    assert code == 1, out
+    for needle in needles:
+        assert needle in out, out
+    assert not stale.exists() and not Path(params.tasks.warmup.lock).exists()
+    return out
+
+
+def test_good_path_writes_schema_valid_lock(tmp_path: Path):
+    params = fixture_params(tmp_path)
+    code, out = run_validate(write_params(params, tmp_path / "params.yaml"))
+    assert code == 0, out
+    lock = json.loads(Path(params.tasks.repofix.lock).read_text())
+    schema = json.loads((ROOT / "schemas" / "manifest_lock.schema.json").read_text())
+    jsonschema.validate(lock, schema)
+    parsed = ManifestLock.model_validate(lock)
+    assert parsed.n_tasks == 4 and len(parsed.tasks) == 4
+    assert all(t.runs == 2 and t.fail_to_pass_fail_on_bug for t in parsed.tasks)
+    assert set(parsed.splits) == {0, 1}
+    for split in parsed.splits.values():
+        assert len(split.train_families) == 1 and len(split.eval_families) == 1
+    warm = ManifestLock.model_validate_json(Path(params.tasks.warmup.lock).read_text())
+    assert warm.splits == {} and set(warm.families) == {"tinystack"}
+
+
+def test_malformed_line(tmp_path: Path):
+    assert_fails(tmp_path, lambda ls: ls.__setitem__(1, ls[1][:-5]), "manifest.jsonl:2: malformed JSON")
+
+
+def test_unknown_field(tmp_path: Path):
+    out = assert_fails(tmp_path, lambda ls: edit_task(ls, 0, hint="x"), "field 'hint'", "remove it")
+    assert "tinycalc-001" in out
+
+
+def test_duplicate_instance_id(tmp_path: Path):
+    assert_fails(tmp_path, lambda ls: ls.append(ls[0]), "tinycalc-001: duplicate instance_id")
+
+
+def test_bug_patch_does_not_apply(tmp_path: Path):
+    def edit(ls: list[str]) -> None:
+        task = json.loads(ls[0])
+        edit_task(ls, 0, bug_patch=task["bug_patch"].replace("\n ", "\n #", 1))
+
+    assert_fails(tmp_path, edit, "task tinycalc-001: bug_patch does not apply")
+
+
+def _retarget(ls: list[str], k: int, old: bytes, new: bytes, path: str, extra: tuple = ()) -> None:
+    """Make task k inject a different bug (old -> new in `path`), keeping its test lists."""
+    task = json.loads(ls[k])
+    clean = {path: (ROOT / "tests/fixtures/repofix/repos" / task["family"] / path).read_bytes()}
+    assert old in clean[path]
+    buggy = {path: clean[path].replace(old, new, 1)}
+    if extra:
+        buggy[path] = buggy[path].replace(extra[0], extra[1], 1)
+    edit_task(ls, k, bug_patch=make_patch(clean, buggy), patch=make_patch(buggy, clean))
+    assert apply_patch(buggy, make_patch(buggy, clean)) == clean
+
+
+def test_bug_that_breaks_no_test(tmp_path: Path):
+    edit = lambda ls: _retarget(ls, 0, b'"""Numeric helpers."""', b'"""Numeric helpers!"""', "tinycalc/core.py")  # noqa: E731
+    assert_fails(tmp_path, edit, "task tinycalc-001: the bug breaks no listed test")
+
+
+def test_test_that_times_out(tmp_path: Path):
+    edit = lambda ls: _retarget(ls, 0, b"    total = start\n", b"    total = start\n    while True:\n        pass\n", "tinycalc/core.py")  # noqa: E731
+    params_file, params = corrupt(tmp_path, edit)
+    fast = params.model_copy(update={"sandbox": params.sandbox.model_copy(update={"test_timeout_s": 1.0})})
+    code, out = run_validate(write_params(fast, params_file))
+    assert code == 1 and "task tinycalc-001" in out and "timed out" in out, out
+    assert not Path(params.tasks.repofix.lock).exists()
+
+
+def test_flaky_test(tmp_path: Path):
+    # The bug breaks running_total on every other run: at import it flips a marker file outside
+    # the workspace. (Once the hardened sandbox forbids such writes this needs another source.)
+    marker = str(tmp_path / "flip")
+    module = (f"import os as _os\n_BROKEN = not _os.path.exists({marker!r})\n"
+              f"open({marker!r}, 'w').close() if _BROKEN else _os.remove({marker!r})\n")  # fmt: skip
+
+    def edit(ls: list[str]) -> None:
+        _retarget(ls, 0, b'"""Numeric helpers."""\n', b'"""Numeric helpers."""\n' + module.encode(), "tinycalc/core.py",
+                  extra=(b"    total = start\n", b"    total = start + int(_BROKEN)\n"))  # fmt: skip
+
+    params_file, params = corrupt(tmp_path, edit)
+    one = params.model_copy(update={"sandbox": params.sandbox.model_copy(update={"workers": 1})})
+    code, out = run_validate(write_params(one, params_file))
+    assert code == 1 and "task tinycalc-001: flaky: outcomes differ between runs" in out, out
+
+
+def test_family_tree_edited_after_synthesis(tmp_path: Path):
+    params_file, params = corrupt(tmp_path, lambda ls: None)
+    core = Path(params.tasks.repofix.repos) / "tinycalc" / "tinycalc" / "core.py"
+    core.write_text(core.read_text() + "\n# edited\n")
+    code, out = run_validate(params_file)
+    assert code == 1 and "family tree differs from files_sha256 (tinycalc/core.py)" in out, out
+
+
+def test_bad_split_params_name_the_field(tmp_path: Path):
+    params = fixture_params(tmp_path)
+    bad = params.model_copy(update={"tasks": params.tasks.model_copy(update={"n_eval_families": 2})})
+    code, out = run_validate(write_params(bad, tmp_path / "params.yaml"))
+    assert code == 1 and "tasks.n_eval_families" in out, out
+
+
+@pytest.mark.parametrize("field,value,needle", [("seeds", [1, 1], "distinct"), ("bogus", 1, "bogus")])
+def test_bad_params_file(tmp_path: Path, field: str, value: object, needle: str):
+    import yaml
+
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw[field] = value
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    code, out = run_validate(tmp_path / "params.yaml")
+    assert code == 1 and "params.yaml: invalid params" in out and needle in out, out
