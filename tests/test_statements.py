@@ -78,3 +78,14 @@ def test_two_cases_at_most_and_deterministic():
     text = problem_statement(TESTS, sorted(f), f)
     assert text.count("To reproduce:") == 2 and "DID NOT RAISE" not in text
     assert text == problem_statement(TESTS, sorted(f), dict(reversed(list(f.items()))))
+
+
+def test_snippet_includes_test_helpers_and_their_imports():
+    src = ('from shop import Cart\nfrom other import unused\n\nPRICE = 3\n\n\ndef make_cart():\n'
+           '    cart = Cart()\n    cart.add("pear", PRICE)\n    return cart\n\n\n'
+           'def test_total():\n    """A cart with one pear costs 3."""\n    assert make_cart().total() == 3\n')  # fmt: skip
+    f = {"tests/test_shop.py::test_total": failure(15, compare={"op": "==", "left": "0", "right": "3"})}
+    text = problem_statement({"tests/test_shop.py": src}, list(f), f)
+    assert "from shop import Cart" in text and "def make_cart():" in text and "PRICE = 3" in text
+    assert "unused" not in text
+    assert text.startswith("`total()` gives a wrong result")

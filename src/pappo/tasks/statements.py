@@ -72,9 +72,32 @@ def _snippet(source: str, lines: list[str], info: dict[str, Any]) -> tuple[str, 
     line = info["test_line"]
     covering = next((st for st in body if st.lineno <= line <= (st.end_lineno or 0)), body[-1])
     code = textwrap.dedent("\n".join(lines[body[0].lineno - 1 : covering.end_lineno]))
+    helpers = _helpers_used(tree, source, code)
+    used = code + "\n" + "\n".join(helpers)
     imports = [ast.get_source_segment(source, n) or "" for n in tree.body
-               if isinstance(n, (ast.Import, ast.ImportFrom)) and _used(n, code)]  # fmt: skip
-    return "\n".join([*imports, "", code] if imports else [code]).strip(), docstring
+               if isinstance(n, (ast.Import, ast.ImportFrom)) and _used(n, used)]  # fmt: skip
+    blocks = ["\n".join(imports), "\n\n".join(helpers), code]
+    return "\n\n".join(b for b in blocks if b).strip(), docstring
+
+
+def _helpers_used(tree: ast.Module, source: str, code: str) -> list[str]:
+    """Module-level helpers and constants of the test file that the snippet uses, transitively."""
+    defs: list[tuple[list[str], str]] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("test"):
+            defs.append(([node.name], ast.get_source_segment(source, node) or ""))
+        elif isinstance(node, ast.Assign):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            defs.append((names, ast.get_source_segment(source, node) or ""))
+    chosen: set[int] = set()
+    text = code
+    while True:
+        new = {i for i, (names, _) in enumerate(defs) if i not in chosen
+               and any(re.search(rf"\b{re.escape(n)}\b", text) for n in names)}  # fmt: skip
+        if not new:
+            return [defs[i][1] for i in sorted(chosen)]
+        chosen |= new
+        text += "\n" + "\n".join(defs[i][1] for i in new)
 
 
 def _used(node: ast.Import | ast.ImportFrom, code: str) -> bool:
