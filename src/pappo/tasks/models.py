@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -23,7 +24,7 @@ Difficulty = Literal["easy", "medium", "hard"]
 
 _NAME = r"^[a-z][a-z0-9_]*$"
 _SHA = r"^[0-9a-f]{64}$"
-_TEST_ID = r"^tests/[A-Za-z0-9_/]+\.py::[^\s]+$"
+_TEST_ID = r"^tests/[A-Za-z0-9_/]+\.py::[A-Za-z_][A-Za-z0-9_]*(\[[^\n]*\])?$"  # parametrised ids may hold spaces
 
 
 class Task(BaseModel):
@@ -48,8 +49,6 @@ class Task(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> "Task":
-        import re
-
         if self.repo != self.family:
             raise ValueError(f"repo {self.repo!r} must equal family {self.family!r}")
         if not self.instance_id.startswith(self.family + "-"):

@@ -74,7 +74,7 @@ def _snippet(source: str, lines: list[str], info: dict[str, Any]) -> tuple[str, 
     code = textwrap.dedent("\n".join(lines[body[0].lineno - 1 : covering.end_lineno]))
     helpers = _helpers_used(tree, source, code)
     used = code + "\n" + "\n".join(helpers)
-    imports = [ast.get_source_segment(source, n) or "" for n in tree.body
+    imports = [_import_line(n, used) for n in tree.body
                if isinstance(n, (ast.Import, ast.ImportFrom)) and _used(n, used)]  # fmt: skip
     blocks = ["\n".join(imports), "\n\n".join(helpers), code]
     return "\n\n".join(b for b in blocks if b).strip(), docstring
@@ -100,9 +100,21 @@ def _helpers_used(tree: ast.Module, source: str, code: str) -> list[str]:
         text += "\n" + "\n".join(defs[i][1] for i in new)
 
 
+def _import_line(node: ast.Import | ast.ImportFrom, code: str) -> str:
+    """The import statement, keeping only the names the snippet uses."""
+    kept = [a for a in node.names if _name_used(a, code)]
+    if isinstance(node, ast.ImportFrom):
+        return ast.unparse(ast.ImportFrom(module=node.module, names=kept, level=node.level))
+    return ast.unparse(ast.Import(names=kept))
+
+
+def _name_used(alias: ast.alias, code: str) -> bool:
+    name = (alias.asname or alias.name).split(".")[0]
+    return re.search(rf"\b{re.escape(name)}\b", code) is not None
+
+
 def _used(node: ast.Import | ast.ImportFrom, code: str) -> bool:
-    names = [(a.asname or a.name).split(".")[0] for a in node.names]
-    return any(re.search(rf"\b{re.escape(n)}\b", code) for n in names)
+    return any(_name_used(a, code) for a in node.names)
 
 
 def _title(failing_src: str, snippet: str, test_id: str) -> str:
