@@ -123,6 +123,6 @@ def test_two_real_families_validate_in_the_sandbox(tmp_path: Path):
     repofix = PARAMS.tasks.repofix.model_copy(update={"manifest": tmp_path / "m.jsonl", "repos": repos})
     params = PARAMS.model_copy(update={"tasks": PARAMS.tasks.model_copy(
         update={"repofix": repofix, "n_train_families": 1, "n_eval_families": 1})})  # fmt: skip
-    lock = validate_set("repofix", params)
+    lock = validate_set("repofix", params).lock
     assert lock.n_tasks == 10 and all(c.runs == 2 for c in lock.tasks)
     assert set(lock.families) == {families[0], families[-1]}

@@ -55,7 +55,10 @@ def test_good_path_writes_schema_valid_lock(tmp_path: Path):
     params = fixture_params(tmp_path)
     code, out = run_validate(write_params(params, tmp_path / "params.yaml"))
     assert code == 0, out
-    lock = json.loads(Path(params.tasks.repofix.lock).read_text())
+    first = Path(params.tasks.repofix.lock).read_bytes()
+    assert run_validate(tmp_path / "params.yaml")[0] == 0
+    assert Path(params.tasks.repofix.lock).read_bytes() == first  # same inputs, same bytes
+    lock = json.loads(first)
     schema = json.loads((ROOT / "schemas" / "manifest_lock.schema.json").read_text())
     jsonschema.validate(lock, schema)
     parsed = ManifestLock.model_validate(lock)
@@ -130,6 +133,7 @@ def test_flaky_test(tmp_path: Path):
     one = params.model_copy(update={"sandbox": params.sandbox.model_copy(update={"workers": 1})})
     code, out = run_validate(write_params(one, params_file))
     assert code == 1 and "task tinycalc-001: flaky: outcomes differ between runs" in out, out
+    assert not Path(params.tasks.repofix.lock).exists()
 
 
 def test_family_tree_edited_after_synthesis(tmp_path: Path):

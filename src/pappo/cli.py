@@ -76,12 +76,13 @@ def validate(params_path: Path = ParamsOpt) -> None:
         except PappoError as e:
             problems.append(f"[{name}] {e}")
     if len(locks) == 2:
-        problems += _overlap(locks["repofix"].families, locks["warmup"].families)
+        problems += _overlap(locks["repofix"].lock.families, locks["warmup"].lock.families)
     if problems:
         _fail("validation failed; no lock file written:\n" + "\n".join(f"  - {p}" for p in problems))
-    for name, lock in locks.items():
-        write_lock(lock, getattr(params.tasks, name).lock)
-        typer.echo(f"{name}: {lock.n_tasks} tasks in {len(lock.families)} families valid; "
+    for name, done in locks.items():
+        write_lock(done.lock, getattr(params.tasks, name).lock)
+        typer.echo(f"{name}: {done.lock.n_tasks} tasks in {len(done.lock.families)} families valid "
+                   f"({done.n_runs} sandboxed runs, slowest {done.slowest_run_s:.2f} s); "
                    f"wrote {getattr(params.tasks, name).lock}")  # fmt: skip
 
 

@@ -84,7 +84,6 @@ class TaskCheck(BaseModel):
     pass_to_pass_pass_on_bug: bool = Field(description="Every PASS_TO_PASS test passed on the bug.")
     pass_to_pass_pass_on_fix: bool = Field(description="Every PASS_TO_PASS test passed after the fix.")
     runs: int = Field(ge=2, description="Buggy-tree runs that agreed test by test.")
-    max_run_s: float = Field(ge=0, description="Slowest buggy-tree run, seconds.")
 
 
 class FamilyLock(BaseModel):
@@ -93,7 +92,6 @@ class FamilyLock(BaseModel):
     tree_sha256: str = Field(pattern=_SHA, description="Hash of the clean family tree.")
     n_tests: int = Field(ge=1, description="Tests collected on the clean tree.")
     source_lines: int = Field(ge=1, description="Lines of package source (tests excluded).")
-    max_run_s: float = Field(ge=0, description="Slowest clean-tree run, seconds.")
 
 
 class Split(BaseModel):
@@ -116,7 +114,11 @@ class Split(BaseModel):
 
 
 class ManifestLock(BaseModel):
-    """Written by `pappo validate` once every task of a set passed; binds hashes and splits."""
+    """Written by `pappo validate` once every task of a set passed; binds hashes and splits.
+
+    Holds no timings or other run-to-run noise: the same inputs give the same bytes, so a
+    reviewer's `dvc repro` reproduces the hash recorded in dvc.lock.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

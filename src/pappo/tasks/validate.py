@@ -32,13 +32,20 @@ class ValidationFailed(PappoError):
         super().__init__(f"{len(errors)} problem(s):\n" + "\n".join(f"  - {e}" for e in errors))
 
 
+@dataclass(frozen=True)
+class Validated:
+    lock: ManifestLock
+    n_runs: int  # sandboxed pytest runs made
+    slowest_run_s: float  # kept out of the lock: timings differ from run to run
+
+
 @dataclass
 class _Prepared:
     task: Task
     buggy: dict[str, bytes]
 
 
-def validate_set(task_set: TaskSet, params: Params) -> ManifestLock:
+def validate_set(task_set: TaskSet, params: Params) -> Validated:
     """Validate one task set; raise ValidationFailed listing every problem found."""
     sp = getattr(params.tasks, task_set)
     tasks, errors = read_manifest(sp.manifest)
@@ -61,7 +68,8 @@ def validate_set(task_set: TaskSet, params: Params) -> ManifestLock:
     checks = [_check_task(p, bug_runs[p.task.instance_id], family_tests, errors) for p in prepared]
     if errors:
         raise ValidationFailed(errors)
-    return ManifestLock(
+    all_runs = [r for runs in [*clean_runs.values(), *bug_runs.values()] for r in runs]
+    lock = ManifestLock(
         task_set=task_set,
         manifest_sha256=sha256_bytes(Path(sp.manifest).read_bytes()),
         n_tasks=len(tasks),
@@ -71,6 +79,7 @@ def validate_set(task_set: TaskSet, params: Params) -> ManifestLock:
         sandbox={"timeout_s": params.sandbox.timeout_s, "test_timeout_s": params.sandbox.test_timeout_s,
                  "cpu_s": params.sandbox.cpu_s, "memory_mb": params.sandbox.memory_mb, "repeats": repeats},
     )  # fmt: skip
+    return Validated(lock, len(all_runs), max(r.duration_s for r in all_runs))
 
 
 def write_lock(lock: ManifestLock, path: Path) -> None:
@@ -177,7 +186,6 @@ def _check_families(
             tree_sha256=tree_sha256(trees[family]),
             n_tests=len(runs[0].outcomes),
             source_lines=source_lines(trees[family]),
-            max_run_s=round(max(r.duration_s for r in runs), 3),
         )
         tests[family] = set(runs[0].outcomes)
     return out, tests
@@ -218,5 +226,5 @@ def _check_task(
         instance_id=tid, family=task.family, task_sha256=task_sha256(task),
         fail_to_pass_fail_on_bug=True, fail_to_pass_pass_on_fix=True,
         pass_to_pass_pass_on_bug=True, pass_to_pass_pass_on_fix=True,
-        runs=len(runs), max_run_s=round(max(r.duration_s for r in runs), 3),
+        runs=len(runs),
     )  # fmt: skip
