@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from pappo.config import SandboxParams
-from pappo.sandbox.runner import run_tests
+from pappo.sandbox.runner import materialise, run_tests
 from pappo.tasks.families import load_tree
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,9 +42,7 @@ def main() -> None:
     args = ap.parse_args()
     files = load_tree(ROOT / "data" / "repofix" / "repos" / args.family)
     with tempfile.TemporaryDirectory() as tmp:
-        for rel, data in files.items():
-            (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
-            (Path(tmp) / rel).write_bytes(data)
+        materialise(Path(tmp), files)
 
         def pytest_cmd(autoload: bool) -> None:
             env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}

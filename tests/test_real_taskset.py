@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT
 from pappo.config import load_params
 from pappo.tasks.docs import update_doc
-from pappo.tasks.families import load_tree, source_files, source_lines
+from pappo.tasks.families import files_sha256, load_tree, source_files, source_lines
 from pappo.tasks.manifest import read_manifest, write_manifest
 from pappo.tasks.models import OPERATORS
 from pappo.tasks.patches import apply_patch, changed_lines
@@ -80,7 +80,7 @@ def test_every_task_patches_cleanly_and_statement_does_not_leak(name: str):
     trees = {f: load_tree(repos / f) for f in {t.family for t in tasks}}
     for t in tasks:
         clean = trees[t.family]
-        assert t.files_sha256 == {p: __import__("hashlib").sha256(d).hexdigest() for p, d in clean.items()}
+        assert t.files_sha256 == files_sha256(clean)
         buggy = apply_patch(clean, t.bug_patch)
         assert buggy != clean and apply_patch(buggy, t.patch) == clean
         assert not any(p.startswith("tests/") for p in buggy if buggy[p] != clean[p])

@@ -59,7 +59,7 @@ def run_tests(
     workspace = Path(tempfile.mkdtemp(prefix="pappo-ws-"))
     channel = Path(tempfile.mkdtemp(prefix="pappo-ch-"))
     try:
-        _materialise(workspace, files)
+        materialise(workspace, files)
         return _run(workspace, channel, limits, test_ids)
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
@@ -74,7 +74,8 @@ def run_many(
         return list(pool.map(lambda job: run_tests(job[0], limits, job[1]), jobs))
 
 
-def _materialise(root: Path, files: Mapping[str, bytes]) -> None:
+def materialise(root: Path, files: Mapping[str, bytes]) -> None:
+    """Write an in-memory tree under `root`, refusing paths that escape it."""
     for rel, data in files.items():
         target = (root / rel).resolve()
         if not target.is_relative_to(root.resolve()):

@@ -93,7 +93,7 @@ def _helpers_used(tree: ast.Module, source: str, code: str) -> list[str]:
     text = code
     while True:
         new = {i for i, (names, _) in enumerate(defs) if i not in chosen
-               and any(re.search(rf"\b{re.escape(n)}\b", text) for n in names)}  # fmt: skip
+               and any(_mentions(text, n) for n in names)}  # fmt: skip
         if not new:
             return [defs[i][1] for i in sorted(chosen)]
         chosen |= new
@@ -109,7 +109,11 @@ def _import_line(node: ast.Import | ast.ImportFrom, code: str) -> str:
 
 
 def _name_used(alias: ast.alias, code: str) -> bool:
-    name = (alias.asname or alias.name).split(".")[0]
+    return _mentions(code, (alias.asname or alias.name).split(".")[0])
+
+
+def _mentions(code: str, name: str) -> bool:
+    """`name` occurs in `code` as a whole word."""
     return re.search(rf"\b{re.escape(name)}\b", code) is not None
 
 
