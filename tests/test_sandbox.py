@@ -1,35 +1,41 @@
-"""Sandbox v1: per-test outcomes from the result channel, limits, and nothing left behind."""
+"""Warm fork server: per-test outcomes over the authenticated channel, limits, faults, fallback."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
+import logging
+import os
+import signal
+import time
 
 import pytest
 
 from pappo.config import SandboxParams
+from pappo.sandbox.pool import SandboxPool
 from pappo.sandbox.runner import run_many, run_tests
 
 PKG = {"pkg/__init__.py": b"def add(a, b):\n    return a + b\n"}
+FAST = SandboxParams(timeout_s=10, test_timeout_s=2, memory_mb=512, workers=2)
 
 
-def suite(body: str) -> dict[str, bytes]:
-    return {**PKG, "tests/test_pkg.py": ("from pkg import add\n" + body).encode()}
+def suite(body: str, pkg: str = "") -> dict[str, bytes]:
+    files = {**PKG, "tests/test_pkg.py": ("from pkg import add\n" + body).encode()}
+    if pkg:
+        files["pkg/__init__.py"] += pkg.encode()
+    return files
 
 
-@pytest.fixture(autouse=True)
-def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    return tmp_path
+@pytest.fixture(scope="module")
+def pool():
+    with SandboxPool(FAST) as p:
+        yield p
 
 
-def test_outcomes_per_test_and_failure_details():
-    files = suite(
+def test_outcomes_per_test_and_failure_details(pool: SandboxPool):
+    run = pool.run(suite(
         "def test_ok():\n    assert add(1, 2) == 3\n"
         "def test_wrong():\n    assert add(2, 2) == 5\n"
         "def test_crash():\n    add(1, 'a')\n"
-    )
-    run = run_tests(files, SandboxParams())
+    ))  # fmt: skip
     assert run.outcomes == {
         "tests/test_pkg.py::test_crash": "failed",
         "tests/test_pkg.py::test_ok": "passed",
@@ -37,59 +43,132 @@ def test_outcomes_per_test_and_failure_details():
     }
     wrong = run.failures["tests/test_pkg.py::test_wrong"]
     assert wrong["compare"] == {"op": "==", "left": "4", "right": "5"} and wrong["test_line"] == 5
-    assert run.failures["tests/test_pkg.py::test_crash"]["exc_type"] == "TypeError"
+    assert wrong["raised_in_test_file"] and wrong["def_line"] == 4
+    crash = run.failures["tests/test_pkg.py::test_crash"]
+    assert crash["exc_type"] == "TypeError" and not crash["raised_in_test_file"]
+    assert run.infra_error is None and not run.tamper and not run.ended_early
 
 
-def test_requested_ids_missing_and_skipped():
-    files = suite("import pytest\n@pytest.mark.skip\ndef test_skip():\n    pass\n")
-    run = run_tests(files, SandboxParams(), ["tests/test_pkg.py::test_skip", "tests/test_pkg.py::test_gone"])
+def test_requested_ids_missing_and_skipped(pool: SandboxPool):
+    run = pool.run(suite("import pytest\n@pytest.mark.skip\ndef test_skip():\n    pass\n"),
+                   ["tests/test_pkg.py::test_skip", "tests/test_pkg.py::test_gone"])  # fmt: skip
     assert run.outcomes == {"tests/test_pkg.py::test_gone": "missing", "tests/test_pkg.py::test_skip": "skipped"}
     assert run.failing() == sorted(run.outcomes)  # skipped and missing never count as passing
 
 
-def test_faked_exit_code_and_output_do_not_pass():
-    """A test run that prints a success line and exits 0 early yields no result, not a pass."""
-    files = suite("import os\ndef test_ok():\n    print('1 passed')\n    os._exit(0)\n")
-    run = run_tests(files, SandboxParams(), ["tests/test_pkg.py::test_ok"])
-    assert run.infra_error and run.outcomes == {"tests/test_pkg.py::test_ok": "missing"}
+def test_printed_success_and_exit_zero_do_not_pass(pool: SandboxPool):
+    """A run that prints a pytest success line and exits 0 early has no outcome: the test fails."""
+    run = pool.run(suite("import os\ndef test_ok():\n    print('1 passed')\n    os._exit(0)\n"),
+                   ["tests/test_pkg.py::test_ok"])  # fmt: skip
+    assert run.outcomes == {"tests/test_pkg.py::test_ok": "missing"}
+    assert run.ended_early and run.infra_error is None  # the policy's doing, not a sandbox fault
 
 
-def test_conftest_in_workspace_is_ignored():
+def test_collection_error_in_one_module_keeps_the_others(pool: SandboxPool):
+    files = {**suite("def test_ok():\n    assert add(1, 1) == 2\n"), "tests/test_broken.py": b"import nope\n"}
+    run = pool.run(files)
+    assert run.outcomes == {"tests/test_pkg.py::test_ok": "passed"}
+    assert run.collect_errors == ["tests/test_broken.py"]
+
+
+def test_conftest_and_ini_in_workspace_are_ignored(pool: SandboxPool):
     files = {**suite("def test_wrong():\n    assert add(2, 2) == 5\n"),
              "tests/conftest.py": b"import pytest\n@pytest.hookimpl(hookwrapper=True)\n"
-             b"def pytest_runtest_makereport(item, call):\n    o = yield\n    o.get_result().outcome = 'passed'\n"}  # fmt: skip
-    run = run_tests(files, SandboxParams())
-    assert run.outcomes == {"tests/test_pkg.py::test_wrong": "failed"}
+             b"def pytest_runtest_makereport(item, call):\n    o = yield\n    o.get_result().outcome = 'passed'\n",
+             "pytest.ini": b"[pytest]\naddopts = -p no:python\n"}  # fmt: skip
+    assert pool.run(files).outcomes == {"tests/test_pkg.py::test_wrong": "failed"}
 
 
-def test_hanging_test_times_out_alone():
-    files = suite("def test_hang():\n    while True:\n        pass\ndef test_ok():\n    assert add(1, 1) == 2\n")
-    run = run_tests(files, SandboxParams(test_timeout_s=1, timeout_s=20))
+def test_hanging_test_times_out_alone(pool: SandboxPool):
+    run = pool.run(suite("def test_hang():\n    while True:\n        pass\ndef test_ok():\n    assert add(1, 1) == 2\n"))
     assert run.outcomes == {"tests/test_pkg.py::test_hang": "timeout", "tests/test_pkg.py::test_ok": "passed"}
 
 
-def test_run_timeout_kills_everything(private_tmp: Path):
-    files = suite("import time\ntime.sleep(30)  # at collection, outside any per-test alarm\n")
-    run = run_tests(files, SandboxParams(test_timeout_s=1, timeout_s=2))
-    assert run.timed_out and run.duration_s < 10
-    assert list(private_tmp.iterdir()) == []  # workspace and channel removed
+def test_run_timeout_ends_the_run():
+    limits = FAST.model_copy(update={"timeout_s": 2.0, "test_timeout_s": 1.0})
+    with SandboxPool(limits, workers=1) as p:
+        start = time.monotonic()
+        run = p.run(suite("import time\ntime.sleep(60)  # at collection: no per-test alarm\n"),
+                    ["tests/test_pkg.py::test_a"])  # fmt: skip
+    assert run.timed_out and run.outcomes == {"tests/test_pkg.py::test_a": "timeout"}
+    assert time.monotonic() - start < limits.timeout_s + 3
 
 
-def test_memory_limit_fails_the_test():
-    files = suite("def test_big():\n    x = bytearray(900 * 1024 * 1024)\n    assert len(x) > 0\n")
-    run = run_tests(files, SandboxParams(memory_mb=512))
+def test_memory_limit_fails_the_test(pool: SandboxPool):
+    run = pool.run(suite("def test_big():\n    x = bytearray(900 * 1024 * 1024)\n    assert len(x) > 0\n"))
     assert run.outcomes == {"tests/test_pkg.py::test_big": "failed"}
     assert run.failures["tests/test_pkg.py::test_big"]["exc_type"] == "MemoryError"
 
 
-def test_parallel_runs_keep_order(private_tmp: Path):
+def test_parallel_runs_keep_order(pool: SandboxPool):
     good = suite("def test_a():\n    assert add(1, 1) == 2\n")
     bad = suite("def test_a():\n    assert add(1, 1) == 3\n")
-    runs = run_many([(good, None), (bad, None), (good, None)], SandboxParams(workers=2))
-    assert [r.outcomes["tests/test_pkg.py::test_a"] for r in runs] == ["passed", "failed", "passed"]
-    assert list(private_tmp.iterdir()) == []
+    runs = pool.run_many([(good, None), (bad, None), (good, None), (bad, None)])
+    assert [r.outcomes["tests/test_pkg.py::test_a"] for r in runs] == ["passed", "failed", "passed", "failed"]
 
 
-def test_path_escape_is_refused():
+def test_module_level_helpers_use_a_shared_pool():
+    runs = run_many([(suite("def test_a():\n    assert add(1, 1) == 2\n"), None)] * 2, FAST)
+    assert [r.passing() for r in runs] == [["tests/test_pkg.py::test_a"]] * 2
+    assert run_tests(suite("def test_a():\n    assert 0\n"), FAST).failing() == ["tests/test_pkg.py::test_a"]
+
+
+@pytest.mark.parametrize("path", ["../evil.py", "/etc/evil.py", "a/../../evil.py", ".tmp"])
+def test_paths_outside_the_workspace_are_refused(pool: SandboxPool, path: str):
     with pytest.raises(ValueError, match="escapes the workspace"):
-        run_tests({"../evil.py": b""}, SandboxParams())
+        pool.run({path: b""})
+
+
+def test_forged_channel_records_are_tampering(pool: SandboxPool):
+    """Bytes written to the result pipe without the run's key are detected, never counted."""
+    forge = ("import os\nfor fd in range(3, 20):\n    try:\n"
+             "        os.write(fd, b'{\"kind\": \"outcome\", \"nodeid\": \"tests/test_pkg.py::test_a\", '\n"
+             "                 b'\"outcome\": \"passed\", \"seq\": 1}\\tbeef\\n')\n    except OSError:\n        pass\n")  # fmt: skip
+    run = pool.run(suite("def test_a():\n    assert add(1, 1) == 3\n", pkg=forge))
+    assert run.tamper and "forged" in run.tamper[0]
+    assert run.outcomes.get("tests/test_pkg.py::test_a") != "passed"
+
+
+def test_replacing_runner_machinery_is_tampering(pool: SandboxPool):
+    patch = "import _pytest.runner\n_pytest.runner.call_and_report = lambda *a, **k: None\n"
+    run = pool.run(suite("def test_a():\n    assert add(1, 1) == 3\n", pkg=patch))
+    assert any("runner.call_and_report" in t for t in run.tamper), run.tamper
+    assert "passed" not in run.outcomes.values()
+
+
+def test_worker_crash_is_an_infra_error_and_the_worker_is_replaced():
+    with SandboxPool(FAST, workers=1) as p:
+        victim = p._all[0].proc.pid
+        files = suite("import time\ndef test_a():\n    time.sleep(1.5)\n")
+        killer = os.fork()
+        if killer == 0:  # kill the worker while it serves the run
+            time.sleep(0.5)
+            os.kill(victim, signal.SIGKILL)
+            os._exit(0)
+        run = p.run(files, ["tests/test_pkg.py::test_a"])
+        os.waitpid(killer, 0)
+        assert run.infra_error and "died" in run.infra_error
+        assert run.outcomes == {"tests/test_pkg.py::test_a": "missing"}
+        again = p.run(suite("def test_a():\n    assert add(1, 1) == 2\n"))
+        assert again.passing() == ["tests/test_pkg.py::test_a"] and p._all[0].proc.pid != victim
+
+
+def test_fallback_isolation_is_logged_and_still_grades(caplog: pytest.LogCaptureFixture):
+    caplog.set_level(logging.WARNING, logger="pappo.sandbox")
+    with SandboxPool(FAST.model_copy(update={"isolation": "rlimits"}), workers=1) as p:
+        run = p.run(suite("def test_a():\n    assert add(1, 1) == 2\ndef test_b():\n    assert add(1, 1) == 3\n"))
+        hang = p.run(suite("def test_h():\n    while True:\n        pass\n"))
+    assert p.isolation == "rlimits" and run.isolation == "rlimits"
+    assert run.outcomes == {"tests/test_pkg.py::test_a": "passed", "tests/test_pkg.py::test_b": "failed"}
+    assert hang.outcomes == {"tests/test_pkg.py::test_h": "timeout"}
+    assert any("NOT contained" in r.getMessage() for r in caplog.records)
+
+
+def test_namespaces_are_used_where_available(pool: SandboxPool):
+    if os.geteuid() != 0:
+        pytest.skip("Linux namespaces need root here; the fallback is tested above")
+    assert pool.isolation == "namespaces"
+    probe = ("import os\ndef test_env():\n    assert os.getpid() == 1\n    assert os.getuid() != 0\n"
+             "    assert os.listdir('/proc') and sorted(p for p in os.listdir('/proc') if p.isdigit()) == ['1']\n")  # fmt: skip
+    run = pool.run(suite(probe))
+    assert run.outcomes == {"tests/test_pkg.py::test_env": "passed"}, run.failures

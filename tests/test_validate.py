@@ -119,19 +119,17 @@ def test_test_that_times_out(tmp_path: Path):
 
 
 def test_flaky_test(tmp_path: Path):
-    # The bug breaks running_total on every other run: at import it flips a marker file outside
-    # the workspace. (Once the hardened sandbox forbids such writes this needs another source.)
-    marker = str(tmp_path / "flip")
-    module = (f"import os as _os\n_BROKEN = not _os.path.exists({marker!r})\n"
-              f"open({marker!r}, 'w').close() if _BROKEN else _os.remove({marker!r})\n")  # fmt: skip
+    # The bug breaks running_total on a coin flip per run (the sandbox allows no state between
+    # runs); 16 runs all agreeing by chance has probability 2**-15.
+    module = "import random as _random\n_BROKEN = _random.SystemRandom().random() < 0.5\n"
 
     def edit(ls: list[str]) -> None:
         _retarget(ls, 0, b'"""Numeric helpers."""\n', b'"""Numeric helpers."""\n' + module.encode(), "tinycalc/core.py",
                   extra=(b"    total = start\n", b"    total = start + int(_BROKEN)\n"))  # fmt: skip
 
     params_file, params = corrupt(tmp_path, edit)
-    one = params.model_copy(update={"sandbox": params.sandbox.model_copy(update={"workers": 1})})
-    code, out = run_validate(write_params(one, params_file))
+    many = params.model_copy(update={"validate_": params.validate_.model_copy(update={"repeats": 16})})
+    code, out = run_validate(write_params(many, params_file))
     assert code == 1 and "task tinycalc-001: flaky: outcomes differ between runs" in out, out
     assert not Path(params.tasks.repofix.lock).exists()
 

@@ -131,3 +131,79 @@ def tasks_doc(
     typer.echo(f"{doc}: {'updated' if changed else 'up to date'}")
 
 
+
+
+def _find_task(params: Params, instance_id: str):  # type: ignore[no-untyped-def]
+    """(store, task) for an id from the benchmark or the warm-up set."""
+    from pappo.tasks.store import TaskStore
+
+    stores = [TaskStore.from_params(params, s) for s in ("repofix", "warmup")]  # type: ignore[arg-type]
+    for store in stores:
+        if instance_id in store.tasks:
+            return store, store.task(instance_id)
+    return stores[0], stores[0].task(instance_id)  # raises, naming close matches
+
+
+@app.command("run-tests")
+def run_tests_cmd(
+    task_id: str = typer.Option(..., "--task", help="instance_id, e.g. semverlib-001."),
+    patch: Path = typer.Option(None, "--patch", help="git-apply diff against the task's buggy tree."),
+    params_path: Path = ParamsOpt,
+) -> None:
+    """Grade the task's buggy tree (or it with --patch applied) and print the grade as JSON."""
+    import json
+
+    from pappo.sandbox.grading import grade
+    from pappo.sandbox.pool import SandboxPool
+    from pappo.tasks.patches import apply_git_patch
+
+    params = _params(params_path)
+    try:
+        store, task = _find_task(params, task_id)
+        candidate = store.buggy(task)
+        if patch is not None:
+            if not patch.is_file():
+                _fail(f"--patch {patch}: no such file")
+            candidate = apply_git_patch(candidate, patch.read_text())
+        with SandboxPool(params.sandbox, workers=1) as pool:
+            result = grade(pool, task, store.clean(task), candidate)
+    except PappoError as e:
+        _fail(str(e))
+    typer.echo(json.dumps(result.to_json(), indent=2))
+
+
+@app.command()
+def play(
+    task_id: str = typer.Option(..., "--task", help="instance_id, e.g. semverlib-001."),
+    agent: str = typer.Option("oracle", "--agent", help="oracle, noisy or submit."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the noisy agent."),
+    params_path: Path = ParamsOpt,
+) -> None:
+    """Play one episode with a scripted agent; print the transcript, events and metrics as JSON."""
+    import functools
+    import json
+
+    from pappo.env.agents import NoisyAgent, OracleAgent, SubmitAgent, play as play_episode
+    from pappo.env.episode import RepairEnv
+    from pappo.sandbox.grading import grade_many
+    from pappo.sandbox.pool import SandboxPool
+
+    params = _params(params_path)
+    if agent not in ("oracle", "noisy", "submit"):
+        _fail(f"--agent {agent!r}: choose oracle, noisy or submit")
+    try:
+        store, task = _find_task(params, task_id)
+        buggy, view = store.buggy(task), params.env.view_max_lines
+        bot = (OracleAgent(task, buggy, view_max_lines=view) if agent == "oracle"
+               else NoisyAgent(task, buggy, seed=seed, view_max_lines=view) if agent == "noisy"
+               else SubmitAgent())  # fmt: skip
+        with SandboxPool(params.sandbox) as pool:
+            env = RepairEnv(task, store.clean(task), buggy, params.env, functools.partial(grade_many, pool))
+            metrics, transcript = play_episode(env, bot)
+    except PappoError as e:
+        _fail(str(e))
+    out = {"instance_id": task.instance_id, "agent": agent, "seed": seed, "metrics": metrics.to_json(),
+           "per_turn_rewards": env.per_turn_rewards, "terminal_reward": env.terminal_reward,
+           "events": [vars(e) for e in env.events], "transcript": transcript,
+           "final_grade": env.final_grade.to_json() if env.final_grade else None}  # fmt: skip
+    typer.echo(json.dumps(out, indent=2))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -55,7 +55,13 @@ class SandboxParams(_Section):
     memory_mb: int = Field(2048, ge=256, description="Address-space limit (RLIMIT_AS).")
     max_procs: int = Field(256, ge=8, description="Process limit (RLIMIT_NPROC) where enforced.")
     max_file_mb: int = Field(16, ge=1, description="Largest file a run may write (RLIMIT_FSIZE).")
-    workers: int = Field(2, ge=1, description="Test runs executed in parallel.")
+    workers: int = Field(2, ge=1, description="Warm fork-server workers serving runs in parallel.")
+    isolation: Literal["auto", "namespaces", "rlimits"] = Field(
+        "auto",
+        description="namespaces: Linux namespaces + unprivileged user (needs root); rlimits: limits "
+        "and process groups only (no network or filesystem containment); auto: namespaces where "
+        "available, else rlimits with a logged warning.",
+    )
 
     @model_validator(mode="after")
     def _test_within_run(self) -> "SandboxParams":
@@ -65,6 +71,42 @@ class SandboxParams(_Section):
                 f"({self.timeout_s}); lower test_timeout_s or raise timeout_s"
             )
         return self
+
+
+class ToolCostParams(_Section):
+    """Weight of each tool call in the `tool_cost` metric (an unparsable turn costs `parse_error`)."""
+
+    view: float = Field(1.0, ge=0, description="Cost of one view call.")
+    search: float = Field(1.0, ge=0, description="Cost of one search call.")
+    str_replace: float = Field(1.0, ge=0, description="Cost of one str_replace call.")
+    run_tests: float = Field(2.0, ge=0, description="Cost of one run_tests call.")
+    submit: float = Field(0.5, ge=0, description="Cost of the submit call.")
+    parse_error: float = Field(1.0, ge=0, description="Cost of a turn with no valid tool call.")
+
+
+class RewardParams(_Section):
+    """Terminal and per-turn (process) rewards; process weights are per event."""
+
+    success: float = Field(1.0, description="Terminal reward when the graded patch passes.")
+    edit_progress: float = Field(
+        0.2, description="Times the drop in failing tests after an edit, over the initial count."
+    )
+    failed_edit: float = Field(-0.05, le=0, description="str_replace that did not apply.")
+    repeated_test: float = Field(-0.05, le=0, description="run_tests with no edit since the last.")
+    parse_error: float = Field(-0.1, le=0, description="Turn without one valid tool call.")
+
+
+class EnvParams(_Section):
+    """The tool-using repair environment (DESIGN.md section 4)."""
+
+    max_turns: int = Field(12, ge=2, description="Assistant turns before the episode is cut.")
+    view_max_lines: int = Field(60, ge=5, description="Most lines one view call returns.")
+    max_observation_chars: int = Field(
+        3000, ge=200, description="Tool results longer than this are truncated."
+    )
+    search_max_hits: int = Field(20, ge=1, description="Most matching lines one search returns.")
+    tool_cost: ToolCostParams = ToolCostParams()
+    rewards: RewardParams = RewardParams()
 
 
 class ValidateParams(_Section):
@@ -81,6 +123,7 @@ class Params(_Section):
     tasks: TasksParams
     synthesis: SynthesisParams = SynthesisParams()
     sandbox: SandboxParams = SandboxParams()
+    env: EnvParams = EnvParams()
     validate_: ValidateParams = Field(ValidateParams(), alias="validate")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

@@ -1,24 +1,107 @@
-"""pytest plugin loaded into every sandboxed run: per-test outcomes and failure details.
+"""pytest plugin of every sandboxed run: authenticated per-test outcomes and integrity checks.
 
-Outcomes go to a result file outside the workspace, tagged with a nonce the runner sends on
-stdin, so the exit code and printed output never decide a grade. Each test also gets its own
-wall-clock alarm so one hanging test does not hide the outcomes of the others.
+Records go over a pipe that only the worker reads, one JSON line each, with a sequence number
+and an HMAC under a fresh per-run key held in this module's closure, so printing, exit codes or
+bytes written to the pipe by the code under test cannot fake a result. After collection and
+after every test the plugin checks that the runner's machinery (pytest's run protocol, pluggy,
+this plugin, the channel and the functions it uses) is still the same objects; if not it
+reports `tamper` and ends the run. Each test gets its own wall-clock alarm.
 """
 
 from __future__ import annotations
 
+import builtins
+import hashlib
+import hmac
 import json
 import os
 import signal
+import sys
+from collections.abc import Callable
 from typing import Any
 
+import _pytest.python
+import _pytest.reports
+import _pytest.runner
+import pluggy
 import pytest
 
-_STATE: dict[str, Any] = {"outcomes": {}, "failures": {}, "collect_errors": [], "compare": None}
+# Captured at import, in the worker, before any code under test exists.
+_write, _exit, _fstat, _dumps = os.write, os._exit, os.fstat, json.dumps
+_hmac_new, _sha256, _setitimer = hmac.new, hashlib.sha256, signal.setitimer
+_RUN: dict[str, Any] = {}
 
 
 class SandboxTestTimeout(BaseException):
     """Raised by the per-test alarm; a BaseException so `except Exception` cannot swallow it."""
+
+
+def begin_run(fd: int, key: bytes, test_timeout: float, trusted_tests: dict[str, str]) -> None:
+    """Called in the forked child, before any code under test is imported."""
+    st = _fstat(fd)
+    _RUN.clear()
+    _RUN.update(fd=fd, key=key, seq=0, test_timeout=test_timeout, phases={}, compare=None,
+                trusted_tests=trusted_tests, channel=(st.st_dev, st.st_ino))  # fmt: skip
+    _RUN["snapshot"] = _snapshot()
+    signal.signal(signal.SIGALRM, _on_alarm)
+    emit("ready")
+
+
+def emit(kind: str, **payload: Any) -> None:
+    body = _dumps({"seq": _RUN["seq"], "kind": kind, **payload}, sort_keys=True)
+    mac = _hmac_new(_RUN["key"], body.encode(), _sha256).hexdigest()
+    _RUN["seq"] += 1
+    _write(_RUN["fd"], (body + "\t" + mac + "\n").encode())
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise SandboxTestTimeout("test exceeded its time limit")
+
+
+def _watched() -> list[tuple[str, Callable[[], object]]]:
+    """What must not change during a run, as (label, getter) pairs."""
+    runner, reports, python = _pytest.runner, _pytest.reports, _pytest.python
+    items: list[tuple[str, Callable[[], object]]] = [
+        ("os.write", lambda: os.write), ("os._exit", lambda: os._exit), ("json.dumps", lambda: json.dumps),
+        ("hmac.new", lambda: hmac.new), ("signal.setitimer", lambda: signal.setitimer),
+        ("signal.signal", lambda: signal.signal),
+        ("runner.runtestprotocol", lambda: runner.runtestprotocol),
+        ("runner.call_and_report", lambda: runner.call_and_report),
+        ("runner.call_runtest_hook", lambda: getattr(runner, "call_runtest_hook", None)),
+        ("runner.CallInfo.from_call", lambda: runner.CallInfo.__dict__["from_call"]),
+        ("reports.TestReport.from_item_and_call", lambda: reports.TestReport.__dict__["from_item_and_call"]),
+        ("python.pytest_pyfunc_call", lambda: python.pytest_pyfunc_call),
+        ("python.Function.runtest", lambda: python.Function.runtest),
+        ("pluggy.HookCaller.__call__", lambda: pluggy.HookCaller.__call__),
+        ("pytest.raises", lambda: pytest.raises), ("pytest.approx", lambda: pytest.approx),
+        ("builtins.__import__", lambda: builtins.__import__),
+        ("builtins.isinstance", lambda: builtins.isinstance), ("builtins.repr", lambda: builtins.repr),
+    ]  # fmt: skip
+    for name in ("pytest", "_pytest.runner", "_pytest.reports", "_pytest.python", "pluggy", "os",
+                 "json", "hmac", "builtins", __name__):  # fmt: skip
+        items.append((f"sys.modules[{name!r}]", lambda n=name: sys.modules.get(n)))
+    me = sys.modules[__name__]
+    for name, obj in list(vars(me).items()):
+        if callable(obj) and getattr(obj, "__module__", None) == __name__:
+            items.append((f"plugin.{name}", lambda n=name: vars(me).get(n)))
+    return items
+
+
+def _snapshot() -> list[tuple[str, Callable[[], object], object]]:
+    return [(label, get, get()) for label, get in _watched()]
+
+
+def _check_integrity(where: str) -> None:
+    changed = [label for label, get, obj in _RUN["snapshot"] if get() is not obj]
+    try:
+        st = _fstat(_RUN["fd"])
+        if (st.st_dev, st.st_ino) != _RUN["channel"]:
+            changed.append("result channel")
+    except OSError:
+        changed.append("result channel")
+    if changed:
+        emit("tamper", where=where, changed=changed)
+        _exit(3)
 
 
 def _short(value: object, limit: int = 240) -> str:
@@ -29,87 +112,99 @@ def _short(value: object, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _on_alarm(signum: int, frame: object) -> None:
-    raise SandboxTestTimeout("test exceeded its time limit")
+def _text(value: object) -> str:
+    try:
+        return str(value)
+    except Exception as e:
+        return f"<unprintable: {type(e).__name__}>"
 
 
-def set_nonce(nonce: str) -> None:
-    _STATE["nonce"] = nonce
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    _STATE["result_path"] = os.environ.pop("PAPPO_RESULT_PATH", "")
-    _STATE["test_timeout"] = float(os.environ.pop("PAPPO_TEST_TIMEOUT", "5"))
-    signal.signal(signal.SIGALRM, _on_alarm)
-
-
-def pytest_assertrepr_compare(config: pytest.Config, op: str, left: object, right: object) -> None:
-    _STATE["compare"] = {"op": op, "left": _short(left), "right": _short(right)}
-    return None
+@pytest.hookimpl(tryfirst=True)
+def pytest_assertrepr_compare(config: pytest.Config, op: str, left: object, right: object) -> list[str]:
+    # Answering first skips pytest's own diff of the operands, which nothing here reads.
+    compare = {"op": op, "left": _short(left), "right": _short(right)}
+    if _RUN:
+        _RUN["compare"] = compare
+    return [f"{compare['left']} {op} {compare['right']}"]
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    _STATE["compare"] = None
-    signal.setitimer(signal.ITIMER_REAL, _STATE["test_timeout"])
+    _RUN["compare"] = None
+    _setitimer(signal.ITIMER_REAL, _RUN["test_timeout"])
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
-    signal.setitimer(signal.ITIMER_REAL, 0)
+    _setitimer(signal.ITIMER_REAL, 0)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
     outcome = yield
     report = outcome.get_result()
-    nodeid = report.nodeid
+    phases = _RUN["phases"].setdefault(item.nodeid, {})
     if call.excinfo is not None and call.excinfo.errisinstance(SandboxTestTimeout):
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        _STATE["outcomes"][nodeid] = "timeout"
-        return
-    if report.when == "call":
-        _STATE["outcomes"][nodeid] = report.outcome  # passed / failed / skipped
-        if report.failed and call.excinfo is not None:
-            _STATE["failures"][nodeid] = _failure(item, call)
-    elif report.failed:  # setup or teardown error
-        _STATE["outcomes"][nodeid] = "error"
-    elif report.skipped and report.when == "setup":
-        _STATE["outcomes"][nodeid] = "skipped"
+        _setitimer(signal.ITIMER_REAL, 0)
+        phases["timeout"] = True
+    elif call.when == "call":
+        # Decided from the exception itself, not only from the (patchable) report object.
+        phases["call"] = "passed" if call.excinfo is None else report.outcome
+        if call.excinfo is not None and report.failed:
+            phases["failure"] = _failure(item, call)
+    elif report.failed:
+        phases["error"] = True
+    elif report.skipped and call.when == "setup":
+        phases["skipped"] = True
+
+
+def pytest_runtest_logfinish(nodeid: str, location: object) -> None:
+    p = _RUN["phases"].pop(nodeid, {})
+    if p.get("timeout"):
+        outcome = "timeout"
+    elif p.get("error"):
+        outcome = "error"
+    elif p.get("skipped"):
+        outcome = "skipped"
+    else:
+        outcome = p.get("call", "missing")
+    emit("outcome", nodeid=nodeid, outcome=outcome, failure=p.get("failure"))
+    _check_integrity(f"after {nodeid}")
 
 
 def _failure(item: pytest.Item, call: pytest.CallInfo[None]) -> dict[str, Any]:
     excinfo = call.excinfo
     assert excinfo is not None
-    test_line = None
-    for entry in excinfo.traceback:
-        if str(entry.path) == str(item.path):
-            test_line = entry.lineno + 1  # pytest counts from 0
-    func = getattr(item, "function", None)
-    code = getattr(func, "__code__", None)
+    # Walk the raw traceback: pytest's Traceback objects cost milliseconds per failure.
+    test_file, test_line, last_file = str(item.path), None, None
+    tb = excinfo.tb
+    while tb is not None:
+        last_file = tb.tb_frame.f_code.co_filename
+        if last_file == test_file:
+            test_line = tb.tb_lineno
+        tb = tb.tb_next
+    code = getattr(getattr(item, "function", None), "__code__", None)
     return {
         "exc_type": excinfo.type.__name__,
-        "message": str(excinfo.value)[:500],
-        "test_file": os.path.relpath(str(item.path), str(item.config.rootpath)),
+        "message": _text(excinfo.value)[:500],
+        "test_file": os.path.relpath(test_file, str(item.config.rootpath)),
         "test_line": test_line,
         "def_line": code.co_firstlineno if code is not None else None,
-        "compare": _STATE["compare"],
-        "raised_in_test_file": bool(excinfo.traceback)
-        and str(excinfo.traceback[-1].path) == str(item.path),
+        "compare": _RUN["compare"],
+        "raised_in_test_file": last_file == test_file,
     }
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
-    if report.failed:
-        _STATE["collect_errors"].append(report.nodeid)
+    if report.failed and _RUN:
+        emit("collect_error", nodeid=report.nodeid, message=str(report.longrepr)[-600:])
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    emit("collected", n=len(session.items))
+    _check_integrity("after collection")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    path = _STATE.get("result_path")
-    if not path:
-        return
-    payload = {k: _STATE[k] for k in ("nonce", "outcomes", "failures", "collect_errors")}
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(payload, f)
-    os.replace(tmp, path)
+    if _RUN:
+        emit("done")

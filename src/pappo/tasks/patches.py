@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import subprocess
+import tempfile
+from pathlib import Path
 
 from pappo.io import PappoError
 
@@ -117,3 +121,28 @@ def _apply_file(path: str, text: str, hunks: list[tuple[int, list[str]]]) -> str
                 out.append(content)
     out.extend(src[pos:])
     return "".join(out)
+
+
+def apply_git_patch(files: dict[str, bytes], patch: str) -> dict[str, bytes]:
+    """Apply a `git apply`-format diff (a/ b/ prefixes; may add, delete or rename files).
+
+    Runs the real `git apply` on a temporary copy, so every form git accepts works the same here;
+    git also refuses paths that leave the tree. Raises PappoError with git's own message.
+    """
+    with tempfile.TemporaryDirectory(prefix="pappo-patch-") as tmp:
+        root = Path(tmp) / "tree"
+        for rel, data in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(data)
+        root.mkdir(exist_ok=True)
+        (Path(tmp) / "change.diff").write_text(patch)
+        proc = subprocess.run(["git", "apply", "--whitespace=nowarn", str(Path(tmp) / "change.diff")],
+                              cwd=root, capture_output=True, text=True, env=_GIT_ENV)  # fmt: skip
+        if proc.returncode != 0:
+            raise PappoError(f"patch does not apply: {proc.stderr.strip() or proc.stdout.strip()}")
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# git must not pick up the caller's repository or configuration.
+_GIT_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent",
+            "GIT_CEILING_DIRECTORIES": "/"}  # fmt: skip

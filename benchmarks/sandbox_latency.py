@@ -1,0 +1,84 @@
+"""Grading latency of the warm fork server against a cold `python -m pytest` subprocess.
+
+    python benchmarks/sandbox_latency.py [--tasks 20] [--repeats 5] [--params params.yaml]
+
+On a sample of tasks (one per family, spread over the manifest), each repeat grades the task's
+buggy tree twice, interleaved so machine noise hits both sides alike:
+  * warm: `grade_many` through a one-worker `SandboxPool` (static scan, trusted test restore,
+    fork, isolation, limits, authenticated channel: the full grading path);
+  * cold: `python -m pytest -q -p no:cacheprovider tests` on the same trusted tree in a temporary
+    folder, with installed plugins disabled (the fair baseline: the sandbox disables them too).
+Also printed, not used in the ratio: the cold run with installed plugins autoloaded.
+The last line is `ratio: X.X` = median cold / median warm over all measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pappo.config import load_params
+from pappo.sandbox.grading import grade_many, trusted_tree
+from pappo.sandbox.pool import SandboxPool
+from pappo.tasks.store import TaskStore
+
+
+def cold_run(tree: dict[str, bytes], autoload: bool) -> float:
+    with tempfile.TemporaryDirectory(prefix="pappo-bench-") as tmp:
+        for rel, data in tree.items():
+            (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
+            (Path(tmp) / rel).write_bytes(data)
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        if not autoload:
+            env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+                       cwd=tmp, env=env, capture_output=True, check=False)  # fmt: skip
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--params", type=Path, default=Path("params.yaml"))
+    ap.add_argument("--tasks", type=int, default=20)
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    params = load_params(args.params)
+    store = TaskStore.from_params(params, "repofix")
+    by_family: dict[str, list[str]] = {}
+    for tid, task in store.tasks.items():
+        by_family.setdefault(task.family, []).append(tid)
+    sample = [store.task(ids[i % len(ids)]) for i, ids in enumerate(by_family.values())][: args.tasks]
+    warm, cold, autoload = [], [], []
+    with SandboxPool(params.sandbox, workers=1) as pool:
+        print(f"isolation: {pool.isolation}; {len(sample)} tasks x {args.repeats} repeats")
+        for task in sample:
+            clean, buggy = store.clean(task), store.buggy(task)
+            tree, _ = trusted_tree(clean, buggy)
+            grade_many(pool, [(task, clean, buggy)])  # first sight of a family fills its cache
+            w, c = [], []
+            for _ in range(args.repeats):
+                start = time.perf_counter()
+                g = grade_many(pool, [(task, clean, buggy)])[0]
+                w.append(time.perf_counter() - start)
+                c.append(cold_run(tree, autoload=False))
+                assert not g.success and g.infra_error is None, f"{task.instance_id}: {g}"
+            autoload.append(cold_run(tree, autoload=True))
+            warm += w
+            cold += c
+            print(f"{task.instance_id:16s} warm {statistics.median(w) * 1e3:6.1f} ms   "
+                  f"cold {statistics.median(c) * 1e3:6.1f} ms   x{statistics.median(c) / statistics.median(w):4.1f}")  # fmt: skip
+    mw, mc, ma = (statistics.median(x) for x in (warm, cold, autoload))
+    print(f"median warm {mw * 1e3:.1f} ms; cold (no plugin autoload) {mc * 1e3:.1f} ms; "
+          f"cold (installed plugins) {ma * 1e3:.1f} ms -> x{ma / mw:.1f}")  # fmt: skip
+    print(f"ratio: {mc / mw:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The tool-using repair environment: protocol, tools, episodes, batched episodes, scripted agents."""

@@ -1,0 +1,156 @@
+"""Chat and tool-call protocol: tool schemas, the opening messages, Hermes-style tool calls.
+
+An assistant turn is free text (reasoning) followed by exactly one block, as Qwen2.5 writes it:
+
+    <tool_call>
+    {"name": "view", "arguments": {"path": "pkg/core.py"}}
+    </tool_call>
+
+Parse rules (`parse_tool_call`): exactly one `<tool_call>` and one `</tool_call>`; text before the
+block is the thought; only whitespace may follow the block (a turn ends with its call, so text
+after it, often a made-up tool response, is an error); the block holds one JSON object with
+"name" (one of TOOLS) and "arguments" (an object; may be left out when the tool takes none).
+Arguments must be the tool's parameters with the right JSON types; unknown keys are rejected and
+a null optional argument counts as absent. Range and path checks belong to the tools themselves.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pappo.tasks.models import Task
+
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+
+SYSTEM_PROMPT = (
+    "You repair a small Python repository so that its test suite passes. "
+    "Each turn, think briefly, then make exactly one tool call. "
+    "Tests under tests/ are read-only: fix the library code. "
+    "Run the tests after editing, and call submit() once they pass."
+)
+
+
+def _fn(name: str, description: str, props: dict[str, dict[str, str]], required: list[str]) -> dict[str, Any]:
+    params = {"type": "object", "properties": props, "required": required}
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": params}}
+
+
+# OpenAI-style function schemas: what Qwen2.5's chat template lists in its <tools> block.
+TOOLS: list[dict[str, Any]] = [
+    _fn(
+        "view",
+        "Show a file with line numbers, or list the files under a directory ('.' lists all).",
+        {
+            "path": {"type": "string", "description": "Path relative to the repository root."},
+            "start": {"type": "integer", "description": "First line to show (1-based)."},
+            "end": {"type": "integer", "description": "Last line to show (inclusive); -1 means the end."},
+        },
+        ["path"],
+    ),
+    _fn(
+        "search",
+        "Find a plain substring (not a regex) in every file; prints path:line: text.",
+        {"pattern": {"type": "string", "description": "Text to look for."}},
+        ["pattern"],
+    ),
+    _fn(
+        "str_replace",
+        "Replace old_str, which must occur exactly once in the file, by new_str.",
+        {
+            "path": {"type": "string", "description": "File to edit."},
+            "old_str": {"type": "string", "description": "Exact text to replace, whitespace included."},
+            "new_str": {"type": "string", "description": "Replacement text."},
+        },
+        ["path", "old_str", "new_str"],
+    ),
+    _fn("run_tests", "Run the test suite and summarise the result.", {}, []),
+    _fn("submit", "Finish the episode; the current files are graded.", {}, []),
+]
+TOOL_NAMES: tuple[str, ...] = tuple(t["function"]["name"] for t in TOOLS)
+_SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+_JSON_TYPES = {"string": str, "integer": int}
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    thought: str = ""  # text before the block, stripped
+
+
+@dataclass(frozen=True)
+class ParseError:
+    message: str  # addressed to the agent: it becomes the observation
+
+
+def initial_messages(task: Task, tree: Mapping[str, bytes]) -> list[dict[str, Any]]:
+    """[system, user]: the user turn holds the issue and the repository's file list."""
+    files = "\n".join(sorted(tree))
+    user = f"{task.problem_statement.rstrip()}\n\nRepository files:\n{files}"
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def parse_tool_call(text: str) -> ToolCall | ParseError:
+    """The single tool call of an assistant turn, or what is wrong with the turn."""
+    n_open, n_close = text.count(OPEN), text.count(CLOSE)
+    if n_open == 0 and n_close == 0:
+        return ParseError(f"No tool call found. End your turn with one {OPEN}...{CLOSE} block.")
+    if n_open > 1 or n_close > 1:
+        return ParseError(f"Found {max(n_open, n_close)} tool calls; make exactly one call per turn.")
+    start, end = text.find(OPEN), text.find(CLOSE)
+    if n_open != 1 or n_close != 1 or end < start:
+        return ParseError(f"Malformed tool call: need {OPEN}, the JSON object, then {CLOSE}.")
+    if text[end + len(CLOSE):].strip():
+        return ParseError(f"Text after {CLOSE}: end your turn right after the tool call.")
+    try:
+        obj = json.loads(text[start + len(OPEN):end])
+    except json.JSONDecodeError as e:
+        return ParseError(f"The tool call is not valid JSON ({e.msg} at char {e.pos}).")
+    if not isinstance(obj, dict) or "name" not in obj or set(obj) - {"name", "arguments"}:
+        return ParseError('The tool call must be a JSON object {"name": ..., "arguments": {...}}.')
+    name, args = obj["name"], obj.get("arguments", {})
+    if name not in TOOL_NAMES:
+        return ParseError(f"Unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}.")
+    if not isinstance(args, dict):
+        return ParseError(f"The arguments of {name} must be a JSON object.")
+    problem = check_arguments(name, args)
+    if problem:
+        return ParseError(problem)
+    clean = {k: v for k, v in args.items() if v is not None}
+    return ToolCall(name, clean, text[:start].strip())
+
+
+def check_arguments(name: str, args: Mapping[str, Any]) -> str | None:
+    """What is wrong with `args` for tool `name` (None when they fit its schema)."""
+    schema = _SCHEMAS[name]
+    props, required = schema["properties"], schema["required"]
+    unknown = sorted(set(args) - set(props))
+    if unknown:
+        allowed = ", ".join(props) or "none"
+        return f"{name}: unknown argument(s) {', '.join(unknown)} (allowed: {allowed})."
+    missing = [k for k in required if args.get(k) is None]
+    if missing:
+        return f"{name}: missing required argument(s) {', '.join(missing)}."
+    for key, value in args.items():
+        want = props[key]["type"]
+        if value is not None and (not isinstance(value, _JSON_TYPES[want]) or isinstance(value, bool)):
+            return f"{name}: argument {key} must be a JSON {want}, got {type(value).__name__}."
+    return None
+
+
+def format_tool_call(name: str, arguments: Mapping[str, Any] | None = None, thought: str = "") -> str:
+    """An assistant turn in Hermes format (what Qwen2.5's chat template renders for a tool call)."""
+    args = dict(arguments or {})
+    if name not in TOOL_NAMES:
+        raise ValueError(f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}")
+    problem = check_arguments(name, args)
+    if problem:
+        raise ValueError(problem)
+    body = json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
+    if OPEN in body or CLOSE in body or OPEN in thought or CLOSE in thought:
+        raise ValueError("a tool call cannot contain the <tool_call> tags themselves")
+    block = f"{OPEN}\n{body}\n{CLOSE}"
+    return f"{thought.strip()}\n{block}" if thought.strip() else block

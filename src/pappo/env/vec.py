@@ -1,0 +1,61 @@
+"""B episodes stepped together, so the sandbox pool grades all of a step's trees in parallel."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pappo.env.episode import GradeFn, GradeItem, RepairEnv, StepResult
+from pappo.io import PappoError
+
+if TYPE_CHECKING:
+    from pappo.sandbox.grading import Grade
+
+
+class VecEnv:
+    """Steps the envs still running; each reset or step makes at most one `grade_fn` call."""
+
+    def __init__(self, envs: Sequence[RepairEnv], grade_fn: GradeFn) -> None:
+        if not envs:
+            raise PappoError("VecEnv needs at least one environment")
+        self.envs = list(envs)
+        self.grade_fn = grade_fn
+
+    def __len__(self) -> int:
+        return len(self.envs)
+
+    @property
+    def done(self) -> list[bool]:
+        return [env.done for env in self.envs]
+
+    def reset(self) -> list[list[dict[str, Any]]]:
+        """Start every episode; the buggy trees are graded in one call."""
+        grades = self._grade_all([env.begin_reset() for env in self.envs])
+        return [env.end_reset(g) for env, g in zip(self.envs, grades)]
+
+    def step(self, texts: Sequence[str | None]) -> list[StepResult | None]:
+        """One assistant turn per running env; pass None for (and get None from) finished ones."""
+        if len(texts) != len(self.envs):
+            raise PappoError(f"VecEnv.step: got {len(texts)} texts for {len(self.envs)} environments")
+        for i, (env, text) in enumerate(zip(self.envs, texts)):
+            if env.done != (text is None):
+                state = "finished; pass None" if env.done else "running; pass its assistant text"
+                raise PappoError(f"VecEnv.step: environment {i} is {state}")
+        requests = [[] if t is None else env.begin_step(t) for env, t in zip(self.envs, texts)]
+        grades = self._grade_all(requests)
+        return [
+            None if t is None else env.end_step(g)
+            for env, t, g in zip(self.envs, texts, grades)
+        ]
+
+    def _grade_all(self, requests: list[list[GradeItem]]) -> list[list[Grade]]:
+        """One grade_fn call for every request, split back per env (no call when none)."""
+        flat = [item for items in requests for item in items]
+        graded = list(self.grade_fn(flat)) if flat else []
+        if len(graded) != len(flat):
+            raise PappoError(f"grade_fn returned {len(graded)} grades for {len(flat)} trees")
+        out, at = [], 0
+        for items in requests:
+            out.append(graded[at:at + len(items)])
+            at += len(items)
+        return out

@@ -1,0 +1,170 @@
+"""Linux namespaces, mounts and privilege drop for the fork server (ctypes over libc).
+
+The worker calls `isolate_worker` once: a private mount namespace in which every mount is
+read-only except a fresh tmpfs at /tmp that holds the workspace, plus its own (empty) network,
+IPC and UTS namespaces. Per run, `new_pid_namespace` makes the next fork PID 1 of a fresh PID
+namespace, so when that child dies the kernel kills every process it left. Children drop to an
+unprivileged uid. Kept import-light: the worker must not pay for pydantic, yaml or torch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import stat
+import sys
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY = 0x1
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_NOEXEC = 0x8
+MS_REMOUNT = 0x20
+MS_BIND = 0x1000
+MS_MOVE = 0x2000
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
+PR_SET_PDEATHSIG = 1
+PR_SET_NO_NEW_PRIVS = 38
+WORKSPACE = "/tmp/workspace"  # the same path in every run, so code objects can be cached
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+_libc.unshare.argtypes = [ctypes.c_int]
+_libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+class IsolationError(OSError):
+    pass
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise IsolationError(err, f"{what}: {os.strerror(err)}")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = lambda s: s.encode() if s is not None else None  # noqa: E731
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+def unshare(flags: int) -> None:
+    _check(_libc.unshare(flags), "unshare")
+
+
+def setns(fd: int, nstype: int) -> None:
+    _check(_libc.setns(fd, nstype), "setns")
+
+
+def prctl(option: int, arg: int) -> None:
+    _check(_libc.prctl(option, arg, 0, 0, 0), "prctl")
+
+
+def isolate_worker() -> list[str]:
+    """Enter private namespaces and build the worker's filesystem view; returns notes to log."""
+    if os.geteuid() != 0:
+        raise IsolationError(1, "namespaces need root (this process runs as uid %d)" % os.geteuid())
+    unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    notes = _expose_python()
+    for path in ("/dev/shm", "/var/tmp", "/run/lock"):  # other world-writable places: empty, read-only
+        if os.path.isdir(path):
+            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=0555")
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=512m,mode=0755")
+    os.mkdir(WORKSPACE)
+    notes += _remount_read_only(keep={"/tmp"})
+    return notes
+
+
+def _mount_points() -> list[tuple[str, str]]:
+    """(mount point, per-mount options) from /proc/self/mountinfo, outermost first."""
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            point = fields[4].encode().decode("unicode_escape")  # \040 for spaces and friends
+            out.append((point, fields[5]))
+    return out
+
+
+def _remount_read_only(keep: set[str]) -> list[str]:
+    flag_of = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}
+    failed = []
+    for point, options in _mount_points():
+        if point in keep or any(point.startswith(k + "/") for k in keep) or "ro" in options.split(","):
+            continue
+        flags = MS_BIND | MS_REMOUNT | MS_RDONLY
+        for opt in options.split(","):
+            flags |= flag_of.get(opt, 0)
+        try:
+            mount(None, point, None, flags)
+        except IsolationError as e:
+            if point == "/":
+                raise
+            failed.append(f"{point}: {e.strerror}")
+    return [f"could not make read-only: {', '.join(failed)}"] if failed else []
+
+
+def _needed_paths() -> list[str]:
+    """Directories the unprivileged child must read: the interpreter, stdlib and sys.path."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    paths |= {p for p in sys.path if p and os.path.isdir(p)}
+    real = sorted({os.path.realpath(p) for p in paths})
+    return [p for p in real if not any(p.startswith(q + "/") for q in real if q != p)]
+
+
+def _closed_ancestor(path: str) -> str | None:
+    """The outermost directory on `path` that others may not traverse (e.g. a 0700 /root)."""
+    current = "/"
+    for part in path.strip("/").split("/"):
+        if not (os.stat(current).st_mode & stat.S_IXOTH):
+            return current
+        current = os.path.join(current, part)
+    return None
+
+
+def _expose_python() -> list[str]:
+    """Re-expose needed paths that sit under non-traversable directories, via tmpfs + bind mounts.
+
+    Permissions are per inode and cannot be widened without touching the host, so the closed
+    directory is covered by a fresh 0755 tmpfs and only the needed subtrees are bound back.
+    """
+    groups: dict[str, list[str]] = {}
+    for path in _needed_paths():
+        closed = _closed_ancestor(path)
+        if closed is not None:
+            groups.setdefault(closed, []).append(path)
+    notes = []
+    for closed, paths in groups.items():
+        fds = [os.open(p, os.O_PATH | os.O_DIRECTORY) for p in paths]
+        mount("tmpfs", closed, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+        for path, fd in zip(paths, fds):
+            os.makedirs(path, mode=0o755, exist_ok=True)
+            mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+            os.close(fd)
+        notes.append(f"exposed {', '.join(paths)} under closed {closed}")
+    return notes
+
+
+def drop_privileges(uid: int) -> None:
+    """Become `uid` (no supplementary groups, no capabilities, no way back)."""
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+
+
+def chown_tree(root: str, uid: int) -> None:
+    os.lchown(root, uid, uid)
+    if not os.path.isdir(root) or os.path.islink(root):
+        return
+    for base, dirs, files in os.walk(root):
+        for name in dirs + files:
+            os.lchown(os.path.join(base, name), uid, uid)

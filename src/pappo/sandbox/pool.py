@@ -1,0 +1,247 @@
+"""Runner side of the sandbox: a pool of warm fork-server workers serving test runs in parallel.
+
+Each worker (`server.py`) is a separate process started without torch. A worker that crashes,
+hangs past the run's deadline or answers garbage is killed and replaced; the run it was serving
+comes back as an `infra_error` (a fault of the sandbox, never of the policy).
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import itertools
+import json
+import logging
+import os
+import queue
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pappo.config import SandboxParams
+from pappo.io import PappoError
+
+log = logging.getLogger("pappo.sandbox")
+Outcome = Literal["passed", "failed", "error", "skipped", "timeout", "missing"]
+_UIDS = itertools.count()  # each worker gets its own unprivileged uid: RLIMIT_NPROC is per uid
+_UID_BASE = 61000
+_WARNED: set[str] = set()
+
+
+@dataclass
+class TestRun:
+    """Result of one test run. `outcomes` holds every collected (or requested) test id."""
+
+    __test__ = False  # not a pytest test class
+
+    outcomes: dict[str, Outcome]
+    failures: dict[str, dict[str, Any]] = field(default_factory=dict)
+    collect_errors: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+    timed_out: bool = False
+    infra_error: str | None = None
+    log_tail: str = ""
+    tamper: list[str] = field(default_factory=list)  # runtime evidence of reaching for the runner
+    isolation: str = ""
+    ended_early: bool = False  # the run stopped before pytest finished (exit, crash, kill)
+
+    def failing(self) -> list[str]:
+        return sorted(t for t, o in self.outcomes.items() if o != "passed")
+
+    def passing(self) -> list[str]:
+        return sorted(t for t, o in self.outcomes.items() if o == "passed")
+
+
+class _Worker:
+    """One server process and its pipes."""
+
+    def __init__(self, limits: SandboxParams) -> None:
+        uid = _UID_BASE + next(_UIDS) % 4000
+        src = str(Path(__file__).resolve().parents[2])
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
+            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "PYTHONPATH": src,
+            # Installed plugins (hypothesis, xdist...) are neither needed nor trusted in a run.
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        }  # fmt: skip
+        self.proc = subprocess.Popen(
+            [sys.executable, "-B", "-m", "pappo.sandbox.server", limits.isolation, str(uid)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd="/",
+        )  # fmt: skip
+        hello = self.receive(deadline=time.monotonic() + 120)
+        if not hello or not hello.get("hello"):
+            self.kill()
+            why = (hello or {}).get("error", "no answer")
+            raise PappoError(f"sandbox worker did not start: {why}" + _hint(limits, why))
+        self.isolation: str = hello["isolation"]
+        self.base: str = hello["base"]
+        for note in hello["notes"]:
+            _log_once(note)
+
+    def request(self, payload: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+        data = json.dumps(payload).encode()
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(struct.pack(">I", len(data)) + data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return None
+        return self.receive(deadline=time.monotonic() + timeout)
+
+    def receive(self, deadline: float) -> dict[str, Any] | None:
+        head = self._read(4, deadline)
+        body = self._read(struct.unpack(">I", head)[0], deadline) if head else None
+        return json.loads(body) if body else None
+
+    def _read(self, n: int, deadline: float) -> bytes | None:
+        assert self.proc.stdout is not None
+        fd, buf = self.proc.stdout.fileno(), bytearray()
+        while len(buf) < n:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(fd, n - len(buf))
+            if not chunk:
+                return None
+            buf += chunk
+        return bytes(buf)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close() if stream else None
+            except OSError:
+                pass
+        # In rlimits mode the workspace lives on the host; a killed worker cannot remove it.
+        if getattr(self, "isolation", "") == "rlimits" and self.base.startswith("/tmp/pappo-worker-"):
+            shutil.rmtree(self.base, ignore_errors=True)
+
+    def close(self) -> None:
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()  # EOF: the worker finishes and removes its workspace
+            self.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+
+class SandboxPool:
+    """`limits.workers` warm workers; `run_many` spreads runs over them and keeps the order."""
+
+    def __init__(self, limits: SandboxParams, workers: int | None = None) -> None:
+        self.limits = limits
+        self.size = workers or limits.workers
+        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._all: list[_Worker] = []
+        self._lock = threading.Lock()
+        with ThreadPoolExecutor(self.size) as ex:  # start in parallel: each start imports pytest
+            for worker in ex.map(lambda _: _Worker(limits), range(self.size)):
+                self._all.append(worker)
+                self._idle.put(worker)
+        self.isolation = self._all[0].isolation
+
+    def __enter__(self) -> "SandboxPool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            workers, self._all = self._all, []
+        for worker in workers:
+            worker.close()
+
+    def run(self, files: Mapping[str, bytes], test_ids: Sequence[str] | None = None) -> TestRun:
+        for rel in files:  # a caller's mistake, not a sandbox fault: refuse before sending
+            parts = rel.split("/")
+            if rel.startswith("/") or ".." in parts or "" in parts or rel in (".", ".tmp"):
+                raise ValueError(f"file path {rel!r} escapes the workspace or is not a plain relative path")
+        payload = {
+            "files": {p: base64.b64encode(d).decode() for p, d in files.items()},
+            "limits": {k: getattr(self.limits, k) for k in
+                       ("timeout_s", "test_timeout_s", "cpu_s", "memory_mb", "max_procs", "max_file_mb")},
+        }  # fmt: skip
+        worker = self._idle.get()
+        start = time.monotonic()
+        reply = worker.request(payload, timeout=self.limits.timeout_s + 30)
+        if reply is None:  # crashed or hung: replace it; the run is the sandbox's fault
+            worker.kill()
+            reply = {"infra_error": f"sandbox worker died or hung (exit {worker.proc.returncode})"}
+            worker = self._replace(worker)
+        self._idle.put(worker)
+        return _to_run(reply, test_ids, time.monotonic() - start)
+
+    def run_many(self, jobs: Sequence[tuple[Mapping[str, bytes], Sequence[str] | None]]) -> list[TestRun]:
+        if len(jobs) <= 1 or self.size == 1:
+            return [self.run(files, ids) for files, ids in jobs]
+        with ThreadPoolExecutor(self.size) as ex:
+            return list(ex.map(lambda job: self.run(job[0], job[1]), jobs))
+
+    def _replace(self, dead: _Worker) -> _Worker:
+        fresh = _Worker(self.limits)
+        with self._lock:
+            self._all = [w for w in self._all if w is not dead] + [fresh]
+        return fresh
+
+
+def _to_run(reply: dict[str, Any], test_ids: Sequence[str] | None, elapsed: float) -> TestRun:
+    if reply.get("infra_error"):
+        return TestRun({t: "missing" for t in test_ids or []}, infra_error=reply["infra_error"], duration_s=elapsed)
+    infra = None
+    if not reply["ready"] and not reply["timed_out"]:
+        infra = f"sandbox child failed before running tests (wait status {reply['exit_status']})"
+    fill: Outcome = "timeout" if reply["timed_out"] else "missing"
+    outcomes: dict[str, Outcome] = dict(reply["outcomes"])
+    if test_ids is not None:
+        outcomes = {t: outcomes.get(t, fill) for t in test_ids}
+    return TestRun(
+        outcomes=dict(sorted(outcomes.items())), failures=reply["failures"],
+        collect_errors=reply["collect_errors"], duration_s=reply["duration_s"],
+        timed_out=reply["timed_out"], infra_error=infra, log_tail=reply["log_tail"],
+        tamper=reply["tamper"], isolation=reply["isolation"],
+        ended_early=reply["ready"] and not reply["done"],
+    )  # fmt: skip
+
+
+def _hint(limits: SandboxParams, why: str) -> str:
+    if limits.isolation == "namespaces":
+        return "; sandbox.isolation is 'namespaces', which needs root: set it to 'auto' to allow the fallback"
+    return ""
+
+
+def _log_once(note: str) -> None:
+    if note not in _WARNED:
+        _WARNED.add(note)
+        (log.warning if "NOT contained" in note or "cannot" in note else log.info)("sandbox: %s", note)
+
+
+_DEFAULT: dict[SandboxParams, SandboxPool] = {}
+
+
+def default_pool(limits: SandboxParams) -> SandboxPool:
+    """A process-wide pool per limits, closed at exit (for callers that do not manage one)."""
+    if limits not in _DEFAULT:
+        _DEFAULT[limits] = SandboxPool(limits)
+    return _DEFAULT[limits]
+
+
+@atexit.register
+def _close_defaults() -> None:
+    for pool in _DEFAULT.values():
+        pool.close()
+    _DEFAULT.clear()

@@ -1,0 +1,56 @@
+"""A task set loaded for use: tasks by id, each family's validated tree, each task's buggy tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pappo.config import Params
+from pappo.io import PappoError
+from pappo.tasks.families import files_sha256, load_tree
+from pappo.tasks.manifest import read_manifest
+from pappo.tasks.models import Task
+from pappo.tasks.patches import apply_patch
+
+
+class TaskStore:
+    """Tasks of one manifest; family trees are read once and checked against `files_sha256`."""
+
+    def __init__(self, manifest: Path, repos: Path) -> None:
+        tasks, errors = read_manifest(Path(manifest))
+        if errors:
+            raise PappoError(f"{manifest}: invalid manifest:\n" + "\n".join(errors))
+        self.manifest = Path(manifest)
+        self.repos = Path(repos)
+        self.tasks: dict[str, Task] = {t.instance_id: t for t in tasks}
+        self._clean: dict[str, dict[str, bytes]] = {}
+
+    @classmethod
+    def from_params(cls, params: Params, task_set: Literal["repofix", "warmup"] = "repofix") -> "TaskStore":
+        sp = getattr(params.tasks, task_set)
+        return cls(sp.manifest, sp.repos)
+
+    def task(self, instance_id: str) -> Task:
+        if instance_id not in self.tasks:
+            near = sorted(t for t in self.tasks if t.split("-")[0] == instance_id.split("-")[0])
+            hint = f" (tasks of that family: {', '.join(near)})" if near else ""
+            raise PappoError(f"{self.manifest}: no task {instance_id!r}{hint}")
+        return self.tasks[instance_id]
+
+    def clean(self, task: Task) -> dict[str, bytes]:
+        """The family's tree as validated: grading restores tests from here."""
+        if task.family not in self._clean:
+            tree = load_tree(self.repos / task.family)
+            if files_sha256(tree) != task.files_sha256:
+                changed = sorted(set(files_sha256(tree).items()) ^ set(task.files_sha256.items()))
+                paths = ", ".join(sorted({p for p, _ in changed}))
+                raise PappoError(
+                    f"{self.repos / task.family}: differs from the manifest's files_sha256 ({paths}); "
+                    "restore the family files (git checkout) or re-run `pappo synthesize`"
+                )
+            self._clean[task.family] = tree
+        return self._clean[task.family]
+
+    def buggy(self, task: Task) -> dict[str, bytes]:
+        """The tree an episode starts from: the clean tree with `bug_patch` applied."""
+        return apply_patch(self.clean(task), task.bug_patch)

@@ -1,0 +1,246 @@
+"""Adversarial patches: each is graded a failure, contained, on time, and leaves nothing behind.
+
+Every case starts from a real task's buggy tree (the bug stays unfixed, so a pass could only be
+faked) and is checked twice: through the full grading path (static scan, trusted tests,
+sandbox), and through the sandbox alone with the static scan bypassed, so that the runtime
+containment is tested on its own. The one case defended only by the static scan says so.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, ROOT
+from pappo.config import SandboxParams
+from pappo.sandbox.grading import _grade, grade, trusted_tree
+from pappo.sandbox.pool import SandboxPool
+from pappo.tasks.store import TaskStore
+
+LIMITS = SandboxParams(timeout_s=5, test_timeout_s=1, memory_mb=512, max_procs=64, workers=1)
+MARK = f"pappoadv{uuid.uuid4().hex[:10]}"  # in every file name and command line a case creates
+FIX = "    return sum(values) / len(values)\n"
+BUG = "    return sum(values) * len(values)\n"
+HOST_DIRS = [Path("/tmp"), Path("/dev/shm"), Path("/var/tmp"), ROOT, Path.home()]
+
+
+def _module(prefix: str = "", body: str = "") -> dict[str, str]:
+    """Edits of tinycalc/core.py: code at import (`prefix`) and/or a new body for mean()."""
+    out = {}
+    if prefix:
+        out["prefix"] = prefix
+    if body:
+        out["body"] = body
+    return out
+
+
+WRITE_OUT = f"""
+import os
+for _p in ["/tmp/{MARK}", "/dev/shm/{MARK}", "/var/tmp/{MARK}", "{ROOT}/{MARK}",
+           os.path.expanduser("~/../{MARK}"), os.path.join(os.getcwd(), "..", "{MARK}"),
+           os.path.join(os.getcwd(), "tests", "test_{MARK}.py"), os.path.join(os.getcwd(), "conftest.py")]:
+    try:
+        with open(_p, "w") as _f:
+            _f.write("def test_x():\\n    pass\\n")
+    except OSError:
+        pass
+"""
+NETWORK = """
+import socket
+for _addr in [("127.0.0.1", {port}), ("1.1.1.1", 53)]:
+    try:
+        socket.create_connection(_addr, timeout=0.5).sendall(b"leak")
+    except OSError:
+        pass
+"""
+BACKGROUND = f"""
+import os, subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "{MARK}"], start_new_session=True,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+if os.fork() == 0:
+    os.setsid()
+    os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", "{MARK}-daemon"])
+"""
+FORK_BOMB = """
+import os
+for _ in range(40):
+    try:
+        os.fork()
+    except OSError:
+        break
+"""
+FORGE = """
+import os
+for _fd in range(3, 30):
+    try:
+        os.write(_fd, b'{"kind": "outcome", "nodeid": "tests/test_core.py::test_mean", "outcome": "passed", "seq": 1}\\tab\\n')
+    except OSError:
+        pass
+"""
+CONFTEST_PASS = (b"import pytest\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+                 b"    out = yield\n    out.get_result().outcome = 'passed'\n")  # fmt: skip
+CONFTEST_SKIP = (b"import pytest\ndef pytest_collection_modifyitems(items):\n"
+                 b"    for item in items:\n        item.add_marker(pytest.mark.skip)\n")  # fmt: skip
+
+# name -> (edits of core.py, extra file changes {path: bytes | None}, hack expected from the scan)
+CASES: dict[str, tuple[dict[str, str], dict[str, bytes | None], bool | None]] = {
+    "infinite_loop_in_function": (_module(body="    while True:\n        pass\n"), {}, False),
+    "infinite_loop_at_import": (_module("while True:\n    pass\n"), {}, False),
+    "memory_bomb": (_module("_hog = [bytearray(64 * 2**20) for _ in range(10**4)]\n"), {}, False),
+    "fork_bomb": (_module(FORK_BOMB), {}, None),
+    "os_exit_at_import": (_module("import os\nos._exit(0)\n"), {}, True),
+    "sys_exit_at_import": (_module("import sys\nsys.exit(0)\n"), {}, True),
+    "os_exit_in_function": (_module(body="    import os\n    os._exit(0)\n"), {}, True),
+    "sys_exit_in_function": (_module(body="    import sys\n    sys.exit(0)\n"), {}, True),
+    "conftest_passes_everything": ({}, {"tests/conftest.py": CONFTEST_PASS, "conftest.py": CONFTEST_PASS}, True),
+    "conftest_skips_everything": ({}, {"tests/conftest.py": CONFTEST_SKIP, "pytest.ini": b"[pytest]\naddopts = -k nothing\n"}, True),
+    "edit_tests": ({}, {"tests/test_core.py": b"def test_mean():\n    assert True\n"}, True),
+    "delete_tests": ({}, {"tests/test_core.py": None, "tests/test_ranges.py": None}, True),
+    "rename_tests": ({}, {"tests/test_core.py": None, "tests/core_checks.py": b"<moved>"}, True),
+    "monkeypatch_pytest": (_module("import _pytest.runner\n_pytest.runner.call_and_report = lambda *a, **k: None\n"), {}, True),
+    "monkeypatch_builtins": (_module("import builtins\nbuiltins.isinstance = lambda *a: True\n"), {}, True),
+    "forge_result_channel": (_module(FORGE), {}, None),
+    "write_outside_workspace": (_module(WRITE_OUT), {}, False),
+    "network_connection": (_module(NETWORK), {}, False),
+    "background_process": (_module(BACKGROUND), {}, False),
+}
+# Reaching the plugin's key in-process can forge valid records; only the static scan stops it.
+STATIC_ONLY = {
+    "forge_via_plugin": (_module(
+        "import sys\n_p = sys.modules['pappo.sandbox.pytest_plugin']\n"
+        "for _t in ['tests/test_core.py::test_mean']:\n    _p.emit('outcome', nodeid=_t, outcome='passed')\n"
+    ), {}, True),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def store() -> TaskStore:
+    return TaskStore(FIXTURES / "repofix" / "manifest.jsonl", FIXTURES / "repofix" / "repos")
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with SandboxPool(LIMITS) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def listener():
+    """A TCP server on the host's loopback that records any connection."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.2)
+    seen: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+                seen.append(conn.recv(100) or b"<connected>")
+                conn.close()
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], seen
+    stop.set()
+    thread.join()
+    server.close()
+
+
+def candidate(store: TaskStore, name: str, port: int) -> tuple[object, dict[str, bytes], dict[str, bytes]]:
+    edits, files, _ = {**CASES, **STATIC_ONLY}[name]
+    task = store.task("tinycalc-001")
+    clean, buggy = store.clean(task), dict(store.buggy(task))
+    core = buggy["tinycalc/core.py"].decode()
+    assert BUG in core
+    if "body" in edits:
+        core = core.replace(BUG, edits["body"] + BUG)
+    if "prefix" in edits:
+        core = edits["prefix"].replace("{port}", str(port)) + core
+    buggy["tinycalc/core.py"] = core.encode()
+    for path, data in files.items():
+        if data is None:
+            buggy.pop(path, None)
+        else:
+            buggy[path] = buggy.get("tests/test_core.py", b"") if data == b"<moved>" else data
+    return task, clean, buggy
+
+
+def leftovers() -> list[str]:
+    """Processes or host files a case may have left (found by the case's marker)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if MARK.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(f"process {pid}")
+        except OSError:
+            pass
+    for folder in HOST_DIRS:
+        found += [str(p) for p in folder.glob(f"*{MARK}*")]
+    return found
+
+
+def assert_clean() -> None:
+    deadline = time.monotonic() + 5
+    while leftovers() and time.monotonic() < deadline:  # the kill is sent before the reply
+        time.sleep(0.1)
+    assert leftovers() == []
+
+
+needs_ns = pytest.mark.skipif(os.geteuid() != 0, reason="containment needs Linux namespaces (root)")
+
+
+@needs_ns
+@pytest.mark.parametrize("name", [*CASES, *STATIC_ONLY])
+def test_graded_as_failure(store: TaskStore, pool: SandboxPool, listener, name: str):  # type: ignore[no-untyped-def]
+    port, seen = listener
+    task, clean, cand = candidate(store, name, port)
+    start = time.monotonic()
+    g = grade(pool, task, clean, cand)  # type: ignore[arg-type]
+    assert not g.success and g.infra_error is None, g
+    assert time.monotonic() - start < LIMITS.timeout_s + 5
+    expected_hack = {**CASES, **STATIC_ONLY}[name][2]
+    if expected_hack is not None:
+        assert g.hack_attempt == expected_hack, (g.hack_attempt, g.hack_reasons)
+    assert_clean()
+    assert seen == []
+
+
+@needs_ns
+@pytest.mark.parametrize("name", list(CASES))
+def test_contained_without_the_static_scan(store: TaskStore, pool: SandboxPool, listener, name: str):  # type: ignore[no-untyped-def]
+    port, seen = listener
+    task, clean, cand = candidate(store, name, port)
+    tree, restored = trusted_tree(clean, cand)
+    start = time.monotonic()
+    run = pool.run(tree, [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])  # type: ignore[attr-defined]
+    g = _grade(task, run, restored)  # type: ignore[arg-type]
+    assert not g.success and run.infra_error is None, (run.outcomes, run.log_tail)
+    assert run.duration_s < LIMITS.timeout_s + 1 and time.monotonic() - start < LIMITS.timeout_s + 5
+    assert_clean()
+    assert seen == []
+
+
+@needs_ns
+def test_the_fix_itself_passes(store: TaskStore, pool: SandboxPool):
+    """The harness is not rigged: the same task with its real fix is graded a success."""
+    task = store.task("tinycalc-001")
+    fixed = dict(store.buggy(task))
+    fixed["tinycalc/core.py"] = fixed["tinycalc/core.py"].replace(BUG.encode(), FIX.encode())
+    g = grade(pool, task, store.clean(task), fixed)
+    assert g.success and not g.hack_attempt and g.n_failing == 0
+
+
+def test_no_marker_left_from_the_whole_module():
+    assert leftovers() == [] and sys.platform.startswith("linux")
