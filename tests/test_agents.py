@@ -4,7 +4,6 @@ the events and metrics they should; one end-to-end run against the real sandbox.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings

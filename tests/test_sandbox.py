@@ -172,3 +172,45 @@ def test_namespaces_are_used_where_available(pool: SandboxPool):
              "    assert os.listdir('/proc') and sorted(p for p in os.listdir('/proc') if p.isdigit()) == ['1']\n")  # fmt: skip
     run = pool.run(suite(probe))
     assert run.outcomes == {"tests/test_pkg.py::test_env": "passed"}, run.failures
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs Linux namespaces (root)")
+def test_nothing_outlives_a_killed_runner(tmp_path):  # type: ignore[no-untyped-def]
+    """SIGKILL the process that owns the pool mid-run: worker, run and its daemons all go away."""
+    marker = f"pappokill{os.getpid()}"
+    body = (f"import subprocess, sys, time\ndef test_a():\n"
+            f"    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'], start_new_session=True)\n"
+            f"    time.sleep(60)\n")  # fmt: skip
+    script = tmp_path / "owner.py"
+    script.write_text(
+        "import sys\nfrom pappo.config import SandboxParams\nfrom pappo.sandbox.pool import SandboxPool\n"
+        f"pool = SandboxPool(SandboxParams(timeout_s=120, test_timeout_s=100, workers=1))\n"
+        "print(pool._all[0].proc.pid, flush=True)\n"
+        f"pool.run({suite(body)!r})\n"
+    )  # fmt: skip
+    import subprocess
+    import sys
+
+    owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    worker = int(owner.stdout.readline())  # type: ignore[union-attr]
+
+    def alive(match: str | int) -> bool:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+            except OSError:
+                continue
+            if (isinstance(match, int) and int(pid) == match and cmd) or (isinstance(match, str) and match.encode() in cmd):
+                return True
+        return False
+
+    deadline = time.monotonic() + 20
+    while not alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert alive(marker), "the run never started its daemon"
+    owner.kill()
+    owner.wait()
+    deadline = time.monotonic() + 10
+    while (alive(marker) or alive(worker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(marker) and not alive(worker)

@@ -79,6 +79,9 @@ def validate(params_path: Path = ParamsOpt) -> None:
         problems += _overlap(locks["repofix"].lock.families, locks["warmup"].lock.families)
     if problems:
         _fail("validation failed; no lock file written:\n" + "\n".join(f"  - {p}" for p in problems))
+    from pappo.sandbox.pool import default_pool
+
+    typer.echo(f"sandbox isolation: {default_pool(params.sandbox).isolation}")
     for name, done in locks.items():
         write_lock(done.lock, getattr(params.tasks, name).lock)
         typer.echo(f"{name}: {done.lock.n_tasks} tasks in {len(done.lock.families)} families valid "

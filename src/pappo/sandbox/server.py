@@ -15,19 +15,18 @@ from __future__ import annotations
 import base64
 import gc
 import hashlib
-import hmac
 import importlib.machinery
 import json
 import os
 import resource
 import secrets
-import select
 import shutil
 import signal
 import struct
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -37,7 +36,7 @@ import _pytest.main
 import _pytest.python
 import pytest  # noqa: F401  (pre-imported on purpose: children must not pay for it)
 
-from pappo.sandbox import isolation, pytest_plugin
+from pappo.sandbox import channel, isolation, pytest_plugin
 
 for _name in _pytest.config.default_plugins:  # import every builtin plugin once, pre-fork
     try:
@@ -58,8 +57,6 @@ _PYTEST_ARGS = [
     "-p", "no:threadexception", "-p", "no:unraisableexception", "-p", "no:setuponly",
     "-p", "no:setupplan", "-p", "no:legacypath", "tests",
 ]  # fmt: skip
-_MAX_CHANNEL = 8 * 1024 * 1024
-_DONE = b'"kind": "done"'
 _CACHE: dict[tuple[str, str], Any] = {}
 _original_rewrite = _rewrite._rewrite_test
 
@@ -100,6 +97,15 @@ def _cached_source_to_code(self: Any, data: Any, path: Any, *, _optimize: int = 
     return _SOURCE[key]
 
 
+@dataclass
+class _Spare:
+    pid: int
+    go: int  # write end: the run's key and trusted test hashes
+    chan: int  # read end of the result channel
+    log: int  # the child's stdout/stderr
+    limits: dict[str, Any]
+
+
 class Worker:
     def __init__(self, mode: str, uid: int, rfd: int, wfd: int) -> None:
         self.rfd, self.wfd = rfd, wfd
@@ -110,6 +116,7 @@ class Worker:
         os.makedirs(self.workspace, exist_ok=True)
         self.pidns = os.open("/proc/self/ns/pid", os.O_RDONLY) if self.isolation == "namespaces" else -1
         self._pending: int | None = None
+        self._spare: _Spare | None = None
         self.config, self.session = self._prepare_pytest()
 
     def _isolate(self, mode: str, uid: int) -> tuple[str, int | None]:
@@ -155,18 +162,18 @@ class Worker:
             except Exception as e:  # a worker fault, not the policy's: reported as infra_error
                 reply = {"infra_error": f"worker: {type(e).__name__}: {e}"}
             self._send(reply)
-            self._finish()
+            self._finish(request.get("limits"))
 
     def _receive(self) -> dict[str, Any] | None:
-        head = _read_exact(self.rfd, 4)
+        head = channel.read_exact(self.rfd, 4)
         if head is None:
             return None
-        body = _read_exact(self.rfd, struct.unpack(">I", head)[0])
+        body = channel.read_exact(self.rfd, struct.unpack(">I", head)[0])
         return None if body is None else json.loads(body)
 
     def _send(self, obj: dict[str, Any]) -> None:
         data = json.dumps(obj).encode()
-        _write_all(self.wfd, struct.pack(">I", len(data)) + data)
+        channel.write_all(self.wfd, struct.pack(">I", len(data)) + data)
 
     def _handle(self, req: dict[str, Any]) -> dict[str, Any]:
         files = {p: base64.b64decode(d) for p, d in req["files"].items()}
@@ -182,12 +189,14 @@ class Worker:
                 pass  # reported by the child's collection
         return self._run(req, trusted)
 
-    def _finish(self) -> None:
-        """After the reply: reap the killed child and empty the workspace for the next run."""
+    def _finish(self, limits: dict[str, Any] | None) -> None:
+        """After the reply: reap the killed child, empty the workspace, fork the next child."""
         if self._pending is not None:
             os.waitpid(self._pending, 0)
             self._pending = None
         _clear(self.workspace)
+        if limits is not None and self._spare is None:
+            self._spare = self._spawn(limits)
 
     def _materialise(self, files: dict[str, bytes]) -> dict[str, str]:
         """Write the tree; tests stay root-owned and read-only, the rest belongs to the child."""
@@ -207,43 +216,70 @@ class Worker:
         return {p: hashlib.sha256(d).hexdigest() for p, d in files.items() if p.startswith("tests/")}
 
     def _run(self, req: dict[str, Any], trusted: dict[str, str]) -> dict[str, Any]:
+        spare = self._take_spare(req["limits"])
         key = secrets.token_bytes(32)
-        chan_r, chan_w = os.pipe()
-        log_fd = os.open(os.path.join(self.base, "run.log"), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         start = time.monotonic()
+        go = json.dumps({"key": key.hex(), "test_timeout": float(req["limits"]["test_timeout_s"]),
+                         "trusted": trusted}).encode()  # fmt: skip
+        try:
+            channel.write_all(spare.go, go)
+        except OSError:
+            pass  # it died during setup: no `ready` record, reported as infra_error
+        os.close(spare.go)
+        deadline = start + float(req["limits"]["timeout_s"])
+        data, timed_out, status, hangup = channel.wait_run(spare.pid, spare.chan, self.rfd, deadline)
+        if self.isolation != "namespaces":
+            _killpg(spare.pid)  # the child's own process group (a PID namespace needs no such step)
+        self._pending = spare.pid if status is None else None
+        os.close(spare.chan)
+        os.lseek(spare.log, 0, os.SEEK_SET)
+        log_tail = os.read(spare.log, 1 << 20)[-4000:].decode(errors="replace")
+        os.close(spare.log)
+        if hangup:
+            sys.exit(0)  # the pool went away: no one to answer
+        reply = channel.parse_records(data, key)
+        reply.update(timed_out=timed_out, exit_status="killed" if status is None else status,
+                     duration_s=time.monotonic() - start, log_tail=log_tail, isolation=self.isolation)  # fmt: skip
+        return reply
+
+    def _take_spare(self, limits: dict[str, Any]) -> _Spare:
+        """The child forked and set up ahead of time (see `_spawn`), for these limits."""
+        spare, self._spare = self._spare, None
+        if spare is not None and spare.limits != limits:
+            os.kill(spare.pid, signal.SIGKILL)
+            os.waitpid(spare.pid, 0)
+            for fd in (spare.go, spare.chan, spare.log):
+                os.close(fd)
+            spare = None
+        return spare if spare is not None else self._spawn(limits)
+
+    def _spawn(self, limits: dict[str, Any]) -> _Spare:
+        """Fork the next child and let it isolate itself; it then waits for its run's `go`.
+
+        Forking and setting up between requests takes that time off every run's latency.
+        """
+        chan_r, chan_w = os.pipe()
+        go_r, go_w = os.pipe()
+        log_fd = os.open(os.path.join(self.base, "run.log"), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         gc.freeze()  # children share the worker's objects without the gc touching their pages
         max_fd = max(int(name) for name in os.listdir("/proc/self/fd"))
         if self.pidns >= 0:
             isolation.unshare(isolation.CLONE_NEWPID)
         pid = os.fork()
         if pid == 0:
-            self._child(chan_w, log_fd, key, req["limits"], trusted, max_fd)
+            self._child(chan_w, go_r, log_fd, limits, max_fd)
         if self.pidns >= 0:
             isolation.setns(self.pidns, isolation.CLONE_NEWPID)  # later forks: our own namespace
         os.close(chan_w)
-        data, timed_out, status, hangup = _wait(pid, chan_r, self.rfd, start + float(req["limits"]["timeout_s"]))
-        if self.isolation != "namespaces":
-            _killpg(pid)  # the child's own process group (a PID namespace needs no such step)
-        self._pending = pid if status is None else None
-        os.close(chan_r)
-        os.lseek(log_fd, 0, os.SEEK_SET)
-        log_tail = os.read(log_fd, 1 << 20)[-4000:].decode(errors="replace")
-        os.close(log_fd)
-        if hangup:
-            sys.exit(0)  # the pool went away: no one to answer
-        reply = _parse_records(data, key)
-        reply.update(timed_out=timed_out, exit_status=status if status is not None else "killed", duration_s=time.monotonic() - start,
-                     log_tail=log_tail, isolation=self.isolation)  # fmt: skip
-        return reply
+        os.close(go_r)
+        return _Spare(pid, go_w, chan_r, log_fd, limits)
 
-    def _child(self, chan_w: int, log_fd: int, key: bytes, limits: dict[str, Any], trusted: dict[str, str],
-               max_fd: int) -> NoReturn:
+    def _child(self, chan_w: int, go_r: int, log_fd: int, limits: dict[str, Any], max_fd: int) -> NoReturn:
         try:
             isolation.prctl(isolation.PR_SET_PDEATHSIG, signal.SIGKILL)
-            os.dup2(log_fd, 1)
-            os.dup2(log_fd, 2)
-            os.dup2(chan_w, 3)
-            os.closerange(4, max_fd + 1)  # the protocol pipes and everything else of the worker
+            for fd, target in ((log_fd, 1), (log_fd, 2), (chan_w, 3), (go_r, 4)):
+                os.dup2(fd, target)
+            os.closerange(5, max_fd + 1)  # the protocol pipes and everything else of the worker
             if self.isolation == "namespaces":
                 isolation.unshare(isolation.CLONE_NEWNS)
                 isolation.mount("proc", "/proc", "proc", isolation.MS_NOSUID | isolation.MS_NODEV | isolation.MS_NOEXEC)
@@ -252,8 +288,10 @@ class Worker:
             _set_limits(limits)
             if self.uid is not None:
                 isolation.drop_privileges(self.uid)
+            go = json.loads(channel.read_all(4))  # blocks until the run starts
+            os.close(4)
             _enter_workspace(self.workspace)
-            pytest_plugin.begin_run(3, key, float(limits["test_timeout_s"]), trusted)
+            pytest_plugin.begin_run(3, bytes.fromhex(go["key"]), go["test_timeout"], go["trusted"])
         except BaseException as e:  # setup failed before any code under test ran: infra_error
             os.write(2, f"sandbox child setup failed: {type(e).__name__}: {e}\n".encode())
             os._exit(70)
@@ -308,85 +346,7 @@ def _can_drop_to(uid: int) -> bool:
     return os.waitpid(pid, 0)[1] == 0
 
 
-def _wait(pid: int, chan: int, control: int, deadline: float) -> tuple[bytes, bool, int | None, bool]:
-    """Read the channel until the run is over; returns data, timed out, wait status (if reaped), hangup.
 
-    The run is over at its `done` record, when the child exits, or at the deadline. The child is
-    then killed at once (PID 1 of its namespace: everything it left dies with it) and, unless it
-    already exited, reaped after the reply is sent (`Worker._finish`), which saves the exit time.
-    """
-    pidfd = os.pidfd_open(pid)
-    data, exited, timed_out, hangup = bytearray(), False, False, False
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            timed_out = True
-            break
-        ready = select.select([chan, pidfd, control], [], [], remaining)[0]
-        if chan in ready:
-            chunk = os.read(chan, 1 << 16)
-            data += chunk
-            if not chunk or len(data) > _MAX_CHANNEL or data.endswith(b"\n") and _DONE in data[-200:]:
-                break
-        if pidfd in ready:
-            exited = True
-            break
-        if control in ready:  # the pool closed its end: stop now
-            hangup = True
-            break
-    os.close(pidfd)
-    status = None
-    if exited:
-        status = os.waitpid(pid, 0)[1]
-    else:
-        os.kill(pid, signal.SIGKILL)
-    os.set_blocking(chan, False)
-    data += _drain(chan)
-    return bytes(data), timed_out, status, hangup
-
-
-def _drain(fd: int) -> bytes:
-    out = bytearray()
-    while len(out) <= _MAX_CHANNEL:
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except BlockingIOError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    return bytes(out)
-
-
-def _parse_records(data: bytes, key: bytes) -> dict[str, Any]:
-    """Verify each record's HMAC and sequence; anything else on the channel is tampering."""
-    out: dict[str, Any] = {"outcomes": {}, "failures": {}, "collect_errors": [], "tamper": [],
-                           "ready": False, "done": False}  # fmt: skip
-    expected = 0
-    for line in data.split(b"\n"):
-        if not line:
-            continue
-        body, _, mac = line.rpartition(b"\t")
-        good = hmac.new(key, body, hashlib.sha256).hexdigest().encode()
-        record = json.loads(body) if body and hmac.compare_digest(mac, good) else None
-        if record is None or record.get("seq") != expected:
-            out["tamper"].append("forged or out-of-order record on the result channel")
-            break
-        expected += 1
-        kind = record["kind"]
-        if kind == "outcome":
-            out["outcomes"][record["nodeid"]] = record["outcome"]
-            if record.get("failure"):
-                out["failures"][record["nodeid"]] = record["failure"]
-        elif kind == "collect_error":
-            out["collect_errors"].append(record["nodeid"])
-        elif kind == "tamper":
-            out["tamper"].append(f"{record['where']}: replaced {', '.join(record['changed'])}")
-        elif kind in ("ready", "done"):
-            out[kind] = True
-    if len(data) > _MAX_CHANNEL:
-        out["tamper"].append("result channel flooded")
-    return out
 
 
 def _clear(root: str) -> None:
@@ -404,20 +364,7 @@ def _killpg(pid: int) -> None:
         pass
 
 
-def _read_exact(fd: int, n: int) -> bytes | None:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = os.read(fd, n - len(buf))
-        if not chunk:
-            return None
-        buf += chunk
-    return bytes(buf)
 
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def main() -> None:
@@ -429,7 +376,7 @@ def main() -> None:
         worker = Worker(mode, uid, rfd, wfd)
     except Exception as e:
         data = json.dumps({"hello": False, "error": f"{type(e).__name__}: {e}"}).encode()
-        _write_all(wfd, struct.pack(">I", len(data)) + data)
+        channel.write_all(wfd, struct.pack(">I", len(data)) + data)
         sys.exit(1)
     try:
         worker.serve()
