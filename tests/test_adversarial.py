@@ -242,5 +242,30 @@ def test_the_fix_itself_passes(store: TaskStore, pool: SandboxPool):
     assert g.success and not g.hack_attempt and g.n_failing == 0
 
 
+@needs_ns
+def test_the_leak_checks_can_fail(store: TaskStore, listener):  # type: ignore[no-untyped-def]
+    """Without containment (isolation=rlimits) the same checks see the leaks; then clean up."""
+    port, seen = listener
+    try:
+        with SandboxPool(LIMITS.model_copy(update={"isolation": "rlimits"})) as p:
+            for name in ("write_outside_workspace", "background_process", "network_connection"):
+                task, clean, cand = candidate(store, name, port)
+                p.run(trusted_tree(clean, cand)[0])  # type: ignore[arg-type]
+        found = leftovers()
+        assert any(x.startswith("process") for x in found) and any(x.startswith("/tmp/") for x in found)
+        deadline = time.monotonic() + 3
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert seen == [b"leak"]
+    finally:
+        for x in leftovers():
+            if x.startswith("process"):
+                os.kill(int(x.split()[1]), 9)
+            else:
+                Path(x).unlink(missing_ok=True)
+        seen.clear()
+    assert_clean()
+
+
 def test_no_marker_left_from_the_whole_module():
     assert leftovers() == [] and sys.platform.startswith("linux")
