@@ -9,6 +9,10 @@ import pytest
 import yaml
 
 from pappo.config import Params
+from pappo.sandbox.isolation import unavailable
+
+NS_MISSING = unavailable()  # None where Linux namespaces work (root with CAP_SYS_ADMIN)
+needs_namespaces = pytest.mark.skipif(NS_MISSING is not None, reason=f"no namespace isolation here: {NS_MISSING}")
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"

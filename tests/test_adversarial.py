@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, needs_namespaces
 from pappo.config import SandboxParams
 from pappo.sandbox.grading import _grade, grade, trusted_tree
 from pappo.sandbox.pool import SandboxPool
@@ -198,7 +198,7 @@ def assert_clean() -> None:
     assert leftovers() == []
 
 
-needs_ns = pytest.mark.skipif(os.geteuid() != 0, reason="containment needs Linux namespaces (root)")
+needs_ns = needs_namespaces
 
 
 @needs_ns

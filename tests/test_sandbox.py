@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from conftest import needs_namespaces
 from pappo.config import SandboxParams
 from pappo.sandbox.pool import SandboxPool
 from pappo.sandbox.runner import run_many, run_tests
@@ -164,9 +165,8 @@ def test_fallback_isolation_is_logged_and_still_grades(caplog: pytest.LogCapture
     assert any("NOT contained" in r.getMessage() for r in caplog.records)
 
 
+@needs_namespaces
 def test_namespaces_are_used_where_available(pool: SandboxPool):
-    if os.geteuid() != 0:
-        pytest.skip("Linux namespaces need root here; the fallback is tested above")
     assert pool.isolation == "namespaces"
     probe = ("import os\ndef test_env():\n    assert os.getpid() == 1\n    assert os.getuid() != 0\n"
              "    assert os.listdir('/proc') and sorted(p for p in os.listdir('/proc') if p.isdigit()) == ['1']\n")  # fmt: skip
@@ -174,7 +174,7 @@ def test_namespaces_are_used_where_available(pool: SandboxPool):
     assert run.outcomes == {"tests/test_pkg.py::test_env": "passed"}, run.failures
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs Linux namespaces (root)")
+@needs_namespaces
 def test_nothing_outlives_a_killed_runner(tmp_path):  # type: ignore[no-untyped-def]
     """SIGKILL the process that owns the pool mid-run: worker, run and its daemons all go away."""
     marker = f"pappokill{os.getpid()}"

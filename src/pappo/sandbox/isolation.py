@@ -67,6 +67,27 @@ def prctl(option: int, arg: int) -> None:
     _check(_libc.prctl(option, arg, 0, 0, 0), "prctl")
 
 
+def unavailable() -> str | None:
+    """Why namespace isolation cannot work here (None when it can), probed in a throwaway child."""
+    if os.geteuid() != 0:
+        return f"namespaces need root (this process runs as uid {os.geteuid()})"
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID)
+            mount(None, "/", None, MS_REC | MS_PRIVATE)
+            mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=4k")
+            os._exit(0)
+        except BaseException as e:
+            os.write(w, str(e).encode()[:500])
+            os._exit(1)
+    os.close(w)
+    reason = os.read(r, 600).decode(errors="replace")
+    os.close(r)
+    return None if os.waitpid(pid, 0)[1] == 0 else reason or "unshare failed"
+
+
 def isolate_worker() -> list[str]:
     """Enter private namespaces and build the worker's filesystem view; returns notes to log."""
     if os.geteuid() != 0:

@@ -148,10 +148,16 @@ class SandboxPool:
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
+        self._broken: str | None = None  # set when a dead worker could not be replaced
         with ThreadPoolExecutor(self.size) as ex:  # start in parallel: each start imports pytest
-            for worker in ex.map(lambda _: _Worker(limits), range(self.size)):
-                self._all.append(worker)
-                self._idle.put(worker)
+            started = [ex.submit(_Worker, limits) for _ in range(self.size)]
+        failed = [f.exception() for f in started if f.exception() is not None]
+        self._all = [f.result() for f in started if f.exception() is None]
+        if failed:  # never leave the workers that did start running
+            self.close()
+            raise failed[0]
+        for worker in self._all:
+            self._idle.put(worker)
         self.isolation = self._all[0].isolation
 
     def __enter__(self) -> "SandboxPool":
@@ -176,7 +182,7 @@ class SandboxPool:
             "limits": {k: getattr(self.limits, k) for k in
                        ("timeout_s", "test_timeout_s", "cpu_s", "memory_mb", "max_procs", "max_file_mb")},
         }  # fmt: skip
-        worker = self._idle.get()
+        worker = self._next_idle()
         start = time.monotonic()
         reply = worker.request(payload, timeout=self.limits.timeout_s + 30)
         if reply is None:  # crashed or hung: replace it; the run is the sandbox's fault
@@ -186,6 +192,15 @@ class SandboxPool:
         self._idle.put(worker)
         return _to_run(reply, test_ids, time.monotonic() - start)
 
+    def _next_idle(self) -> _Worker:
+        while True:
+            if self._broken:
+                raise PappoError(self._broken)
+            try:
+                return self._idle.get(timeout=1.0)
+            except queue.Empty:
+                continue
+
     def run_many(self, jobs: Sequence[tuple[Mapping[str, bytes], Sequence[str] | None]]) -> list[TestRun]:
         if len(jobs) <= 1 or self.size == 1:
             return [self.run(files, ids) for files, ids in jobs]
@@ -193,7 +208,11 @@ class SandboxPool:
             return list(ex.map(lambda job: self.run(job[0], job[1]), jobs))
 
     def _replace(self, dead: _Worker) -> _Worker:
-        fresh = _Worker(self.limits)
+        try:
+            fresh = _Worker(self.limits)
+        except (PappoError, OSError) as e:
+            self._broken = f"a sandbox worker died and could not be restarted: {e}"
+            raise PappoError(self._broken) from e
         with self._lock:
             self._all = [w for w in self._all if w is not dead] + [fresh]
         return fresh
