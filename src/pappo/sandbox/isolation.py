@@ -32,6 +32,7 @@ MS_PRIVATE = 0x40000
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 WORKSPACE = "/tmp/workspace"  # the same path in every run, so code objects can be cached
+SCRATCH = ("/tmp", "/dev/shm", "/var/tmp", "/run/lock")
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -94,13 +95,15 @@ def isolate_worker() -> list[str]:
         raise IsolationError(1, "namespaces need root (this process runs as uid %d)" % os.geteuid())
     unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    notes = _expose_python()
-    for path in ("/dev/shm", "/var/tmp", "/run/lock"):  # other world-writable places: empty, read-only
-        if os.path.isdir(path):
-            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=0555")
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=512m,mode=0755")
+    needed, notes = _needed_paths(), []
+    for folder in SCRATCH:  # world-writable places: covered by an empty tmpfs
+        if os.path.isdir(folder):
+            size = "512m" if folder == "/tmp" else "1m"
+            notes += _cover(folder, size, [p for p in needed if p.startswith(folder + "/")])
+    for closed, paths in _closed_groups(needed).items():
+        notes += _cover(closed, "1m", paths)
     os.mkdir(WORKSPACE)
-    notes += _remount_read_only(keep={"/tmp"})
+    notes += _remount_read_only(keep="/tmp")  # the workspace's tmpfs, and nothing else, stays writable
     return notes
 
 
@@ -115,11 +118,11 @@ def _mount_points() -> list[tuple[str, str]]:
     return out
 
 
-def _remount_read_only(keep: set[str]) -> list[str]:
+def _remount_read_only(keep: str) -> list[str]:
     flag_of = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}
     failed = []
     for point, options in _mount_points():
-        if point in keep or any(point.startswith(k + "/") for k in keep) or "ro" in options.split(","):
+        if point == keep or "ro" in options.split(","):  # mounts below `keep` are made read-only too
             continue
         flags = MS_BIND | MS_REMOUNT | MS_RDONLY
         for opt in options.split(","):
@@ -134,10 +137,10 @@ def _remount_read_only(keep: set[str]) -> list[str]:
 
 
 def _needed_paths() -> list[str]:
-    """Directories the unprivileged child must read: the interpreter, stdlib and sys.path."""
+    """Directories the worker and its children must read: the interpreter, stdlib and sys.path."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
     paths |= {p for p in sys.path if p and os.path.isdir(p)}
-    real = sorted({os.path.realpath(p) for p in paths})
+    real = sorted({os.path.realpath(p) for p in paths} - {"/", *SCRATCH})
     return [p for p in real if not any(p.startswith(q + "/") for q in real if q != p)]
 
 
@@ -151,27 +154,29 @@ def _closed_ancestor(path: str) -> str | None:
     return None
 
 
-def _expose_python() -> list[str]:
-    """Re-expose needed paths that sit under non-traversable directories, via tmpfs + bind mounts.
-
-    Permissions are per inode and cannot be widened without touching the host, so the closed
-    directory is covered by a fresh 0755 tmpfs and only the needed subtrees are bound back.
-    """
+def _closed_groups(paths: list[str]) -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
-    for path in _needed_paths():
+    for path in paths:
         closed = _closed_ancestor(path)
         if closed is not None:
             groups.setdefault(closed, []).append(path)
-    notes = []
-    for closed, paths in groups.items():
-        fds = [os.open(p, os.O_PATH | os.O_DIRECTORY) for p in paths]
-        mount("tmpfs", closed, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
-        for path, fd in zip(paths, fds):
-            os.makedirs(path, mode=0o755, exist_ok=True)
-            mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-            os.close(fd)
-        notes.append(f"exposed {', '.join(paths)} under closed {closed}")
-    return notes
+    return groups
+
+
+def _cover(folder: str, size: str, keep: list[str]) -> list[str]:
+    """Cover `folder` with a fresh 0755 tmpfs, binding the `keep` subtrees back in place.
+
+    Used for world-writable places (so nothing of the host is writable there, nor shadows a
+    virtual environment that lives in /tmp) and for directories others cannot enter
+    (permissions are per inode and cannot be widened without touching the host).
+    """
+    fds = [os.open(p, os.O_PATH | os.O_DIRECTORY) for p in keep]  # before the tmpfs hides them
+    mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0755")
+    for path, fd in zip(keep, fds):
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+        os.close(fd)
+    return [f"kept {', '.join(keep)} visible under {folder}"] if keep else []
 
 
 def drop_privileges(uid: int) -> None:
