@@ -35,7 +35,6 @@ log = logging.getLogger("pappo.sandbox")
 Outcome = Literal["passed", "failed", "error", "skipped", "timeout", "missing"]
 _UIDS = itertools.count()  # each worker gets its own unprivileged uid: RLIMIT_NPROC is per uid
 _UID_BASE = 61000
-_WARNED: set[str] = set()
 
 
 @dataclass
@@ -85,8 +84,7 @@ class _Worker:
             raise PappoError(f"sandbox worker did not start: {why}" + _hint(limits, why))
         self.isolation: str = hello["isolation"]
         self.base: str = hello["base"]
-        for note in hello["notes"]:
-            _log_once(note)
+        self.notes: list[str] = hello["notes"]
 
     def request(self, payload: dict[str, Any], timeout: float) -> dict[str, Any] | None:
         data = json.dumps(payload).encode()
@@ -159,6 +157,8 @@ class SandboxPool:
         for worker in self._all:
             self._idle.put(worker)
         self.isolation = self._all[0].isolation
+        for note in dict.fromkeys(n for w in self._all for n in w.notes):  # once per pool, in order
+            (log.warning if "NOT contained" in note or "cannot" in note else log.info)("sandbox: %s", note)
 
     def __enter__(self) -> "SandboxPool":
         return self
@@ -241,12 +241,6 @@ def _hint(limits: SandboxParams, why: str) -> str:
     if limits.isolation == "namespaces":
         return "; sandbox.isolation is 'namespaces', which needs root: set it to 'auto' to allow the fallback"
     return ""
-
-
-def _log_once(note: str) -> None:
-    if note not in _WARNED:
-        _WARNED.add(note)
-        (log.warning if "NOT contained" in note or "cannot" in note else log.info)("sandbox: %s", note)
 
 
 _DEFAULT: dict[SandboxParams, SandboxPool] = {}
