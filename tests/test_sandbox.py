@@ -214,3 +214,19 @@ def test_nothing_outlives_a_killed_runner(tmp_path):  # type: ignore[no-untyped-
     while (alive(marker) or alive(worker)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive(marker) and not alive(worker)
+
+
+def test_hung_worker_is_an_infra_error(monkeypatch: pytest.MonkeyPatch):
+    import pappo.sandbox.pool as pool_module
+
+    monkeypatch.setattr(pool_module, "GRACE_S", 1.0)
+    limits = FAST.model_copy(update={"timeout_s": 1.0, "test_timeout_s": 1.0})
+    with SandboxPool(limits, workers=1) as p:
+        hung = p._all[0].proc.pid
+        os.kill(hung, signal.SIGSTOP)  # the worker stops answering (internal timeout)
+        start = time.monotonic()
+        run = p.run(suite("def test_a():\n    assert add(1, 1) == 2\n"), ["tests/test_pkg.py::test_a"])
+        assert run.infra_error and "hung" in run.infra_error and time.monotonic() - start < 10
+        assert run.outcomes == {"tests/test_pkg.py::test_a": "missing"}
+        assert p.run(suite("def test_a():\n    assert add(1, 1) == 2\n")).passing() == ["tests/test_pkg.py::test_a"]
+        assert p._all[0].proc.pid != hung

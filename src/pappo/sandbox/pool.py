@@ -35,6 +35,7 @@ log = logging.getLogger("pappo.sandbox")
 Outcome = Literal["passed", "failed", "error", "skipped", "timeout", "missing"]
 _UIDS = itertools.count()  # each worker gets its own unprivileged uid: RLIMIT_NPROC is per uid
 _UID_BASE = 61000
+GRACE_S = 30.0  # beyond a run's own deadline, how long a worker may take to answer
 
 
 @dataclass
@@ -184,7 +185,7 @@ class SandboxPool:
         }  # fmt: skip
         worker = self._next_idle()
         start = time.monotonic()
-        reply = worker.request(payload, timeout=self.limits.timeout_s + 30)
+        reply = worker.request(payload, timeout=self.limits.timeout_s + GRACE_S)
         if reply is None:  # crashed or hung: replace it; the run is the sandbox's fault
             worker.kill()
             reply = {"infra_error": f"sandbox worker died or hung (exit {worker.proc.returncode})"}

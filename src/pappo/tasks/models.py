@@ -113,6 +113,22 @@ class Split(BaseModel):
         return self
 
 
+class SandboxRecord(BaseModel):
+    """How the checks of a lock were run: the sandbox limits and the isolation in force."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout_s: float
+    test_timeout_s: float
+    cpu_s: int
+    memory_mb: int
+    max_procs: int
+    max_file_mb: int
+    isolation: Literal["namespaces", "rlimits"] = Field(
+        description="namespaces: no network, read-only host, own PID namespace; rlimits: limits only."
+    )
+
+
 class ManifestLock(BaseModel):
     """Written by `pappo validate` once every task of a set passed; binds hashes and splits.
 
@@ -122,11 +138,12 @@ class ManifestLock(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     task_set: Literal["repofix", "warmup"]
     manifest_sha256: str = Field(pattern=_SHA, description="sha256 of the manifest file bytes.")
     n_tasks: int = Field(ge=1)
     families: dict[str, FamilyLock]
     tasks: list[TaskCheck]
     splits: dict[int, Split] = Field(description="Per-seed split (benchmark only; empty for warm-up).")
-    sandbox: dict[str, float] = Field(description="Sandbox limits the checks ran under.")
+    sandbox: SandboxRecord = Field(description="Sandbox limits and isolation the checks ran under.")
+    repeats: int = Field(ge=2, description="Runs per check; all agreed test by test.")

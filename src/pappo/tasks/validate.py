@@ -16,10 +16,11 @@ from typing import Literal
 
 from pappo.config import Params, SandboxParams
 from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes, tree_sha256
+from pappo.sandbox.pool import default_pool
 from pappo.sandbox.runner import TestRun, run_many
 from pappo.tasks.families import files_sha256, load_tree, source_lines
 from pappo.tasks.manifest import read_manifest
-from pappo.tasks.models import FamilyLock, ManifestLock, Task, TaskCheck
+from pappo.tasks.models import FamilyLock, ManifestLock, SandboxRecord, Task, TaskCheck
 from pappo.tasks.patches import apply_patch
 from pappo.tasks.splits import make_split
 
@@ -76,8 +77,12 @@ def validate_set(task_set: TaskSet, params: Params) -> Validated:
         families={f: families[f] for f in sorted(families)},
         tasks=checks,  # type: ignore[arg-type]
         splits=splits,
-        sandbox={"timeout_s": params.sandbox.timeout_s, "test_timeout_s": params.sandbox.test_timeout_s,
-                 "cpu_s": params.sandbox.cpu_s, "memory_mb": params.sandbox.memory_mb, "repeats": repeats},
+        sandbox=SandboxRecord(
+            **params.sandbox.model_dump(include={"timeout_s", "test_timeout_s", "cpu_s", "memory_mb",
+                                                 "max_procs", "max_file_mb"}),
+            isolation=default_pool(params.sandbox).isolation,
+        ),
+        repeats=repeats,
     )  # fmt: skip
     return Validated(lock, len(all_runs), max(r.duration_s for r in all_runs))
 
