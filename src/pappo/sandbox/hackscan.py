@@ -26,8 +26,11 @@ FORBIDDEN_ATTRS = frozenset({
     "abort", "kill", "killpg", "f_back", "f_globals", "f_locals", "f_builtins", "tb_frame",
     "gi_frame", "cr_frame", "ag_frame", "__globals__", "__builtins__", "__subclasses__",
     "__import__", "__code__", "__closure__", "__loader__", "__spec__", "meta_path",
-    "path_hooks", "excepthook", "unraisablehook", "addaudithook", "monitoring",
+    "path_hooks", "excepthook", "unraisablehook", "addaudithook", "monitoring", "__dict__",
+    "__base__", "__bases__", "__mro__", "__reduce__", "__reduce_ex__",
 })  # fmt: skip
+# Substrings of string constants that only a grader-reaching patch would spell.
+FORBIDDEN_TEXT = ("pytest", "pappo", "/proc/", "pluggy")
 # Bare names with the same reach: exits, dynamic code, and reflection that reaches any of the
 # above through computed strings (`getattr(sys, "mod" + "ules")`).
 FORBIDDEN_NAMES = frozenset({
@@ -87,6 +90,8 @@ def _tokens(source: bytes) -> Counter[str]:
             found[f"name {node.id}"] += 1
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             text = node.value.strip()
-            if text in FORBIDDEN_ATTRS or text.split(".")[0] in FORBIDDEN_MODULES or "pytest" in text:
+            if text in FORBIDDEN_ATTRS or text.split(".")[0] in FORBIDDEN_MODULES or any(
+                t in text for t in FORBIDDEN_TEXT
+            ):
                 found[f"string {node.value[:40]!r}"] += 1  # names spelled as data
     return found
