@@ -25,7 +25,7 @@ from pappo.sandbox.pool import SandboxPool
 from pappo.tasks.store import TaskStore
 
 LIMITS = SandboxParams(timeout_s=5, test_timeout_s=1, memory_mb=512, max_procs=64, workers=1)
-MARK = f"pappoadv{uuid.uuid4().hex[:10]}"  # in every file name and command line a case creates
+MARK = f"zzadv{uuid.uuid4().hex[:10]}"  # in every file name and command line a case creates
 FIX = "    return sum(values) / len(values)\n"
 BUG = "    return sum(values) * len(values)\n"
 HOST_DIRS = [Path("/tmp"), Path("/dev/shm"), Path("/var/tmp"), ROOT, Path.home()]

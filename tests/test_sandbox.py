@@ -177,7 +177,7 @@ def test_namespaces_are_used_where_available(pool: SandboxPool):
 @needs_namespaces
 def test_nothing_outlives_a_killed_runner(tmp_path):  # type: ignore[no-untyped-def]
     """SIGKILL the process that owns the pool mid-run: worker, run and its daemons all go away."""
-    marker = f"pappokill{os.getpid()}"
+    marker = f"zzkill{os.getpid()}"
     body = (f"import subprocess, sys, time\ndef test_a():\n"
             f"    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'], start_new_session=True)\n"
             f"    time.sleep(60)\n")  # fmt: skip
