@@ -230,3 +230,23 @@ def test_hung_worker_is_an_infra_error(monkeypatch: pytest.MonkeyPatch):
         assert run.outcomes == {"tests/test_pkg.py::test_a": "missing"}
         assert p.run(suite("def test_a():\n    assert add(1, 1) == 2\n")).passing() == ["tests/test_pkg.py::test_a"]
         assert p._all[0].proc.pid != hung
+
+
+def test_library_module_named_like_a_test_is_not_tampering(pool: SandboxPool):
+    """pytest rewrites any imported `test_*.py`; only files under tests/ must match the trusted copy."""
+    files = {**suite("from pkg.test_helpers import twice\ndef test_a():\n    assert twice(2) == 4\n"),
+             "pkg/test_helpers.py": b"def twice(x):\n    return 2 * x\n"}  # fmt: skip
+    run = pool.run(files)
+    assert run.outcomes == {"tests/test_pkg.py::test_a": "passed"} and run.tamper == []
+
+
+def test_test_file_changed_during_the_run_is_tampering():
+    """Rewriting a not-yet-imported test file from library code is caught (fallback: no read-only tests)."""
+    evil = ("import pathlib\np = pathlib.Path('tests/test_z.py')\n"
+            "try:\n    p.write_text('def test_b():\\n    pass\\n')\nexcept OSError:\n    pass\n")  # fmt: skip
+    files = {**suite("def test_a():\n    assert add(1, 1) == 2\n", pkg=evil),
+             "tests/test_z.py": b"def test_b():\n    assert False\n"}  # fmt: skip
+    with SandboxPool(FAST.model_copy(update={"isolation": "rlimits"}), workers=1) as p:
+        run = p.run(files)
+    assert any("test file tests/test_z.py" in t for t in run.tamper), run.tamper
+    assert run.outcomes.get("tests/test_z.py::test_b") != "passed"

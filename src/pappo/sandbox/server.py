@@ -3,11 +3,13 @@
 Run as `python -B -m pappo.sandbox.server <isolation> <uid>` by `pool.SandboxPool`; requests and
 replies are length-prefixed JSON on stdin/stdout. At start the worker imports pytest, builds the
 pytest config and session once, enters its namespaces (`isolation.isolate_worker`) and says
-hello. Per run it writes the files into its workspace, forks a child (PID 1 of a fresh PID
-namespace), and the child drops privileges and limits itself, then runs collection and the tests
-from the prepared session. Outcomes come back over an HMAC-authenticated pipe (`pytest_plugin`).
-Rewritten test modules are cached in the worker (keyed by path and content), because assertion
-rewriting is the largest single cost of a run and trusted tests are the same every time.
+hello. Between runs it forks the next child (PID 1 of a fresh PID namespace), which isolates
+itself, drops privileges, sets its limits and waits. Per run the worker writes the files into
+its workspace and sends that child the run's key; the child runs collection and the tests from
+the prepared session. Outcomes come back over an HMAC-authenticated pipe (`pytest_plugin`).
+Rewritten test modules and compiled library modules are cached in the worker (keyed by path and
+content): assertion rewriting is the largest single cost of a run, and trusted tests are the
+same every time. docs/sandbox.md has the threat model.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def _cached_rewrite(fn: Path, config: pytest.Config) -> Any:
     if key not in _CACHE:
         trusted = pytest_plugin._RUN.get("trusted_tests", {})
         rel = os.path.relpath(str(fn), str(config.rootpath))
-        if pytest_plugin._RUN and trusted.get(rel) != digest:
+        if pytest_plugin._RUN and rel.startswith("tests/") and trusted.get(rel) != digest:
             pytest_plugin.emit("tamper", where="collection", changed=[f"test file {rel} on disk"])
             pytest_plugin._exit(3)
         if len(_CACHE) > 2048:
@@ -107,6 +109,8 @@ class _Spare:
 
 
 class Worker:
+    """One fork server: its isolation, its workspace, the prepared pytest session, the spare child."""
+
     def __init__(self, mode: str, uid: int, rfd: int, wfd: int) -> None:
         self.rfd, self.wfd = rfd, wfd
         self.notes: list[str] = []
