@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from pappo.config import load_params
+from pappo.io import write_tree
 from pappo.sandbox.grading import grade_many, trusted_tree
 from pappo.sandbox.pool import SandboxPool
 from pappo.tasks.store import TaskStore
@@ -31,9 +32,7 @@ from pappo.tasks.store import TaskStore
 
 def cold_run(tree: dict[str, bytes], autoload: bool) -> float:
     with tempfile.TemporaryDirectory(prefix="pappo-bench-") as tmp:
-        for rel, data in tree.items():
-            (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
-            (Path(tmp) / rel).write_bytes(data)
+        write_tree(Path(tmp), tree)
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         if not autoload:
             env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"

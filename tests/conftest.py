@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -16,6 +17,18 @@ needs_namespaces = pytest.mark.skipif(NS_MISSING is not None, reason=f"no namesp
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Live processes whose command line contains `marker` (zombies have none)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
 
 
 def fixture_params(tmp_path: Path, copy_data: bool = False) -> Params:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT, needs_namespaces
+from conftest import FIXTURES, ROOT, marked_processes, needs_namespaces
 from pappo.config import SandboxParams
 from pappo.sandbox.grading import _grade, grade, trusted_tree
 from pappo.sandbox.pool import SandboxPool
@@ -179,13 +179,7 @@ def candidate(store: TaskStore, name: str, port: int) -> tuple[object, dict[str,
 
 def leftovers() -> list[str]:
     """Processes or host files a case may have left (found by the case's marker)."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if MARK.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(f"process {pid}")
-        except OSError:
-            pass
+    found = [f"process {pid}" for pid in marked_processes(MARK)]
     for folder in HOST_DIRS:
         found += [str(p) for p in folder.glob(f"*{MARK}*")]
     return found

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import needs_namespaces
+from conftest import marked_processes, needs_namespaces
 from pappo.config import SandboxParams
 from pappo.sandbox.pool import SandboxPool
 from pappo.sandbox.runner import run_many, run_tests
@@ -195,14 +195,12 @@ def test_nothing_outlives_a_killed_runner(tmp_path):  # type: ignore[no-untyped-
     worker = int(owner.stdout.readline())  # type: ignore[union-attr]
 
     def alive(match: str | int) -> bool:
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                cmd = open(f"/proc/{pid}/cmdline", "rb").read()
-            except OSError:
-                continue
-            if (isinstance(match, int) and int(pid) == match and cmd) or (isinstance(match, str) and match.encode() in cmd):
-                return True
-        return False
+        if isinstance(match, str):
+            return bool(marked_processes(match))
+        try:
+            return bool(open(f"/proc/{match}/cmdline", "rb").read())  # a zombie's is empty
+        except OSError:
+            return False
 
     deadline = time.monotonic() + 20
     while not alive(marker) and time.monotonic() < deadline:

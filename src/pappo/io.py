@@ -1,4 +1,7 @@
-"""Small I/O helpers shared by every stage: hashing, canonical JSON, atomic writes."""
+"""Small I/O helpers shared by every stage: hashing, canonical JSON, atomic writes, trees.
+
+Standard library only: the sandbox worker imports this too.
+"""
 
 from __future__ import annotations
 
@@ -59,3 +62,14 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def write_tree(root: Path, files: dict[str, bytes]) -> None:
+    """Write an in-memory tree {relative posix path: bytes} under `root`; no path may leave it."""
+    base = Path(root).resolve()
+    for rel, data in files.items():
+        target = (base / rel).resolve()
+        if not target.is_relative_to(base) or target == base:
+            raise ValueError(f"file path {rel!r} escapes the tree root")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)

@@ -38,6 +38,7 @@ import _pytest.main
 import _pytest.python
 import pytest  # noqa: F401  (pre-imported on purpose: children must not pay for it)
 
+from pappo.io import write_tree
 from pappo.sandbox import channel, isolation, pytest_plugin
 
 for _name in _pytest.config.default_plugins:  # import every builtin plugin once, pre-fork
@@ -205,13 +206,8 @@ class Worker:
     def _materialise(self, files: dict[str, bytes]) -> dict[str, str]:
         """Write the tree; tests stay root-owned and read-only, the rest belongs to the child."""
         _clear(self.workspace)
-        root = Path(self.workspace).resolve()
-        for rel, data in files.items():
-            target = (root / rel).resolve()
-            if not target.is_relative_to(root) or target == root:
-                raise ValueError(f"file path {rel!r} escapes the workspace")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        root = Path(self.workspace)
+        write_tree(root, files)
         os.mkdir(root / ".tmp")
         if self.uid is not None:  # the root and tests/ stay root's: tests cannot be moved or edited
             for entry in root.iterdir():

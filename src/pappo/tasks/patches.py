@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from pappo.io import PappoError
+from pappo.io import PappoError, write_tree
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_EOL = "\\ No newline at end of file"
@@ -131,10 +131,8 @@ def apply_git_patch(files: dict[str, bytes], patch: str) -> dict[str, bytes]:
     """
     with tempfile.TemporaryDirectory(prefix="pappo-patch-") as tmp:
         root = Path(tmp) / "tree"
-        for rel, data in files.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_bytes(data)
-        root.mkdir(exist_ok=True)
+        root.mkdir()
+        write_tree(root, files)
         (Path(tmp) / "change.diff").write_text(patch)
         proc = subprocess.run(["git", "apply", "--whitespace=nowarn", str(Path(tmp) / "change.diff")],
                               cwd=root, capture_output=True, text=True, env=_GIT_ENV)  # fmt: skip
