@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -109,6 +110,74 @@ class EnvParams(_Section):
     rewards: RewardParams = RewardParams()
 
 
+class TinyModelParams(_Section):
+    """The default CPU profile's own tokenizer and Qwen2-architecture model (built, not downloaded)."""
+
+    vocab_size: int = Field(4096, ge=512, description="Byte-level BPE vocabulary, special tokens included.")
+    hidden_size: int = Field(128, ge=16, description="Width of the residual stream.")
+    intermediate_size: int = Field(384, ge=16, description="Width of each MLP.")
+    num_hidden_layers: int = Field(4, ge=1, description="Transformer blocks.")
+    num_attention_heads: int = Field(4, ge=1, description="Query heads.")
+    num_key_value_heads: int = Field(2, ge=1, description="Key/value heads (grouped-query attention).")
+    max_position_embeddings: int = Field(4096, ge=256, description="Longest sequence (prompt + episode).")
+    seed: int = Field(0, description="Seed of the weight initialisation and of the tokenizer corpus order.")
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> "TinyModelParams":
+        if self.hidden_size % self.num_attention_heads or self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(
+                f"model.tiny: hidden_size ({self.hidden_size}) must be a multiple of num_attention_heads "
+                f"({self.num_attention_heads}), which must be a multiple of num_key_value_heads "
+                f"({self.num_key_value_heads}); change one of them"
+            )
+        return self
+
+
+class ModelParams(_Section):
+    """Which policy checkpoint: the built tiny model, or a pinned Hugging Face hub checkpoint."""
+
+    profile: Literal["tiny", "hub"] = Field("tiny", description="tiny: built on CPU; hub: `id` at `revision`.")
+    id: str = Field("Qwen/Qwen2.5-Coder-7B-Instruct", description="Hub repository id (hub profile).")
+    revision: str = Field("", description="Hub commit, 40 hex characters (hub profile).")
+    allow_unpinned: bool = Field(False, description="Accept a branch or tag as revision (never for results).")
+    local_files_only: bool = Field(True, description="Never download; the checkpoint must be in cache_dir.")
+    cache_dir: Path | None = Field(None, description="Hub cache (hub layout); None: the default HF cache.")
+    dtype: Literal["float32", "bfloat16"] = Field("float32", description="Weights and compute dtype.")
+    tiny: TinyModelParams = TinyModelParams()
+
+    @model_validator(mode="after")
+    def _pinned(self) -> "ModelParams":
+        if self.profile == "hub" and not self.allow_unpinned and not re.fullmatch(r"[0-9a-f]{40}", self.revision):
+            raise ValueError(
+                f"model.revision {self.revision!r} is not a 40-hex commit: pin the checkpoint to the "
+                "commit you ran (see its hub page, 'Files and versions'), or set model.allow_unpinned "
+                "for an exploratory run that cannot be published"
+            )
+        return self
+
+
+class LoraParams(_Section):
+    """LoRA adapters of the policy and of the critic (peft)."""
+
+    rank: int = Field(16, ge=1, description="Rank r of each adapter.")
+    alpha: float = Field(32.0, gt=0, description="Scale numerator: updates are scaled by alpha / rank.")
+    dropout: float = Field(0.0, ge=0, lt=1, description="Dropout on the adapter input.")
+    target_modules: list[str] = Field(
+        ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        min_length=1, description="Linear layers that get an adapter (Qwen2 names).",
+    )  # fmt: skip
+
+
+class RolloutParams(_Section):
+    """Batched multi-turn sampling."""
+
+    batch_size: int = Field(8, ge=1, description="Episodes advanced together (B).")
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature; log-probs are taken at it.")
+    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling mass (1.0: off).")
+    max_new_tokens_per_turn: int = Field(192, ge=8, description="Longest assistant turn.")
+    max_tokens_per_episode: int = Field(3072, ge=64, description="Prompt + all turns + observations.")
+
+
 class ValidateParams(_Section):
     """`pappo validate`: how strictly each task is checked."""
 
@@ -124,6 +193,9 @@ class Params(_Section):
     synthesis: SynthesisParams = SynthesisParams()
     sandbox: SandboxParams = SandboxParams()
     env: EnvParams = EnvParams()
+    model: ModelParams = ModelParams()
+    lora: LoraParams = LoraParams()
+    rollout: RolloutParams = RolloutParams()
     validate_: ValidateParams = Field(ValidateParams(), alias="validate")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

@@ -1,0 +1,1 @@
+"""The policy: pinned checkpoints, tokenizer and chat protocol, batched rollouts, LoRA and critic."""
