@@ -76,7 +76,7 @@ def test_oracle_episode(store: TaskStore):
     m = metrics.to_json()
     assert m == {"instance_id": "tinycalc-001", "success": True, "failed_edit": 0, "tool_cost": 1 + 1 + 2 + 0.5,
                  "repeated_test": 0, "parse_error": 0, "turns": 4, "test_runs": 1, "infra_error": False,
-                 "hack_attempt": False, "submitted": True, "edits": 1}  # fmt: skip
+                 "hack_attempt": False, "submitted": True, "truncated": False, "edits": 1}  # fmt: skip
     [progress] = env.events
     assert progress.kind == "edit_progress" and progress.turn == 2 and progress.reward > 0
     assert progress.detail == {"delta_failing": 1, "failing_before": 1, "failing_after": 0}
@@ -241,3 +241,22 @@ def test_vec_env_matches_envs_played_alone(store: TaskStore):
     while not all(vec.done):
         vec.step([None if e.done else a.act(e.transcript) for e, a in zip(envs, agents)])
     assert [(e.metrics, e.per_turn_rewards, e.transcript) for e in envs] == alone
+
+
+def test_truncate_between_turns_grades_the_current_tree(store: TaskStore):
+    """The rollout's token budget ends an episode like max_turns: graded, terminal reward on the last turn."""
+    grader = FakeGrader()
+    env = make_env(store, grader)
+    vec = VecEnv([env], grader)
+    vec.reset()
+    plan = OracleAgent(env.task, env.buggy_tree).plan
+    vec.step([plan[0].text()])  # view
+    vec.step([plan[1].text()])  # the fix (graded after the edit)
+    calls = len(grader.calls)
+    assert vec.truncate([0]) == [P.rewards.success]
+    assert len(grader.calls) == calls  # the fixed tree's grade is reused
+    m = env.metrics
+    assert env.done and m.truncated and not m.submitted and m.success and m.turns == 2
+    assert env.per_turn_rewards[-1] == pytest.approx(P.rewards.edit_progress + P.rewards.success)
+    with pytest.raises(PappoError, match="truncate out of order"):
+        env.begin_truncate()

@@ -66,7 +66,8 @@ class EpisodeMetrics:
     test_runs: int = 0  # run_tests calls by the agent (hidden grades not counted)
     infra_error: bool = False
     hack_attempt: bool = False
-    submitted: bool = False  # False: cut at max_turns
+    submitted: bool = False  # False: cut at max_turns or by the token budget
+    truncated: bool = False  # ended between turns by the rollout's token budget (`truncate`)
     edits: int = 0  # str_replace calls that applied
 
     def to_json(self) -> dict[str, Any]:
@@ -170,6 +171,28 @@ class RepairEnv:
         self.per_turn_rewards.append(reward)
         self._turn = None
         return StepResult(observation, reward, self.done, turn.events)
+
+    def begin_truncate(self) -> list[GradeItem]:
+        """End the episode between turns (the rollout's token budget is spent): the current tree
+        is graded as at a cut by max_turns. Returns the grade request end_truncate needs."""
+        if self.done or self._resetting or self._turn is not None:
+            raise PappoError(f"{self.task.instance_id}: truncate out of order (episode over or a step open)")
+        requests = [] if self._key() in self._grades else [(self.task, self.clean_tree, self.ws.tree())]
+        self._truncating: int | None = len(requests)
+        return requests
+
+    def end_truncate(self, grades: Sequence[Grade]) -> float:
+        """Finish a truncation; the terminal reward is added to the last turn's reward."""
+        expected = getattr(self, "_truncating", None)
+        if expected is None:
+            raise PappoError("end_truncate() without begin_truncate()")
+        self._truncating = None
+        fresh = self._take(grades, expected)
+        terminal = self._finish(fresh if fresh is not None else self._grades.get(self._key()))
+        self.metrics.truncated = True
+        if self.per_turn_rewards:
+            self.per_turn_rewards[-1] += terminal
+        return terminal
 
     # -- turn mechanics
     def _apply(self, call: ToolCall | ParseError) -> _Turn:

@@ -48,6 +48,12 @@ class VecEnv:
             for env, t, g in zip(self.envs, texts, grades)
         ]
 
+    def truncate(self, indices: Sequence[int]) -> list[float]:
+        """End the given running episodes between turns (token budget spent); one grade_fn call."""
+        envs = [self.envs[i] for i in indices]
+        grades = self._grade_all([env.begin_truncate() for env in envs])
+        return [env.end_truncate(g) for env, g in zip(envs, grades)]
+
     def _grade_all(self, requests: list[list[GradeItem]]) -> list[list[Grade]]:
         """One grade_fn call for every request, split back per env (no call when none)."""
         flat = [item for items in requests for item in items]

@@ -1,0 +1,125 @@
+"""Batched multi-turn rollouts: exact token ids, sampler log-probs = teacher-forced log-probs, masks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, Qwen2Config
+
+from pappo.config import EnvParams, RolloutParams
+from pappo.env.episode import RepairEnv
+from pappo.env.vec import VecEnv
+from pappo.policy.rollout import RolloutEngine, Sampler, hf_forward, teacher_forced_logprobs
+from pappo.tasks.store import TaskStore
+from test_env_episode import FakeGrader
+
+
+class ByteCodec:
+    """Test double of `chat.ChatCodec`: one id per byte (offset 8); ids 0-7 are special."""
+
+    pad_id, START, END, OPEN, CLOSE = 0, 1, 2, 3, 4
+    stop_ids = frozenset({2, 4})
+
+    def _ids(self, text: str, limit: int) -> list[int]:
+        return [b + 8 for b in text.encode()[:limit]]
+
+    def prompt_ids(self, messages: list[dict]) -> list[int]:
+        return [self.START] + self._ids(messages[-1]["content"], 48) + [self.END, self.START]
+
+    def observation_ids(self, message: dict, stopped_on: int | None) -> list[int]:
+        close = [] if stopped_on == self.END else [self.END]
+        return close + [self.START] + self._ids(message["content"], 24) + [self.END, self.START]
+
+    def decode(self, ids: list[int]) -> str:
+        specials = {self.OPEN: "<tool_call>", self.CLOSE: "</tool_call>"}
+        return "".join(specials.get(i, "") if i < 8 else bytes([i - 8]).decode(errors="replace") for i in ids)
+
+
+@pytest.fixture(scope="module")
+def model() -> torch.nn.Module:
+    torch.manual_seed(0)
+    cfg = Qwen2Config(vocab_size=264, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024)  # fmt: skip
+    return AutoModelForCausalLM.from_config(cfg).eval()
+
+
+def play(model, fx_params, seed: int = 0, params: RolloutParams | None = None, n: int = 4):  # type: ignore[no-untyped-def]
+    store = TaskStore.from_params(fx_params, "repofix")
+    tasks = list(store.tasks.values())[:n]
+    grader = FakeGrader()
+    envs = [RepairEnv(t, store.clean(t), store.buggy(t), EnvParams(max_turns=4)) for t in tasks]
+    params = params or RolloutParams(max_new_tokens_per_turn=12, max_tokens_per_episode=400)
+    engine = RolloutEngine(hf_forward(model), ByteCodec(), params)
+    return engine.run(VecEnv(envs, grader), seed=seed), envs
+
+
+def test_sampler_logprobs_match_teacher_forcing(model, fx_params):  # type: ignore[no-untyped-def]
+    trajs, envs = play(model, fx_params)
+    for traj in trajs:
+        tf = teacher_forced_logprobs(hf_forward(model), traj.token_ids, temperature=1.0)
+        resp = torch.tensor(traj.response_mask, dtype=torch.bool)
+        rec = torch.tensor(traj.logprobs)
+        assert resp.sum() > 0
+        assert torch.allclose(tf[resp], rec[resp], atol=1e-4), (tf[resp] - rec[resp]).abs().max()
+        assert (rec[~resp] == 0).all()
+
+
+def test_masks_spans_and_budget(model, fx_params):  # type: ignore[no-untyped-def]
+    trajs, envs = play(model, fx_params)
+    codec = ByteCodec()
+    for traj, env in zip(trajs, envs):
+        n = len(traj.token_ids)
+        assert len(traj.logprobs) == len(traj.response_mask) == len(traj.tool_mask) == n <= 400
+        assert not any(r and t for r, t in zip(traj.response_mask, traj.tool_mask))
+        assert traj.response_mask[: traj.prompt_len] == traj.tool_mask[: traj.prompt_len] == [0] * traj.prompt_len
+        assert traj.token_ids[: traj.prompt_len] == codec.prompt_ids(env.transcript[:2])
+        covered = [0] * n
+        for start, end in traj.turn_spans:
+            covered[start:end] = [1] * (end - start)
+        assert covered == traj.response_mask and len(traj.turn_spans) == env.metrics.turns
+        # every gap between turns is exactly the environment's observation of the previous turn
+        for k, ((s0, e0), (s1, _)) in enumerate(zip(traj.turn_spans, traj.turn_spans[1:])):
+            obs = env.transcript[2 + 2 * k + 1]
+            stop = traj.token_ids[e0 - 1] if traj.token_ids[e0 - 1] in codec.stop_ids else None
+            assert traj.token_ids[e0:s1] == codec.observation_ids(obs, stop)
+            assert set(traj.tool_mask[e0:s1]) == {1}
+        assert traj.metrics["tokens"] == sum(traj.response_mask) and len(traj.turn_rewards) == env.metrics.turns
+
+
+def test_same_seed_same_rollout_and_greedy(model, fx_params):  # type: ignore[no-untyped-def]
+    a, _ = play(model, fx_params, seed=3)
+    b, _ = play(model, fx_params, seed=3)
+    c, _ = play(model, fx_params, seed=4)
+    assert [t.token_ids for t in a] == [t.token_ids for t in b] != [t.token_ids for t in c]
+
+
+def test_batched_rollout_equals_one_episode_at_a_time(model, fx_params):  # type: ignore[no-untyped-def]
+    """Padding in the shared cache changes nothing: greedy ids match a batch of one."""
+    greedy = RolloutParams(max_new_tokens_per_turn=12, max_tokens_per_episode=400)
+    store = TaskStore.from_params(fx_params, "repofix")
+    tasks = list(store.tasks.values())
+    engine = RolloutEngine(hf_forward(model), ByteCodec(), greedy)
+
+    def envs(ts):  # type: ignore[no-untyped-def]
+        return [RepairEnv(t, store.clean(t), store.buggy(t), EnvParams(max_turns=4)) for t in ts]
+
+    together = engine.run(VecEnv(envs(tasks), FakeGrader()), seed=0, greedy=True)
+    alone = [engine.run(VecEnv(envs([t]), FakeGrader()), seed=0, greedy=True)[0] for t in tasks]
+    assert [t.token_ids for t in together] == [t.token_ids for t in alone]
+
+
+def test_token_budget_truncates_the_episode(model, fx_params):  # type: ignore[no-untyped-def]
+    tight = RolloutParams(max_new_tokens_per_turn=12, max_tokens_per_episode=90)
+    trajs, envs = play(model, fx_params, params=tight)
+    for traj, env in zip(trajs, envs):
+        assert len(traj.token_ids) <= 90 and env.done
+        assert env.metrics.truncated or env.metrics.turns == 4
+
+
+def test_top_p_only_samples_the_nucleus():
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    sampler = Sampler(RolloutParams(top_p=0.7), seed=0)
+    seen = {int(sampler(logits)[0]) for _ in range(200)}
+    assert seen == {0, 1}
+    ids, lp = sampler(logits)
+    assert torch.allclose(lp, torch.log(torch.tensor([0.5, 0.3]))[ids])  # full-distribution log-prob
