@@ -120,7 +120,7 @@ class TinyModelParams(_Section):
     num_attention_heads: int = Field(4, ge=1, description="Query heads.")
     num_key_value_heads: int = Field(2, ge=1, description="Key/value heads (grouped-query attention).")
     max_position_embeddings: int = Field(4096, ge=256, description="Longest sequence (prompt + episode).")
-    seed: int = Field(0, description="Seed of the weight initialisation and of the tokenizer corpus order.")
+    seed: int = Field(0, description="Seed of the weight initialisation.")
 
     @model_validator(mode="after")
     def _heads_divide(self) -> "TinyModelParams":
@@ -178,6 +178,25 @@ class RolloutParams(_Section):
     max_tokens_per_episode: int = Field(3072, ge=64, description="Prompt + all turns + observations.")
 
 
+class BaseModelParams(_Section):
+    """`pappo base-model` (tiny profile): pre-training, SFT on warm-up demonstrations, evaluation."""
+
+    seed: int = Field(0, description="Seed of data order, demonstrations and evaluation sampling.")
+    corpus_mb: float = Field(4.0, gt=0, description="Standard-library source used (tokenizer and pre-training).")
+    pretrain_steps: int = Field(150, ge=0, description="Causal-LM steps on the source corpus.")
+    pretrain_seq_len: int = Field(256, ge=16, description="Tokens per pre-training window.")
+    sft_steps: int = Field(250, ge=0, description="Supervised steps on demonstration episodes.")
+    batch_size: int = Field(8, ge=1, description="Sequences per optimizer step (both phases).")
+    lr: float = Field(3e-3, gt=0, description="Peak AdamW learning rate (warm-up, cosine decay).")
+    max_len: int = Field(2048, ge=64, description="Longest training sequence; longer ones are cut.")
+    demos_per_task: int = Field(6, ge=1, description="Noisy demonstration episodes per warm-up task.")
+    p_wrong_edit: float = Field(0.15, ge=0, le=1, description="Noisy demonstrator: wrong-edit rate.")
+    p_failed_edit: float = Field(0.15, ge=0, le=1, description="Noisy demonstrator: failed-edit rate.")
+    p_repeated_test: float = Field(0.15, ge=0, le=1, description="Noisy demonstrator: repeated-test rate.")
+    p_parse_error: float = Field(0.05, ge=0, le=1, description="Noisy demonstrator: unparsable-turn rate.")
+    eval_split_seed: int = Field(0, description="Split whose eval tasks measure the base policy.")
+
+
 class ValidateParams(_Section):
     """`pappo validate`: how strictly each task is checked."""
 
@@ -196,6 +215,7 @@ class Params(_Section):
     model: ModelParams = ModelParams()
     lora: LoraParams = LoraParams()
     rollout: RolloutParams = RolloutParams()
+    base_model: BaseModelParams = BaseModelParams()
     validate_: ValidateParams = Field(ValidateParams(), alias="validate")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

@@ -9,12 +9,14 @@ from pydantic import BaseModel
 
 from pappo.config import Params
 from pappo.io import atomic_write_text
+from pappo.policy.checkpoint import CheckpointRecord
 from pappo.tasks.models import ManifestLock, Task
 
 CONTRACTS: dict[str, type[BaseModel]] = {
     "params": Params,
     "task": Task,
     "manifest_lock": ManifestLock,
+    "checkpoint": CheckpointRecord,
 }
 
 
