@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -14,6 +15,11 @@ import yaml
 from conftest import FIXTURES, ROOT
 
 BIN = Path(sys.executable).parent
+
+
+def files_sha256(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != "checkpoint.json"}  # fmt: skip
 
 
 def sh(*cmd: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -48,6 +54,17 @@ def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
 
     again = sh("dvc", "repro", cwd=repo)
     assert again.returncode == 0 and "didn't change" in again.stdout + again.stderr
+
+    # base_model: a checkpoint with its record, the stage report, and the same bytes on a rerun.
+    record = json.loads((repo / "models/base/checkpoint.json").read_text())
+    report = json.loads((repo / "reports/base_model.json").read_text())
+    assert record["profile"] == "tiny" and record["files"] == files_sha256(repo / "models/base")
+    assert report["checkpoint"] == record and report["eval"]["n_tasks"] == 2
+    assert {"greedy", "sampled"} <= set(report["eval"]) and "base policy on 2 eval tasks" in first.stdout
+    forced = sh("dvc", "repro", "--force", "base_model", cwd=repo)
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert files_sha256(repo / "models/base") == record["files"]
+    assert json.loads((repo / "reports/base_model.json").read_text()) == report
 
     # Changing a tracked input makes DVC rerun validation, which now fails and leaves no lock.
     manifest = repo / "data/repofix/manifest.jsonl"

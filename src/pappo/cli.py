@@ -210,3 +210,19 @@ def play(
            "events": [vars(e) for e in env.events], "transcript": transcript,
            "final_grade": env.final_grade.to_json() if env.final_grade else None}  # fmt: skip
     typer.echo(json.dumps(out, indent=2))
+
+
+@app.command("base-model")
+def base_model(
+    params_path: Path = ParamsOpt,
+    out: Path = typer.Option(Path("models/base"), help="Checkpoint folder (replaced)."),
+    report: Path = typer.Option(Path("reports/base_model.json"), help="Stage report (replaced)."),
+) -> None:
+    """Resolve the pinned hub checkpoint, or build and warm-start the tiny one; report its success."""
+    from pappo.policy.base_model import run_stage
+
+    params = _params(params_path)
+    try:
+        run_stage(params, out, report, log=typer.echo)
+    except PappoError as e:
+        _fail(str(e))

@@ -171,7 +171,7 @@ class LoraParams(_Section):
 class RolloutParams(_Section):
     """Batched multi-turn sampling."""
 
-    batch_size: int = Field(8, ge=1, description="Episodes advanced together (B).")
+    batch_size: int = Field(16, ge=1, description="Episodes advanced together (B).")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature; log-probs are taken at it.")
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling mass (1.0: off).")
     max_new_tokens_per_turn: int = Field(192, ge=8, description="Longest assistant turn.")
@@ -183,9 +183,9 @@ class BaseModelParams(_Section):
 
     seed: int = Field(0, description="Seed of data order, demonstrations and evaluation sampling.")
     corpus_mb: float = Field(4.0, gt=0, description="Standard-library source used (tokenizer and pre-training).")
-    pretrain_steps: int = Field(150, ge=0, description="Causal-LM steps on the source corpus.")
+    pretrain_steps: int = Field(100, ge=0, description="Causal-LM steps on the source corpus.")
     pretrain_seq_len: int = Field(256, ge=16, description="Tokens per pre-training window.")
-    sft_steps: int = Field(250, ge=0, description="Supervised steps on demonstration episodes.")
+    sft_steps: int = Field(120, ge=0, description="Supervised steps on demonstration episodes.")
     batch_size: int = Field(8, ge=1, description="Sequences per optimizer step (both phases).")
     lr: float = Field(3e-3, gt=0, description="Peak AdamW learning rate (warm-up, cosine decay).")
     max_len: int = Field(2048, ge=64, description="Longest training sequence; longer ones are cut.")

@@ -117,7 +117,7 @@ class ChatCodec:
 
     def encode(self, text: str) -> list[int]:
         """Ids of `text` alone (no BOS/EOS added); special-token strings become their ids."""
-        return list(self.tokenizer.encode(text, add_special_tokens=False))
+        return list(self.tokenizer.encode(text, add_special_tokens=False, verbose=False))  # long source files are fine
 
     def prompt_ids(self, messages: list[dict[str, Any]]) -> list[int]:
         """System + user messages rendered by the template with add_generation_prompt=True

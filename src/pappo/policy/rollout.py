@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
 from pappo.config import RolloutParams
 from pappo.env.vec import VecEnv
@@ -64,6 +65,48 @@ def hf_forward(model: torch.nn.Module) -> Forward:
     return forward
 
 
+class _GrowingLayer(DynamicLayer):
+    """A KV cache layer with spare capacity: appending writes in place (doubling when full)
+    instead of concatenating, which copied the whole cache at every decoded token."""
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def, override]
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+            self._k = self._v = None
+            self._n = 0
+        n, k = self._n, key_states.shape[-2]
+        if self._k is None or n + k > self._k.shape[-2]:
+            self._grow(key_states, max(2 * (n + k), 64))
+        self._k[..., n : n + k, :] = key_states  # type: ignore[index]
+        self._v[..., n : n + k, :] = value_states  # type: ignore[index]
+        self._n = n + k
+        self.keys, self.values = self._k[..., : self._n, :], self._v[..., : self._n, :]  # type: ignore[index]
+        return self.keys, self.values
+
+    def _grow(self, like: torch.Tensor, capacity: int) -> None:
+        b, h, _, d = like.shape
+        k = like.new_empty(b, h, capacity, d)
+        v = like.new_empty(b, h, capacity, d)
+        if self._n:
+            k[..., : self._n, :] = self._k[..., : self._n, :]  # type: ignore[index]
+            v[..., : self._n, :] = self._v[..., : self._n, :]  # type: ignore[index]
+        self._k, self._v = k, v
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        if self.is_initialized and self._n:
+            self._k, self._v = self._k[indices], self._v[indices]  # type: ignore[index]
+            self.keys, self.values = self._k[..., : self._n, :], self._v[..., : self._n, :]
+
+
+def new_cache() -> DynamicCache:
+    """A DynamicCache whose layers grow in place (see `_GrowingLayer`)."""
+    cache = DynamicCache()
+    if cache.layers or cache.layer_class_to_replicate is not DynamicLayer:  # transformers changed
+        raise RuntimeError("DynamicCache() no longer starts empty with DynamicLayer; update new_cache()")
+    cache.layer_class_to_replicate = _GrowingLayer
+    return cache
+
+
 class Sampler:
     """Temperature / top-p sampling from a seeded generator; greedy when `greedy`."""
 
@@ -80,7 +123,10 @@ class Sampler:
             probs = logp.exp()
             if self.top_p < 1.0:
                 probs = _top_p(probs, self.top_p)
-            ids = torch.multinomial(probs, 1, generator=self.generator).squeeze(-1)
+            # Inverse CDF: one uniform per row (multinomial drew V randoms per row: 5x slower here).
+            cdf = probs.cumsum(dim=-1)  # (B, V)
+            u = torch.rand(probs.shape[0], 1, generator=self.generator) * cdf[:, -1:]  # (B, 1)
+            ids = torch.searchsorted(cdf, u, right=True).squeeze(-1).clamp(max=probs.shape[-1] - 1)
         return ids, logp.gather(-1, ids[:, None]).squeeze(-1)
 
 
@@ -97,7 +143,7 @@ class _Batch:
 
     def __init__(self, rows: list[int]) -> None:
         self.rows = rows  # env index of each batch row
-        self.cache = DynamicCache()
+        self.cache = new_cache()
         self.mask = torch.zeros(len(rows), 0, dtype=torch.long)  # (B, T_total)
         self.next_pos = torch.zeros(len(rows), dtype=torch.long)  # (B,)
 
@@ -130,7 +176,7 @@ class RolloutEngine:
     def __init__(self, forward: Forward, codec: Any, params: RolloutParams) -> None:
         self.forward, self.codec, self.params = forward, codec, params
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def run(self, vec: VecEnv, seed: int, greedy: bool = False) -> list[Trajectory]:
         sample = Sampler(self.params, seed, greedy)
         messages = vec.reset()

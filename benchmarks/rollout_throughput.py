@@ -1,0 +1,118 @@
+"""Generated tokens per second: the batched multi-turn rollout against a naive per-episode loop.
+
+    python benchmarks/rollout_throughput.py [--episodes B] [--checkpoint models/base] [--params params.yaml]
+
+Same model, tasks, sampling settings and token budgets on both sides, in one run:
+  * batched: `RolloutEngine` (B episodes in lockstep, one KV cache kept across turns);
+  * naive: for each episode, for each turn, `model.generate` on the whole history so far
+    (re-encoded every turn), one episode at a time.
+Episodes are graded by a stand-in grader (no sandbox), so only generation is timed. The model is
+the checkpoint in --checkpoint if it exists, else the tiny profile built from params with a fresh
+tokenizer (random weights: every turn then runs to the per-turn token limit on both sides).
+The last line is `ratio: X.X` = batched tokens/s over naive tokens/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from pappo.config import load_params
+from pappo.env.episode import RepairEnv
+from pappo.env.vec import VecEnv
+from pappo.policy.chat import ChatCodec
+from pappo.policy.rollout import RolloutEngine, hf_forward
+from pappo.sandbox.grading import Grade
+from pappo.tasks.store import TaskStore
+
+
+def stand_in_grades(items):  # type: ignore[no-untyped-def]
+    """Every tree fails one test: episodes run until submit or max_turns, as with a weak policy."""
+    out = []
+    for task, _, _ in items:
+        tests = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
+        outcomes = {t: "failed" if i == 0 else "passed" for i, t in enumerate(tests)}
+        out.append(Grade(task.instance_id, False, outcomes, 1, False, [], None, [], None, 0.0, "stand-in"))
+    return out
+
+
+def load_model(params, checkpoint: Path):  # type: ignore[no-untyped-def]
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if (checkpoint / "config.json").exists():
+        return AutoModelForCausalLM.from_pretrained(checkpoint), AutoTokenizer.from_pretrained(checkpoint)
+    from pappo.policy.checkpoint import build_tiny_model
+    from pappo.policy.tokenizer import build_tokenizer
+
+    tmp = Path(tempfile.mkdtemp(prefix="pappo-bench-tok-"))
+    build_tokenizer(params.model.tiny, params.tasks.warmup.repos, tmp)
+    tokenizer = AutoTokenizer.from_pretrained(tmp)
+    return build_tiny_model(params.model.tiny, tokenizer), tokenizer
+
+
+def naive(model, codec, envs, params, seed: int) -> int:  # type: ignore[no-untyped-def]
+    """One episode at a time, one `generate` call per turn on the whole re-encoded history."""
+    torch.manual_seed(seed)
+    tokens = 0
+    rp = params.rollout
+    for env in envs:
+        ids = codec.prompt_ids(env.reset())
+        while not env.done:
+            room = min(rp.max_new_tokens_per_turn, rp.max_tokens_per_episode - len(ids))
+            out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                                 max_new_tokens=room, do_sample=True, temperature=rp.temperature, top_p=rp.top_p,
+                                 top_k=0, eos_token_id=sorted(codec.stop_ids), pad_token_id=codec.pad_id)  # fmt: skip
+            turn = out[0, len(ids):].tolist()
+            tokens += len(turn)
+            ids += turn
+            result = env.step(codec.decode(turn))
+            if not result.done:
+                stop = turn[-1] if turn and turn[-1] in codec.stop_ids else None
+                obs = codec.observation_ids(result.observation, stop)
+                if len(ids) + len(obs) + 1 > rp.max_tokens_per_episode:
+                    VecEnv([env], env.grade_fn).truncate([0])  # same budget rule as the engine
+                    break
+                ids += obs
+    return tokens
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--params", type=Path, default=Path("params.yaml"))
+    ap.add_argument("--checkpoint", type=Path, default=Path("models/base"))
+    ap.add_argument("--episodes", type=int, default=0, help="default: rollout.batch_size")
+    args = ap.parse_args()
+    params = load_params(args.params)
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    model, tokenizer = load_model(params, args.checkpoint)
+    model.eval()
+    codec = ChatCodec(tokenizer)
+    store = TaskStore.from_params(params, "warmup")
+    tasks = list(store.tasks.values())[: args.episodes or params.rollout.batch_size]
+
+    def envs():  # type: ignore[no-untyped-def]
+        return [RepairEnv(t, store.clean(t), store.buggy(t), params.env, stand_in_grades) for t in tasks]
+
+    engine = RolloutEngine(hf_forward(model), codec, params.rollout.model_copy(update={"batch_size": len(tasks)}))
+    start = time.perf_counter()
+    trajs = engine.run(VecEnv(envs(), stand_in_grades), seed=0)
+    batched_s = time.perf_counter() - start
+    batched_tokens = sum(t.metrics["tokens"] for t in trajs)
+    with torch.no_grad():
+        start = time.perf_counter()
+        naive_tokens = naive(model, codec, envs(), params, seed=0)
+        naive_s = time.perf_counter() - start
+    fast, slow = batched_tokens / batched_s, naive_tokens / naive_s
+    print(f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters; {len(tasks)} episodes; "
+          f"max {params.rollout.max_new_tokens_per_turn} tokens/turn, {params.rollout.max_tokens_per_episode}/episode")  # fmt: skip
+    print(f"batched: {batched_tokens} tokens in {batched_s:.1f} s = {fast:.0f} tokens/s")
+    print(f"naive:   {naive_tokens} tokens in {naive_s:.1f} s = {slow:.0f} tokens/s")
+    print(f"ratio: {fast / slow:.1f}")
+
+
+if __name__ == "__main__":
+    main()

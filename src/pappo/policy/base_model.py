@@ -1,0 +1,158 @@
+"""The `base_model` stage: resolve (hub) or build and warm-start (tiny) the policy checkpoint.
+
+Tiny profile: tokenizer on standard-library source + warm-up families + the tool protocol; a
+tiny Qwen2 pre-trained briefly on that source; SFT on noisy scripted demonstrations of the
+WARM-UP families only; then measured on the eval tasks of one benchmark split (greedy and
+sampled), through the same rollout engine and sandbox the trainers use. Hub profile: the pinned
+checkpoint is resolved and hashed. Either way the output folder holds `checkpoint.json`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pappo.config import Params
+from pappo.env.agents import NoisyAgent
+from pappo.env.episode import RepairEnv
+from pappo.env.vec import VecEnv
+from pappo.io import PappoError, atomic_write_json
+from pappo.policy import sft
+from pappo.policy.chat import ChatCodec
+from pappo.policy.checkpoint import build_tiny_model, resolve_hub, save_checkpoint
+from pappo.policy.rollout import RolloutEngine, hf_forward
+from pappo.policy.tokenizer import build_tokenizer, corpus_files
+from pappo.sandbox.grading import grade_many
+from pappo.sandbox.pool import SandboxPool
+from pappo.tasks.models import ManifestLock
+from pappo.tasks.store import TaskStore
+
+TINY_ID = "pappo/tiny-qwen2"
+
+
+def run_stage(params: Params, out_dir: Path, report_path: Path, log: Any = print) -> dict[str, Any]:
+    """Write the checkpoint to `out_dir` and the stage report to `report_path` (both replaced)."""
+    if params.model.profile == "hub":
+        path, record = resolve_hub(params.model)
+        report = {"profile": "hub", "checkpoint": record.model_dump(mode="json"), "snapshot": str(path)}
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        atomic_write_json(Path(out_dir) / "checkpoint.json", record.model_dump(mode="json"))
+    else:
+        report = _tiny(params, Path(out_dir), log)
+    atomic_write_json(report_path, report)
+    return report
+
+
+def _tiny(params: Params, out_dir: Path, log: Any) -> dict[str, Any]:
+    bm = params.base_model
+    torch.manual_seed(bm.seed)
+    torch.use_deterministic_algorithms(True)
+    staging = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    tok_dir = staging / "tokenizer"
+    max_bytes = int(bm.corpus_mb * 1024 * 1024)
+    corpus = build_tokenizer(params.model.tiny, params.tasks.warmup.repos, tok_dir, max_bytes=max_bytes)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tok_dir)
+    codec = ChatCodec(tokenizer)
+    model = build_tiny_model(params.model.tiny, tokenizer)
+    log(f"tokenizer: {corpus['vocab_size']} tokens from {corpus['n_files']} files; model: "
+        f"{model.num_parameters() / 1e6:.2f}M parameters")  # fmt: skip
+    stream = _corpus_stream(codec, params.tasks.warmup.repos, max_bytes)
+    windows = sft.lm_windows(stream, bm.pretrain_seq_len)
+    pre = sft.train(model, windows, _schedule(bm, bm.pretrain_steps, bm.pretrain_seq_len), codec.pad_id, bm.seed)
+    log(f"pre-training: {len(windows)} windows, loss {_ends(pre)}")
+    with SandboxPool(params.sandbox) as pool:
+        demos = demonstrations(params, pool)
+        examples = [sft.encode_episode(codec, d["transcript"]) for d in demos]
+        tuned = sft.train(model, examples, _schedule(bm, bm.sft_steps, bm.max_len), codec.pad_id, bm.seed + 1)
+        log(f"SFT: {len(examples)} demonstrations (success {_rate(demos)}), loss {_ends(tuned)}")
+        shutil.rmtree(tok_dir)
+        record = save_checkpoint(model, tokenizer, staging, "tiny", TINY_ID)
+        evaluation = evaluate(params, model, codec, pool)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    staging.rename(out_dir)  # complete or absent: never half-written
+    log(f"base policy on {evaluation['n_tasks']} eval tasks of split {bm.eval_split_seed}: success "
+        f"greedy {evaluation['greedy']['success_rate']:.2f}, sampled {evaluation['sampled']['success_rate']:.2f}")  # fmt: skip
+    return {"profile": "tiny", "checkpoint": record.model_dump(mode="json"), "corpus": corpus,
+            "pretrain": {"windows": len(windows), "loss_first": pre[:1], "loss_last": pre[-1:]},
+            "sft": {"demonstrations": len(demos), "demo_success_rate": _rate(demos),
+                    "loss_first": tuned[:1], "loss_last": tuned[-1:]},
+            "eval": evaluation}  # fmt: skip
+
+
+def _schedule(bm: Any, steps: int, max_len: int) -> sft.Schedule:
+    return sft.Schedule(steps=steps, batch_size=bm.batch_size, lr=bm.lr, max_len=max_len)
+
+
+def _corpus_stream(codec: ChatCodec, warmup_repos: Path, max_bytes: int) -> list[int]:
+    """The tokenizer's corpus (never a benchmark family) as one id stream, files separated."""
+    ids: list[int] = []
+    for _, data in corpus_files(warmup_repos, max_bytes):
+        ids += codec.encode(data.decode("utf-8", errors="replace")) + [codec.endoftext_id]
+    return ids
+
+
+def demonstrations(params: Params, pool: SandboxPool) -> list[dict[str, Any]]:
+    """Noisy-oracle episodes on every warm-up task, graded for real (parallel per step)."""
+    bm = params.base_model
+    store = TaskStore.from_params(params, "warmup")
+    envs, agents = [], []
+    for task in store.tasks.values():
+        for k in range(bm.demos_per_task):
+            buggy = store.buggy(task)
+            envs.append(RepairEnv(task, store.clean(task), buggy, params.env))
+            agents.append(NoisyAgent(task, buggy, seed=bm.seed * 1000 + k, p_wrong_edit=bm.p_wrong_edit,
+                                     p_failed_edit=bm.p_failed_edit, p_repeated_test=bm.p_repeated_test,
+                                     p_parse_error=bm.p_parse_error, view_max_lines=params.env.view_max_lines))  # fmt: skip
+    vec = VecEnv(envs, functools.partial(grade_many, pool))
+    vec.reset()
+    while not all(vec.done):
+        vec.step([None if e.done else a.act(e.transcript) for e, a in zip(envs, agents)])
+    return [{"instance_id": e.task.instance_id, "transcript": e.transcript, "success": e.metrics.success}
+            for e in envs]  # fmt: skip
+
+
+def eval_tasks(params: Params) -> tuple[TaskStore, list[str]]:
+    """The eval tasks of split `base_model.eval_split_seed`, from the validated lock."""
+    lock_path = Path(params.tasks.repofix.lock)
+    if not lock_path.is_file():
+        raise PappoError(f"{lock_path} is missing: run `pappo validate` (dvc repro validate) first")
+    lock = ManifestLock.model_validate(json.loads(lock_path.read_text()))
+    seed = params.base_model.eval_split_seed
+    if seed not in lock.splits:
+        raise PappoError(f"{lock_path}: no split for seed {seed} (have {sorted(lock.splits)}); "
+                         "set base_model.eval_split_seed to one of params.yaml seeds")  # fmt: skip
+    return TaskStore.from_params(params, "repofix"), lock.splits[seed].eval_instance_ids
+
+
+def evaluate(params: Params, model: torch.nn.Module, codec: ChatCodec, pool: SandboxPool) -> dict[str, Any]:
+    """Success of the policy on the eval tasks, greedy and sampled, with per-task outcomes."""
+    store, ids = eval_tasks(params)
+    engine = RolloutEngine(hf_forward(model), codec, params.rollout)
+    out: dict[str, Any] = {"n_tasks": len(ids), "split_seed": params.base_model.eval_split_seed}
+    for mode, greedy in (("greedy", True), ("sampled", False)):
+        results = []
+        for start in range(0, len(ids), params.rollout.batch_size):
+            tasks = [store.task(i) for i in ids[start : start + params.rollout.batch_size]]
+            envs = [RepairEnv(t, store.clean(t), store.buggy(t), params.env) for t in tasks]
+            trajs = engine.run(VecEnv(envs, functools.partial(grade_many, pool)), seed=params.base_model.seed + start,
+                               greedy=greedy)  # fmt: skip
+            results += [t.metrics for t in trajs]
+        out[mode] = {"success_rate": sum(m["success"] for m in results) / len(results),
+                     "episodes": results}  # fmt: skip
+    return out
+
+
+def _rate(demos: list[dict[str, Any]]) -> float:
+    return sum(d["success"] for d in demos) / max(1, len(demos))
+
+
+def _ends(losses: list[float]) -> str:
+    return f"{losses[0]:.3f} -> {losses[-1]:.3f}" if losses else "(no steps)"
