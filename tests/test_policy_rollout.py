@@ -93,19 +93,30 @@ def test_same_seed_same_rollout_and_greedy(model, fx_params):  # type: ignore[no
     assert [t.token_ids for t in a] == [t.token_ids for t in b] != [t.token_ids for t in c]
 
 
-def test_batched_rollout_equals_one_episode_at_a_time(model, fx_params):  # type: ignore[no-untyped-def]
-    """Padding in the shared cache changes nothing: greedy ids match a batch of one."""
-    greedy = RolloutParams(max_new_tokens_per_turn=12, max_tokens_per_episode=400)
+@pytest.mark.parametrize("greedy", [True, False])
+def test_batched_rollout_equals_one_episode_at_a_time(model, fx_params, greedy: bool):  # type: ignore[no-untyped-def]
+    """Padding and sub-batches in the shared cache change nothing: each episode samples exactly
+    what it samples alone (same per-episode seed)."""
+    params = RolloutParams(max_new_tokens_per_turn=60, max_tokens_per_episode=900)
     store = TaskStore.from_params(fx_params, "repofix")
     tasks = list(store.tasks.values())
-    engine = RolloutEngine(hf_forward(model), ByteCodec(), greedy)
+    engine = RolloutEngine(hf_forward(model), ByteCodec(), params)
 
     def envs(ts):  # type: ignore[no-untyped-def]
         return [RepairEnv(t, store.clean(t), store.buggy(t), EnvParams(max_turns=4)) for t in ts]
 
-    together = engine.run(VecEnv(envs(tasks), FakeGrader()), seed=0, greedy=True)
-    alone = [engine.run(VecEnv(envs([t]), FakeGrader()), seed=0, greedy=True)[0] for t in tasks]
+    seeds = [11, 12, 13, 14]
+    together = engine.run(VecEnv(envs(tasks), FakeGrader()), seed=0, greedy=greedy, episode_seeds=seeds)
+    compactions = engine.compactions
+    alone = [engine.run(VecEnv(envs([t]), FakeGrader()), seed=0, greedy=greedy, episode_seeds=[s])[0]
+             for t, s in zip(tasks, seeds)]  # fmt: skip
     assert [t.token_ids for t in together] == [t.token_ids for t in alone]
+    if not greedy:  # sampled turns end at different steps: idle rows were left out
+        assert compactions > 0
+    for traj in together:  # and the recorded log-probs still match a teacher-forced pass
+        tf = teacher_forced_logprobs(hf_forward(model), traj.token_ids, temperature=1.0)
+        resp = torch.tensor(traj.response_mask, dtype=torch.bool)
+        assert torch.allclose(tf[resp], torch.tensor(traj.logprobs)[resp], atol=1e-4)
 
 
 def test_token_budget_truncates_the_episode(model, fx_params):  # type: ignore[no-untyped-def]
@@ -118,8 +129,8 @@ def test_token_budget_truncates_the_episode(model, fx_params):  # type: ignore[n
 
 def test_top_p_only_samples_the_nucleus():
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
-    sampler = Sampler(RolloutParams(top_p=0.7), seed=0)
-    seen = {int(sampler(logits)[0]) for _ in range(200)}
+    sampler = Sampler(RolloutParams(top_p=0.7), seeds=[0])
+    seen = {int(sampler(logits, [0])[0]) for _ in range(200)}
     assert seen == {0, 1}
-    ids, lp = sampler(logits)
+    ids, lp = sampler(logits, [0])
     assert torch.allclose(lp, torch.log(torch.tensor([0.5, 0.3]))[ids])  # full-distribution log-prob

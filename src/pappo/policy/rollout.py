@@ -97,6 +97,27 @@ class _GrowingLayer(DynamicLayer):
             self._k, self._v = self._k[indices], self._v[indices]  # type: ignore[index]
             self.keys, self.values = self._k[..., : self._n, :], self._v[..., : self._n, :]
 
+    def rows_copy(self, indices: torch.Tensor) -> "_GrowingLayer":
+        """A new layer holding only the given rows (a copy)."""
+        layer = _GrowingLayer()
+        layer.lazy_initialization(self.keys, self.values)
+        layer._k, layer._v, layer._n = self._k[indices], self._v[indices], self._n  # type: ignore[index]
+        layer.keys, layer.values = layer._k[..., : layer._n, :], layer._v[..., : layer._n, :]
+        return layer
+
+    def absorb(self, sub: "_GrowingLayer", rows: torch.Tensor) -> None:
+        """Take the positions `sub` grew beyond this layer: its values for `rows`, zeros (masked
+        out) for the others."""
+        n0, n1 = self._n, sub._n
+        if n1 > self._k.shape[-2]:  # type: ignore[union-attr]
+            self._grow(self._k, 2 * n1)  # type: ignore[arg-type]
+        self._k[..., n0:n1, :] = 0  # type: ignore[index]
+        self._v[..., n0:n1, :] = 0  # type: ignore[index]
+        self._k[rows, :, n0:n1] = sub._k[:, :, n0:n1]  # type: ignore[index]
+        self._v[rows, :, n0:n1] = sub._v[:, :, n0:n1]  # type: ignore[index]
+        self._n = n1
+        self.keys, self.values = self._k[..., :n1, :], self._v[..., :n1, :]  # type: ignore[index]
+
 
 def new_cache() -> DynamicCache:
     """A DynamicCache whose layers grow in place (see `_GrowingLayer`)."""
@@ -108,14 +129,19 @@ def new_cache() -> DynamicCache:
 
 
 class Sampler:
-    """Temperature / top-p sampling from a seeded generator; greedy when `greedy`."""
+    """Temperature / top-p sampling; greedy when `greedy`.
 
-    def __init__(self, params: RolloutParams, seed: int, greedy: bool = False) -> None:
+    Each episode draws from its own seeded generator, so what an episode samples does not depend
+    on which other episodes share its batch (or on sub-batching).
+    """
+
+    def __init__(self, params: RolloutParams, seeds: Sequence[int], greedy: bool = False) -> None:
         self.temperature, self.top_p, self.greedy = params.temperature, params.top_p, greedy
-        self.generator = torch.Generator().manual_seed(seed)
+        self.generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
 
-    def __call__(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """logits (B, V) -> sampled ids (B,), their log-probs (B,) under the temperature-scaled softmax."""
+    def __call__(self, logits: torch.Tensor, episodes: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """logits (B, V) of the given episodes -> sampled ids (B,), their log-probs (B,) under the
+        temperature-scaled softmax."""
         logp = torch.log_softmax(logits.float() / (1.0 if self.greedy else self.temperature), dim=-1)  # (B, V)
         if self.greedy:
             ids = logp.argmax(dim=-1)
@@ -125,8 +151,8 @@ class Sampler:
                 probs = _top_p(probs, self.top_p)
             # Inverse CDF: one uniform per row (multinomial drew V randoms per row: 5x slower here).
             cdf = probs.cumsum(dim=-1)  # (B, V)
-            u = torch.rand(probs.shape[0], 1, generator=self.generator) * cdf[:, -1:]  # (B, 1)
-            ids = torch.searchsorted(cdf, u, right=True).squeeze(-1).clamp(max=probs.shape[-1] - 1)
+            u = torch.cat([torch.rand(1, generator=self.generators[e]) for e in episodes])[:, None]  # (B, 1)
+            ids = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1).clamp(max=probs.shape[-1] - 1)
         return ids, logp.gather(-1, ids[:, None]).squeeze(-1)
 
 
@@ -162,6 +188,25 @@ class _Batch:
         logits = forward(ids, self.mask, pos, self.cache, True)  # (B, 1, V)
         return logits[:, -1, :]
 
+    def compact(self, keep: list[int]) -> "_Batch":
+        """A sub-batch of the rows `keep` (copied), to decode without the rows that are idle."""
+        index = torch.tensor(keep, dtype=torch.long)
+        sub = _Batch([self.rows[k] for k in keep])
+        sub.cache.layers = [layer.rows_copy(index) for layer in self.cache.layers]  # type: ignore[attr-defined]
+        sub.mask, sub.next_pos = self.mask[index], self.next_pos[index]
+        return sub
+
+    def absorb(self, sub: "_Batch", keep: list[int]) -> None:
+        """Merge back a sub-batch made by `compact(keep)` after it decoded further."""
+        index = torch.tensor(keep, dtype=torch.long)
+        for layer, sub_layer in zip(self.cache.layers, sub.cache.layers):
+            layer.absorb(sub_layer, index)  # type: ignore[attr-defined]
+        grown = sub.mask.shape[1] - self.mask.shape[1]
+        extra = torch.zeros(len(self.rows), grown, dtype=torch.long)
+        extra[index] = sub.mask[:, self.mask.shape[1] :]
+        self.mask = torch.cat([self.mask, extra], dim=1)
+        self.next_pos[index] = sub.next_pos
+
     def keep(self, keep: list[int]) -> None:
         """Drop the rows not in `keep` (indices into the current rows)."""
         index = torch.tensor(keep, dtype=torch.long)
@@ -175,10 +220,15 @@ class RolloutEngine:
 
     def __init__(self, forward: Forward, codec: Any, params: RolloutParams) -> None:
         self.forward, self.codec, self.params = forward, codec, params
+        self.compactions = 0  # sub-batches made (diagnostics)
 
     @torch.inference_mode()
-    def run(self, vec: VecEnv, seed: int, greedy: bool = False) -> list[Trajectory]:
-        sample = Sampler(self.params, seed, greedy)
+    def run(self, vec: VecEnv, seed: int, greedy: bool = False,
+            episode_seeds: Sequence[int] | None = None) -> list[Trajectory]:  # fmt: skip
+        """Play every episode to its end. Episode i samples from seed `episode_seeds[i]`
+        (default: derived from `seed` and i)."""
+        seeds = episode_seeds if episode_seeds is not None else [seed * 1_000_003 + i for i in range(len(vec))]
+        sample = Sampler(self.params, seeds, greedy)
         messages = vec.reset()
         trajs = [self._start(env.task.instance_id, m) for env, m in zip(vec.envs, messages)]
         batch = _Batch(list(range(len(trajs))))
@@ -215,29 +265,48 @@ class RolloutEngine:
         lps: list[list[float]] = [[] for _ in range(n)]
         stops: list[int | None] = [None] * n
         live = [limits[r] > 0 for r in range(n)]
-        step: list[list[int]] = [[] for _ in range(n)]
-        while any(live):
-            ids, lp = sample(logits)  # (B,), (B,)
+        last: list[list[int]] = [[] for _ in range(n)]  # sampled last, not yet fed
+        stack: list[tuple[_Batch, list[int]]] = []  # (batch, its rows) before each compaction
+        active, rows = batch, list(range(n))  # the batch being decoded and its rows (of `batch`)
+        while any(live[r] for r in rows):
+            drawing = [j for j, r in enumerate(rows) if live[r]]  # idle rows draw nothing
+            ids, lp = sample(logits[drawing], [batch.rows[rows[j]] for j in drawing])  # (B_live,) each
+            drawn = {j: (int(ids[k]), float(lp[k])) for k, j in enumerate(drawing)}
             step = []
-            for r in range(n):
+            for j, r in enumerate(rows):
                 if not live[r]:
                     step.append([])  # fed as padding: masked out, position unchanged
                     continue
-                tok = int(ids[r])
+                tok, logprob = drawn[j]
                 turns[r].append(tok)
-                lps[r].append(float(lp[r]))
+                lps[r].append(logprob)
                 step.append([tok])
+                last[r] = [tok]
                 if tok in self.codec.stop_ids:
                     stops[r], live[r] = tok, False
                 elif len(turns[r]) >= limits[r]:
                     live[r] = False
-            if any(live):
-                logits = batch.feed(self.forward, step, self.codec.pad_id)
+            still = [j for j, r in enumerate(rows) if live[r]]
+            if not still:
+                break
+            if len(still) <= len(rows) // 2:  # most rows idle: decode the rest in a smaller batch
+                stack.append((active, rows))
+                self.compactions += 1
+                active, rows = active.compact(still), [rows[j] for j in still]
+                step = [step[j] for j in still]
+            for j, r in enumerate(rows):
+                if step[j]:
+                    last[r] = []
+            logits = active.feed(self.forward, step, self.codec.pad_id)
+        while stack:  # merge the sub-batches back, innermost first
+            parent, parent_rows = stack.pop()
+            parent.absorb(active, [parent_rows.index(r) for r in rows])
+            active, rows = parent, parent_rows
         for r, env_i in enumerate(batch.rows):
             start = len(trajs[env_i].token_ids)
             trajs[env_i].append(turns[r], policy=True, logprobs=lps[r])
             trajs[env_i].turn_spans.append((start, start + len(turns[r])))
-        return turns, stops, step  # the last step was sampled but not fed
+        return turns, stops, last
 
     def _observe(self, vec: VecEnv, batch: _Batch, trajs: list[Trajectory], results: list[Any],
                  stops: list[int | None], pending: list[list[int]]) -> torch.Tensor:  # fmt: skip
