@@ -183,10 +183,10 @@ class BaseModelParams(_Section):
 
     seed: int = Field(0, description="Seed of data order, demonstrations and evaluation sampling.")
     corpus_mb: float = Field(4.0, gt=0, description="Standard-library source used (tokenizer and pre-training).")
-    pretrain_steps: int = Field(100, ge=0, description="Causal-LM steps on the source corpus.")
+    pretrain_steps: int = Field(60, ge=0, description="Causal-LM steps on the source corpus.")
     pretrain_seq_len: int = Field(256, ge=16, description="Tokens per pre-training window.")
-    sft_steps: int = Field(120, ge=0, description="Supervised steps on demonstration episodes.")
-    batch_size: int = Field(8, ge=1, description="Sequences per optimizer step (both phases).")
+    sft_steps: int = Field(300, ge=0, description="Supervised steps on demonstration episodes.")
+    batch_size: int = Field(4, ge=1, description="Sequences per optimizer step (both phases).")
     lr: float = Field(3e-3, gt=0, description="Peak AdamW learning rate (warm-up, cosine decay).")
     max_len: int = Field(2048, ge=64, description="Longest training sequence; longer ones are cut.")
     demos_per_task: int = Field(6, ge=1, description="Noisy demonstration episodes per warm-up task.")
