@@ -10,7 +10,7 @@ Episodes are graded by a stand-in grader (no sandbox), so only generation is tim
 the checkpoint in --checkpoint if it exists (the trained base policy: turns of very different
 lengths, so lockstep batching waits for the longest), else, or with --random-weights, the tiny
 profile built from params with a fresh tokenizer (every turn runs to the per-turn token limit).
-Measured on 2 cores, B = 16: 4.9x with random weights, 3.3-3.6x with the current base policy.
+Measured on 2 cores, B = 16: 4.9x with random weights, 2.8x with the current base policy.
 The last line is `ratio: X.X` = batched tokens/s over naive tokens/s.
 """
 
