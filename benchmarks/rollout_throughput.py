@@ -50,9 +50,9 @@ def load_model(params, checkpoint: Path | None):  # type: ignore[no-untyped-def]
     from pappo.policy.checkpoint import build_tiny_model
     from pappo.policy.tokenizer import build_tokenizer
 
-    tmp = Path(tempfile.mkdtemp(prefix="pappo-bench-tok-"))
-    build_tokenizer(params.model.tiny, params.tasks.warmup.repos, tmp)
-    tokenizer = AutoTokenizer.from_pretrained(tmp)
+    with tempfile.TemporaryDirectory(prefix="pappo-bench-tok-") as tmp:
+        build_tokenizer(params.model.tiny, params.tasks.warmup.repos, Path(tmp))
+        tokenizer = AutoTokenizer.from_pretrained(tmp)
     return build_tiny_model(params.model.tiny, tokenizer), tokenizer
 
 
