@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +14,13 @@ from transformers import Qwen2Tokenizer
 
 from pappo.config import EnvParams
 from pappo.env.agents import NoisyAgent, OracleAgent, play
-from pappo.env.episode import GradeItem, RepairEnv
+from pappo.env.episode import RepairEnv
 from pappo.env.protocol import SYSTEM_PROMPT, TOOLS, format_tool_call
 from pappo.io import PappoError
 from pappo.policy.chat import QWEN25_CHAT_TEMPLATE, ChatCodec
 from pappo.policy.tokenizer import SPECIAL_TOKENS, corpus_files, train_tokenizer
-from pappo.sandbox.grading import Grade
-from pappo.sandbox.hackscan import is_test_path
 from pappo.tasks.store import TaskStore
+from test_env_episode import FakeGrader
 
 ROOT = Path(__file__).resolve().parents[1]
 WARMUP = ROOT / "data" / "warmup"
@@ -51,20 +49,6 @@ def qwen_like(tiny: Tok) -> Tok:
 @pytest.fixture(scope="module", params=["tiny", "qwen_like"])
 def codec(request, tiny) -> ChatCodec:
     return ChatCodec(tiny if request.param == "tiny" else qwen_like(tiny))
-
-
-class FakeGrader:
-    """Passes iff the library files equal the clean tree (no sandbox needed)."""
-
-    def __call__(self, items: Sequence[GradeItem]) -> list[Grade]:
-        return [self.grade(task, clean, cand) for task, clean, cand in items]
-
-    def grade(self, task: Any, clean: Mapping[str, bytes], cand: Mapping[str, bytes]) -> Grade:
-        tests = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
-        bad = [p for p in sorted(set(clean) | set(cand)) if not is_test_path(p) and clean.get(p) != cand.get(p)]
-        n = min(len(bad), len(tests))
-        outcomes = {t: "failed" if i < n else "passed" for i, t in enumerate(tests)}
-        return Grade(task.instance_id, n == 0, outcomes, n, False, [], None, [], None, 0.0, "fake")
 
 
 def episode(agent_kind: str, instance_id: str, seed: int = 0) -> list[dict[str, Any]]:
