@@ -9,6 +9,7 @@ from transformers import AutoModelForCausalLM, Qwen2Config
 from pappo.config import EnvParams, RolloutParams
 from pappo.env.episode import RepairEnv
 from pappo.env.vec import VecEnv
+from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine, Sampler, hf_forward, teacher_forced_logprobs
 from pappo.tasks.store import TaskStore
 from test_env_episode import FakeGrader
@@ -49,7 +50,7 @@ def play(model, fx_params, seed: int = 0, params: RolloutParams | None = None, n
     grader = FakeGrader()
     envs = [RepairEnv(t, store.clean(t), store.buggy(t), EnvParams(max_turns=4)) for t in tasks]
     params = params or RolloutParams(max_new_tokens_per_turn=12, max_tokens_per_episode=400)
-    engine = RolloutEngine(hf_forward(model), ByteCodec(), params)
+    engine = RolloutEngine(Qwen2Decoder(model), ByteCodec(), params)
     return engine.run(VecEnv(envs, grader), seed=seed), envs
 
 
@@ -100,7 +101,7 @@ def test_batched_rollout_equals_one_episode_at_a_time(model, fx_params, greedy: 
     params = RolloutParams(max_new_tokens_per_turn=60, max_tokens_per_episode=900)
     store = TaskStore.from_params(fx_params, "repofix")
     tasks = list(store.tasks.values())
-    engine = RolloutEngine(hf_forward(model), ByteCodec(), params)
+    engine = RolloutEngine(Qwen2Decoder(model), ByteCodec(), params)
 
     def envs(ts):  # type: ignore[no-untyped-def]
         return [RepairEnv(t, store.clean(t), store.buggy(t), EnvParams(max_turns=4)) for t in ts]

@@ -171,7 +171,7 @@ class LoraParams(_Section):
 class RolloutParams(_Section):
     """Batched multi-turn sampling."""
 
-    batch_size: int = Field(16, ge=1, description="Episodes advanced together (B).")
+    batch_size: int = Field(32, ge=1, description="Episodes advanced together (B).")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature; log-probs are taken at it.")
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling mass (1.0: off).")
     max_new_tokens_per_turn: int = Field(192, ge=8, description="Longest assistant turn.")

@@ -25,7 +25,8 @@ from pappo.io import PappoError, atomic_write_json
 from pappo.policy import sft
 from pappo.policy.chat import ChatCodec
 from pappo.policy.checkpoint import build_tiny_model, resolve_hub, save_checkpoint
-from pappo.policy.rollout import RolloutEngine, hf_forward
+from pappo.policy.decoder import Qwen2Decoder
+from pappo.policy.rollout import RolloutEngine
 from pappo.policy.tokenizer import build_tokenizer, corpus_files
 from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import SandboxPool
@@ -135,7 +136,7 @@ def eval_tasks(params: Params) -> tuple[TaskStore, list[str]]:
 def evaluate(params: Params, model: torch.nn.Module, codec: ChatCodec, pool: SandboxPool) -> dict[str, Any]:
     """Success of the policy on the eval tasks, greedy and sampled, with per-task outcomes."""
     store, ids = eval_tasks(params)
-    engine = RolloutEngine(hf_forward(model), codec, params.rollout)
+    engine = RolloutEngine(Qwen2Decoder(model), codec, params.rollout)
     out: dict[str, Any] = {"n_tasks": len(ids), "split_seed": params.base_model.eval_split_seed}
     for mode, greedy in (("greedy", True), ("sampled", False)):
         results = []

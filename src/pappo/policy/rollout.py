@@ -9,7 +9,8 @@ made every ratio 1.0).
 
 The cache is never rebuilt: a turn's observation is fed as a left-padded chunk whose padding is
 masked out, with positions counted over real tokens only, so each sequence sees exactly what it
-would see alone. Finished episodes are dropped from the batch (`DynamicCache.batch_select_indices`).
+would see alone. Finished episodes are dropped from the batch (`KVCache.keep`). The model runs
+through `decoder.Qwen2Decoder`, a lean inference forward; the transformers forward serves training.
 Log-probs are of the full temperature-scaled distribution (top-p only shapes what is sampled),
 as in verl; `teacher_forced_logprobs` recomputes them from the ids for the check.
 """
@@ -22,14 +23,14 @@ from typing import Any
 
 import torch
 from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
 
 from pappo.config import RolloutParams
 from pappo.env.vec import VecEnv
+from pappo.policy.decoder import KVCache, Qwen2Decoder
 
 # forward(input_ids (B, T), attention_mask (B, T_total), position_ids (B, T), cache, last_only)
 #   -> logits (B, T, V), or (B, 1, V) when last_only
-Forward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, DynamicCache, bool], torch.Tensor]
+Forward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Any, bool], torch.Tensor]
 
 
 @dataclass
@@ -63,69 +64,6 @@ def hf_forward(model: torch.nn.Module) -> Forward:
         return out.logits
 
     return forward
-
-
-class _GrowingLayer(DynamicLayer):
-    """A KV cache layer with spare capacity: appending writes in place (doubling when full)
-    instead of concatenating, which copied the whole cache at every decoded token."""
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def, override]
-        if not self.is_initialized:
-            self.lazy_initialization(key_states, value_states)
-            self._k = self._v = None
-            self._n = 0
-        n, k = self._n, key_states.shape[-2]
-        if self._k is None or n + k > self._k.shape[-2]:
-            self._grow(key_states, max(2 * (n + k), 64))
-        self._k[..., n : n + k, :] = key_states  # type: ignore[index]
-        self._v[..., n : n + k, :] = value_states  # type: ignore[index]
-        self._n = n + k
-        self.keys, self.values = self._k[..., : self._n, :], self._v[..., : self._n, :]  # type: ignore[index]
-        return self.keys, self.values
-
-    def _grow(self, like: torch.Tensor, capacity: int) -> None:
-        b, h, _, d = like.shape
-        k = like.new_empty(b, h, capacity, d)
-        v = like.new_empty(b, h, capacity, d)
-        if self._n:
-            k[..., : self._n, :] = self._k[..., : self._n, :]  # type: ignore[index]
-            v[..., : self._n, :] = self._v[..., : self._n, :]  # type: ignore[index]
-        self._k, self._v = k, v
-
-    def batch_select_indices(self, indices: torch.Tensor) -> None:
-        if self.is_initialized and self._n:
-            self._k, self._v = self._k[indices], self._v[indices]  # type: ignore[index]
-            self.keys, self.values = self._k[..., : self._n, :], self._v[..., : self._n, :]
-
-    def rows_copy(self, indices: torch.Tensor) -> "_GrowingLayer":
-        """A new layer holding only the given rows (a copy)."""
-        layer = _GrowingLayer()
-        layer.lazy_initialization(self.keys, self.values)
-        layer._k, layer._v, layer._n = self._k[indices], self._v[indices], self._n  # type: ignore[index]
-        layer.keys, layer.values = layer._k[..., : layer._n, :], layer._v[..., : layer._n, :]
-        return layer
-
-    def absorb(self, sub: "_GrowingLayer", rows: torch.Tensor) -> None:
-        """Take the positions `sub` grew beyond this layer: its values for `rows`, zeros (masked
-        out) for the others."""
-        n0, n1 = self._n, sub._n
-        if n1 > self._k.shape[-2]:  # type: ignore[union-attr]
-            self._grow(self._k, 2 * n1)  # type: ignore[arg-type]
-        self._k[..., n0:n1, :] = 0  # type: ignore[index]
-        self._v[..., n0:n1, :] = 0  # type: ignore[index]
-        self._k[rows, :, n0:n1] = sub._k[:, :, n0:n1]  # type: ignore[index]
-        self._v[rows, :, n0:n1] = sub._v[:, :, n0:n1]  # type: ignore[index]
-        self._n = n1
-        self.keys, self.values = self._k[..., :n1, :], self._v[..., :n1, :]  # type: ignore[index]
-
-
-def new_cache() -> DynamicCache:
-    """A DynamicCache whose layers grow in place (see `_GrowingLayer`)."""
-    cache = DynamicCache()
-    if cache.layers or cache.layer_class_to_replicate is not DynamicLayer:  # transformers changed
-        raise RuntimeError("DynamicCache() no longer starts empty with DynamicLayer; update new_cache()")
-    cache.layer_class_to_replicate = _GrowingLayer
-    return cache
 
 
 class Sampler:
@@ -167,9 +105,9 @@ def _top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
 class _Batch:
     """The running episodes' shared state: the cache, the attention mask and next positions."""
 
-    def __init__(self, rows: list[int]) -> None:
+    def __init__(self, rows: list[int], cache: KVCache) -> None:
         self.rows = rows  # env index of each batch row
-        self.cache = new_cache()
+        self.cache = cache
         self.mask = torch.zeros(len(rows), 0, dtype=torch.long)  # (B, T_total)
         self.next_pos = torch.zeros(len(rows), dtype=torch.long)  # (B,)
 
@@ -188,19 +126,34 @@ class _Batch:
         logits = forward(ids, self.mask, pos, self.cache, True)  # (B, 1, V)
         return logits[:, -1, :]
 
+    def feed_prompts(self, forward: Forward, prompts: list[list[int]], pad_id: int) -> torch.Tensor:
+        """Feed every row's prompt; the prefix they all share (system prompt, tools) is encoded
+        once and its cache copied to every row. Returns each row's last logits (B, V)."""
+        shared = 0
+        shortest = min(len(p) for p in prompts)
+        while shared < shortest - 1 and all(p[shared] == prompts[0][shared] for p in prompts):
+            shared += 1  # every row keeps at least one token of its own to feed
+        if len(prompts) == 1 or shared < 2:
+            return self.feed(forward, prompts, pad_id)
+        rows, self.rows = self.rows, self.rows[:1]
+        self.mask, self.next_pos = self.mask[:1], self.next_pos[:1]
+        self.feed(forward, [prompts[0][:shared]], pad_id)
+        self.cache.expand(len(rows))
+        self.rows = rows
+        self.mask, self.next_pos = self.mask.repeat(len(rows), 1), self.next_pos.repeat(len(rows))
+        return self.feed(forward, [p[shared:] for p in prompts], pad_id)
+
     def compact(self, keep: list[int]) -> "_Batch":
         """A sub-batch of the rows `keep` (copied), to decode without the rows that are idle."""
         index = torch.tensor(keep, dtype=torch.long)
-        sub = _Batch([self.rows[k] for k in keep])
-        sub.cache.layers = [layer.rows_copy(index) for layer in self.cache.layers]  # type: ignore[attr-defined]
+        sub = _Batch([self.rows[k] for k in keep], self.cache.rows_copy(index))
         sub.mask, sub.next_pos = self.mask[index], self.next_pos[index]
         return sub
 
     def absorb(self, sub: "_Batch", keep: list[int]) -> None:
         """Merge back a sub-batch made by `compact(keep)` after it decoded further."""
         index = torch.tensor(keep, dtype=torch.long)
-        for layer, sub_layer in zip(self.cache.layers, sub.cache.layers):
-            layer.absorb(sub_layer, index)  # type: ignore[attr-defined]
+        self.cache.absorb(sub.cache, index)
         grown = sub.mask.shape[1] - self.mask.shape[1]
         extra = torch.zeros(len(self.rows), grown, dtype=torch.long)
         extra[index] = sub.mask[:, self.mask.shape[1] :]
@@ -210,16 +163,19 @@ class _Batch:
     def keep(self, keep: list[int]) -> None:
         """Drop the rows not in `keep` (indices into the current rows)."""
         index = torch.tensor(keep, dtype=torch.long)
-        self.cache.batch_select_indices(index)
+        self.cache.keep(index)
         self.mask, self.next_pos = self.mask[index], self.next_pos[index]
         self.rows = [self.rows[k] for k in keep]
 
 
 class RolloutEngine:
-    """Plays every episode of a VecEnv to its end with one batched, cached model."""
+    """Plays every episode of a VecEnv to its end with one batched, cached model.
 
-    def __init__(self, forward: Forward, codec: Any, params: RolloutParams) -> None:
-        self.forward, self.codec, self.params = forward, codec, params
+    `decoder` is a `Qwen2Decoder` snapshot of the policy (build a new one after the weights change)."""
+
+    def __init__(self, decoder: Qwen2Decoder, codec: Any, params: RolloutParams) -> None:
+        self.decoder, self.codec, self.params = decoder, codec, params
+        self.forward: Forward = decoder
         self.compactions = 0  # sub-batches made (diagnostics)
 
     @torch.inference_mode()
@@ -231,8 +187,8 @@ class RolloutEngine:
         sample = Sampler(self.params, seeds, greedy)
         messages = vec.reset()
         trajs = [self._start(env.task.instance_id, m) for env, m in zip(vec.envs, messages)]
-        batch = _Batch(list(range(len(trajs))))
-        logits = batch.feed(self.forward, [t.token_ids for t in trajs], self.codec.pad_id)
+        batch = _Batch(list(range(len(trajs))), self.decoder.new_cache())
+        logits = batch.feed_prompts(self.forward, [t.token_ids for t in trajs], self.codec.pad_id)
         while batch.rows:
             turns, stops, pending = self._turn(batch, logits, trajs, sample)
             texts: list[str | None] = [None] * len(trajs)
@@ -289,7 +245,7 @@ class RolloutEngine:
             still = [j for j, r in enumerate(rows) if live[r]]
             if not still:
                 break
-            if len(still) <= len(rows) // 2:  # most rows idle: decode the rest in a smaller batch
+            if len(still) <= 3 * len(rows) // 4:  # many rows idle: decode the rest in a smaller batch
                 stack.append((active, rows))
                 self.compactions += 1
                 active, rows = active.compact(still), [rows[j] for j in still]
@@ -328,6 +284,7 @@ class RolloutEngine:
             batch.rows = []
             return torch.empty(0)
         batch.keep(keep)
+        batch.mask = batch.cache.repack(batch.mask)
         for row, env_i in enumerate(batch.rows):
             trajs[env_i].append(chunks[keep[row]], policy=False)
         return batch.feed(self.forward, [pending[k] + chunks[k] for k in keep], self.codec.pad_id)

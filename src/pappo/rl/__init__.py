@@ -1,0 +1,1 @@
+"""RL kernels and training pieces: losses, advantages, the PPO-family update."""

@@ -1,0 +1,113 @@
+"""Qwen2Decoder (the rollout forward) against the transformers forward, its KV cache, LoRA merging."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import transformers
+
+from pappo.config import LoraParams
+from pappo.io import PappoError
+from pappo.policy.adapters import POLICY, ActorCritic
+from pappo.policy.decoder import KVCache, Qwen2Decoder
+
+
+def tiny(seed: int = 0, **kw) -> transformers.PreTrainedModel:  # type: ignore[no-untyped-def]
+    cfg = transformers.Qwen2Config(
+        vocab_size=97, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=256, **kw,
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    return transformers.AutoModelForCausalLM.from_config(cfg).eval()
+
+
+def reference_logits(model, rows: list[list[int]]) -> list[torch.Tensor]:  # type: ignore[no-untyped-def]
+    """Each row alone, unpadded, through the transformers forward: (T_row, V) each."""
+    with torch.no_grad():
+        return [model(input_ids=torch.tensor([r])).logits[0] for r in rows]
+
+
+def feed(dec: Qwen2Decoder, cache: KVCache, mask: torch.Tensor, next_pos: torch.Tensor,
+         chunks: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+    """Left-padded chunk per row, as rollout._Batch.feed does; returns logits (B, T, V)."""
+    width = max(len(c) for c in chunks)
+    ids = torch.zeros(len(chunks), width, dtype=torch.long)
+    chunk_mask = torch.zeros(len(chunks), width, dtype=torch.long)
+    for r, c in enumerate(chunks):
+        if c:
+            ids[r, width - len(c):] = torch.tensor(c)
+            chunk_mask[r, width - len(c):] = 1
+    pos = next_pos[:, None] + (chunk_mask.cumsum(-1) - 1).clamp(min=0)
+    mask = torch.cat([mask, chunk_mask], dim=1)
+    logits = dec(ids, mask, pos, cache, False)
+    return logits, mask, next_pos + chunk_mask.sum(-1)
+
+
+@pytest.mark.parametrize("tie", [True, False])
+def test_padded_chunks_match_each_row_alone(tie: bool):
+    model = tiny(tie_word_embeddings=tie)
+    dec = Qwen2Decoder(model)
+    g = torch.Generator().manual_seed(3)
+    chunks1 = [torch.randint(0, 97, (n,), generator=g).tolist() for n in (9, 4, 1)]
+    chunks2 = [torch.randint(0, 97, (n,), generator=g).tolist() for n in (2, 0, 6)]  # row 1 idles
+    cache, mask, pos = dec.new_cache(), torch.zeros(3, 0, dtype=torch.long), torch.zeros(3, dtype=torch.long)
+    out1, mask, pos = feed(dec, cache, mask, pos, chunks1)
+    out2, mask, pos = feed(dec, cache, mask, pos, chunks2)
+    refs = reference_logits(model, [a + b for a, b in zip(chunks1, chunks2)])
+    for r in range(3):
+        n1, n2 = len(chunks1[r]), len(chunks2[r])
+        got = torch.cat([out1[r, out1.shape[1] - n1 :], out2[r, out2.shape[1] - n2 :] if n2 else out2[r, :0]])
+        torch.testing.assert_close(got, refs[r], atol=1e-5, rtol=1e-5)
+    assert torch.isfinite(out1).all() and torch.isfinite(out2).all()  # padding rows too: no NaN
+
+
+def test_cache_grows_keeps_copies_and_absorbs():
+    model = tiny()
+    dec = Qwen2Decoder(model)
+    rows = [[5, 6, 7], [8, 9], [10]]
+    cache, mask, pos = dec.new_cache(), torch.zeros(3, 0, dtype=torch.long), torch.zeros(3, dtype=torch.long)
+    _, mask, pos = feed(dec, cache, mask, pos, rows)
+    # Decode rows 0 and 2 in a sub-batch for 70 steps (past the first capacity of 64), then merge.
+    keep = torch.tensor([0, 2])
+    sub, sub_mask, sub_pos = cache.rows_copy(keep), mask[keep], pos[keep]
+    extra = [[11 + i % 50] for i in range(70)]
+    for tok in extra:
+        _, sub_mask, sub_pos = feed(dec, sub, sub_mask, sub_pos, [tok, tok])
+    cache.absorb(sub, keep)
+    grown = torch.zeros(3, sub_mask.shape[1] - mask.shape[1], dtype=torch.long)
+    grown[keep] = sub_mask[:, mask.shape[1]:]
+    mask, pos[keep] = torch.cat([mask, grown], 1), sub_pos
+    assert cache.n == sub.n == 3 + 70
+    cache.keep(torch.tensor([2, 1]))  # reorder and drop row 0
+    logits, _, _ = feed(dec, cache, mask[[2, 1]], pos[[2, 1]], [[12], [13]])
+    refs = reference_logits(model, [[10] + [t[0] for t in extra] + [12], [8, 9, 13]])
+    torch.testing.assert_close(logits[:, -1], torch.stack([refs[0][-1], refs[1][-1]]), atol=1e-5, rtol=1e-5)
+
+
+def test_lora_deltas_of_the_active_adapter_are_merged():
+    ac = ActorCritic(tiny(), LoraParams(rank=4, alpha=8.0))
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, p in ac.peft.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)  # peft starts B at zero: make both adapters change the function
+    ids = torch.tensor([[1, 2, 3, 4, 5]])
+    with ac.adapter(POLICY):
+        dec = Qwen2Decoder(ac.peft)
+    with torch.no_grad():
+        want = ac.policy_forward(ids, torch.ones_like(ids)).logits
+        base = ac.peft.get_base_model()
+        with ac.peft.disable_adapter():
+            plain = base(input_ids=ids).logits
+    got = dec(ids, torch.ones_like(ids), torch.arange(5)[None], dec.new_cache(), False)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    assert (got - plain).abs().max() > 1e-3  # the adapter really is in the snapshot
+
+
+def test_other_architectures_are_refused_by_name():
+    cfg = transformers.LlamaConfig(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                   num_attention_heads=2, num_key_value_heads=1)  # fmt: skip
+    with pytest.raises(PappoError, match="model_type 'llama' is not 'qwen2'"):
+        Qwen2Decoder(transformers.AutoModelForCausalLM.from_config(cfg))
+    with pytest.raises(PappoError, match="sliding-window"):
+        Qwen2Decoder(tiny(use_sliding_window=True, sliding_window=8))
