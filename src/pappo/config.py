@@ -197,6 +197,63 @@ class BaseModelParams(_Section):
     eval_split_seed: int = Field(0, description="Split whose eval tasks measure the base policy.")
 
 
+class GppoParams(_Section):
+    """GPPO trust region (reference seed 004), used when `rl.trust_region` is gppo."""
+
+    geometry: Literal["tv", "chi2", "hellinger", "kl", "two_sided_log"] = Field(
+        "tv", description="f-divergence of the region."
+    )
+    topology: Literal["mc", "atomic", "binary"] = Field("binary", description="Estimator of the divergence per token.")
+    delta: float = Field(0.1, gt=0, description="Radius of the region.")
+
+
+class RLParams(_Section):
+    """Online RL shared by rft, grpo, ppo and pappo: one loop, the method picks the advantage."""
+
+    updates: int = Field(2, ge=1, description="Online updates (rollout batch + optimisation) per run.")
+    tasks_per_update: int = Field(8, ge=1, description="Train tasks sampled per update.")
+    group_size: int = Field(4, ge=1, description="Episodes per task per update (K).")
+    ppo_epochs: int = Field(2, ge=1, description="Passes over each frozen batch.")
+    minibatches: int = Field(2, ge=1, description="Optimizer steps per pass.")
+    actor_lr: float = Field(2e-3, gt=0, description="AdamW learning rate of the policy LoRA.")
+    critic_lr: float = Field(5e-3, gt=0, description="AdamW learning rate of the critic LoRA and value head.")
+    grad_clip: float = Field(1.0, gt=0, description="Max global grad norm, per model.")
+    clip_ratio_low: float = Field(0.2, ge=0, description="PPO clip: ratio floor 1 - clip_ratio_low.")
+    clip_ratio_high: float = Field(0.28, ge=0, description="PPO clip: ratio ceiling 1 + clip_ratio_high (DAPO's clip-higher).")
+    clip_ratio_c: float | None = Field(3.0, description="Dual-clip bound for negative advantages (> 1), or null.")
+    cliprange_value: float | None = Field(0.2, description="Value clipping around the old values, or null.")
+    loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = Field(
+        "token-mean", description="How per-token losses become one number."
+    )
+    kl_coef: float = Field(0.0, ge=0, description="Weight of KL(policy || base) in the actor loss.")
+    kl_estimator: Literal["k1", "k2", "k3"] = Field("k3", description="Per-token KL estimator.")
+    entropy_coeff: float = Field(0.0, ge=0, description="Entropy bonus weight.")
+    target_kl: float | None = Field(0.05, description="Stop an update's epochs once actor/ppo_kl exceeds it.")
+    trust_region: Literal["clip", "gppo"] = Field("clip", description="PPO clip or a GPPO trust region.")
+    gppo: GppoParams = GppoParams()
+    gamma: float = Field(1.0, ge=0, le=1, description="Discount per step (token for ppo, turn for pappo).")
+    lam: float = Field(0.95, ge=0, le=1, description="GAE lambda per step.")
+    whiten_advantages: bool = Field(True, description="ppo/pappo: whiten advantages over the batch's policy tokens.")
+    grpo_norm_by_std: bool = Field(True, description="grpo: divide by the group std (false: Dr. GRPO).")
+    local_prior: float = Field(0.5, ge=0, description="pappo: weight of the patch-aware process rewards.")
+    critic_warmup_steps: int = Field(2, ge=0, description="Critic-only steps on the base policy's first batch.")
+    rft_epochs: int = Field(2, ge=1, description="rft: passes over the successful episodes of an update.")
+    micro_batch_size: int = Field(8, ge=1, description="Sequences per forward pass (gradient accumulation).")
+
+    @model_validator(mode="after")
+    def _check(self) -> "RLParams":
+        if self.clip_ratio_c is not None and self.clip_ratio_c <= 1:
+            raise ValueError(f"rl.clip_ratio_c={self.clip_ratio_c} must be > 1 (3.0 is usual) or null")
+        if self.cliprange_value is not None and self.cliprange_value <= 0:
+            raise ValueError(f"rl.cliprange_value={self.cliprange_value} must be > 0 or null")
+        if self.tasks_per_update * self.group_size < self.minibatches:
+            raise ValueError(
+                f"rl.minibatches={self.minibatches} exceeds the {self.tasks_per_update * self.group_size} "
+                "episodes of an update (tasks_per_update x group_size); lower minibatches"
+            )
+        return self
+
+
 class ValidateParams(_Section):
     """`pappo validate`: how strictly each task is checked."""
 
@@ -216,6 +273,7 @@ class Params(_Section):
     lora: LoraParams = LoraParams()
     rollout: RolloutParams = RolloutParams()
     base_model: BaseModelParams = BaseModelParams()
+    rl: RLParams = RLParams()
     validate_: ValidateParams = Field(ValidateParams(), alias="validate")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

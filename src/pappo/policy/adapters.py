@@ -195,13 +195,20 @@ class ActorCritic(nn.Module):
         out_dir = Path(out_dir)
         lora = _read_meta(out_dir, int(base.config.hidden_size))
         model = cls(base, lora)
-        for name in ADAPTERS:
-            model._load_adapter(out_dir / name, name)
-        head_path = _required(out_dir / VALUE_HEAD_FILE)
-        head = load_file(str(head_path), device=str(model.value_head.weight.device))
-        model.value_head.load_state_dict(head, strict=True)
-        model._use(POLICY)
+        model.load_weights(out_dir)
         return model
+
+    def load_weights(self, out_dir: Path) -> None:
+        """Overwrite both adapters and the value head with what `save` wrote (a resume).
+        peft may replace the LoRA tensors: build optimizers after this call."""
+        out_dir = Path(out_dir)
+        _read_meta(out_dir, self.value_head.in_features)
+        for name in ADAPTERS:
+            self._load_adapter(out_dir / name, name)
+        head_path = _required(out_dir / VALUE_HEAD_FILE)
+        head = load_file(str(head_path), device=str(self.value_head.weight.device))
+        self.value_head.load_state_dict(head, strict=True)
+        self._use(POLICY)
 
     def _load_adapter(self, path: Path, name: str) -> None:
         """Overwrite adapter `name` with the weights in `path`; every LoRA tensor must be there."""

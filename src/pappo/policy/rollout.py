@@ -45,6 +45,7 @@ class Trajectory:
     prompt_len: int
     turn_spans: list[tuple[int, int]] = field(default_factory=list)  # [start, end) of each turn's sampled ids
     turn_rewards: list[float] = field(default_factory=list)  # per turn, terminal reward on the last
+    terminal_reward: float = 0.0  # the part of the last turn's reward that is the outcome
     metrics: dict[str, Any] = field(default_factory=dict)  # the env's episode metrics + tokens
 
     def append(self, ids: Sequence[int], policy: bool, logprobs: Sequence[float] | None = None) -> None:
@@ -198,6 +199,7 @@ class RolloutEngine:
             logits = self._observe(vec, batch, trajs, results, stops, pending)
         for traj, env in zip(trajs, vec.envs):
             traj.turn_rewards = list(env.per_turn_rewards)
+            traj.terminal_reward = float(env.terminal_reward)
             traj.metrics = {**env.metrics.to_json(), "tokens": sum(traj.response_mask)}
         return trajs
 

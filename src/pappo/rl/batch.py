@@ -1,0 +1,116 @@
+"""Trajectories as padded tensors, and the trainer-side forwards over them.
+
+Shapes: B episodes, T tokens (right-padded), N turns (right-padded), V vocabulary.
+Position t of `log_prob`, `values`, `entropy` belongs to token t: the log-prob of token t given
+tokens < t, the critic's value of the state in which token t is sampled (the value head read at
+position t - 1, as verl shifts it) and the entropy of that distribution. Position 0 is a prompt
+token and never in `response_mask`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+
+import torch
+
+from pappo.policy.adapters import ActorCritic
+from pappo.policy.rollout import Trajectory
+from pappo.rl.advantages import pad_rows, turn_index_from_spans
+
+
+@dataclass
+class RolloutBatch:
+    """One update's episodes; tensors are (B, T) unless noted. Filled in two steps: the layout
+    (`from_trajectories`), then what the trainer freezes before optimising (old log-probs, ...)."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    response_mask: torch.Tensor  # float, 1 on sampled tokens
+    sampler_log_prob: torch.Tensor  # recorded by the rollout engine
+    turn_index: torch.Tensor  # long, assistant turn of each sampled token, -1 elsewhere
+    turn_mask: torch.Tensor  # (B, N) 1 on real turns
+    terminal: torch.Tensor  # (B,) outcome reward
+    process: torch.Tensor  # (B, N) per-turn process rewards (patch-aware events), outcome excluded
+    group: torch.Tensor  # (B,) long, index of the task (GRPO groups)
+    old_log_prob: torch.Tensor | None = None
+    ref_log_prob: torch.Tensor | None = None
+    old_values: torch.Tensor | None = None
+    advantages: torch.Tensor | None = None
+    returns: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        return int(self.input_ids.shape[0])
+
+    def select(self, index: torch.Tensor) -> "RolloutBatch":
+        """The rows in `index`, cut to the longest of them (a minibatch or micro-batch)."""
+        width = int(self.attention_mask[index].sum(-1).max())
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, torch.Tensor):
+                value = value[index]
+                if value.dim() == 2 and f.name not in ("turn_mask", "process"):
+                    value = value[:, :width]
+            out[f.name] = value
+        return replace(self, **out)
+
+
+def from_trajectories(trajs: Sequence[Trajectory], groups: Sequence[int], pad_id: int) -> RolloutBatch:
+    """Right-padded tensors of the given trajectories (their order kept)."""
+    width = max(len(t.token_ids) for t in trajs)
+    b = len(trajs)
+    ids = torch.full((b, width), pad_id, dtype=torch.long)
+    attn = torch.zeros(b, width, dtype=torch.long)
+    resp = torch.zeros(b, width)
+    sampler = torch.zeros(b, width)
+    for r, t in enumerate(trajs):
+        n = len(t.token_ids)
+        ids[r, :n] = torch.tensor(t.token_ids)
+        attn[r, :n] = 1
+        resp[r, :n] = torch.tensor(t.response_mask, dtype=torch.float32)
+        sampler[r, :n] = torch.tensor(t.logprobs, dtype=torch.float32)
+    turn_index = turn_index_from_spans([t.turn_spans for t in trajs], width)
+    terminal = torch.tensor([t.terminal_reward for t in trajs], dtype=torch.float32)
+    rewards, turn_mask = pad_rows([t.turn_rewards for t in trajs])  # (B, N)
+    last = (turn_mask.long().sum(-1) - 1).clamp(min=0)  # (B,)
+    process = rewards.clone()
+    has_turn = turn_mask.any(-1)
+    process[has_turn, last[has_turn]] -= terminal[has_turn]  # the outcome is not a process reward
+    return RolloutBatch(ids, attn, resp, sampler, turn_index, turn_mask.float(), terminal, process,
+                        torch.tensor(list(groups), dtype=torch.long))  # fmt: skip
+
+
+def token_log_probs(logits: torch.Tensor, input_ids: torch.Tensor, temperature: float) -> torch.Tensor:
+    """log p(token t | tokens < t) at the sampling temperature: (B, T), 0 at t = 0."""
+    logp = torch.log_softmax(logits[:, :-1].float() / temperature, dim=-1)  # (B, T-1, V)
+    picked = logp.gather(-1, input_ids[:, 1:, None]).squeeze(-1)  # (B, T-1)
+    return torch.cat([picked.new_zeros(picked.shape[0], 1), picked], dim=1)
+
+
+def token_entropy(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Entropy of the distribution each token was drawn from: (B, T), 0 at t = 0."""
+    logp = torch.log_softmax(logits[:, :-1].float() / temperature, dim=-1)  # (B, T-1, V)
+    ent = -(logp.exp() * logp).sum(-1)  # (B, T-1)
+    return torch.cat([ent.new_zeros(ent.shape[0], 1), ent], dim=1)
+
+
+def policy_outputs(ac: ActorCritic, batch: RolloutBatch, temperature: float,
+                   entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:  # fmt: skip
+    """Trainer log-probs (B, T) of the batch's tokens under the policy adapter, and entropy."""
+    logits = ac.policy_forward(batch.input_ids, batch.attention_mask).logits  # (B, T, V)
+    lp = token_log_probs(logits, batch.input_ids, temperature)
+    return lp, (token_entropy(logits, temperature) if entropy else None)
+
+
+def reference_log_probs(ac: ActorCritic, batch: RolloutBatch, temperature: float) -> torch.Tensor:
+    """Log-probs under the frozen base (adapters off): (B, T)."""
+    with ac.adapter("policy") as peft, peft.disable_adapter():
+        logits = peft(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+    return token_log_probs(logits, batch.input_ids, temperature)
+
+
+def token_values(ac: ActorCritic, batch: RolloutBatch) -> torch.Tensor:
+    """Critic value of the state each token is sampled in: head at t - 1, (B, T), 0 at t = 0."""
+    v = ac.values(batch.input_ids, batch.attention_mask)  # (B, T), value after reading token t
+    return torch.cat([v.new_zeros(v.shape[0], 1), v[:, :-1]], dim=1)

@@ -1,0 +1,358 @@
+"""One online loop for every method: rft, grpo, ppo and pappo differ only in what they learn from.
+
+Each update: sample `tasks_per_update` train tasks x `group_size` episodes with the current
+policy (batched rollouts, real sandbox), drop infra-error episodes, freeze old log-probs (trainer
+forward on the exact sampled ids), reference log-probs, old values and advantages once, then
+`ppo_epochs` x `minibatches` optimizer steps with grad clipping, stopping early once
+`actor/ppo_kl` exceeds `target_kl`. A checkpoint (adapters, optimizers, RNG state, history) is
+written atomically after every update; `run` resumes from it.
+
+- rft: masked NLL on the update's successful episodes (rejection-sampling fine-tuning).
+- grpo: group-relative advantages of the outcome, broadcast to every policy token; no critic.
+- ppo: token-level GAE of the outcome with the critic.
+- pappo: turn-level GAE with the critic over turn rewards = outcome at the last turn plus
+  `local_prior` x the environment's patch-aware process rewards; a turn's advantage goes to all of
+  its tokens.
+Shapes: B episodes, T tokens, N turns.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from pappo.config import Params
+from pappo.env.episode import RepairEnv
+from pappo.env.vec import VecEnv
+from pappo.io import PappoError, atomic_write_json
+from pappo.policy.adapters import POLICY, ActorCritic
+from pappo.policy.decoder import Qwen2Decoder
+from pappo.policy.rollout import RolloutEngine, Trajectory
+from pappo.rl import advantages as adv_k
+from pappo.rl import losses
+from pappo.rl.batch import RolloutBatch, from_trajectories, policy_outputs, reference_log_probs, token_values
+from pappo.rl.gppo import gppo_loss
+from pappo.tasks.store import TaskStore
+
+Method = Literal["rft", "grpo", "ppo", "pappo"]
+METHODS: tuple[str, ...] = ("rft", "grpo", "ppo", "pappo")
+CRITIC_METHODS = ("ppo", "pappo")
+CHECKPOINT = "checkpoint"
+
+
+class Trainer:
+    """Trains `ac` (policy + critic adapters over the frozen base) with `method` on `train_ids`."""
+
+    def __init__(self, method: Method, params: Params, ac: ActorCritic, codec: Any, store: TaskStore,
+                 train_ids: Sequence[str], grade_fn: Callable[..., Any], out_dir: Path, seed: int) -> None:  # fmt: skip
+        if method not in METHODS:
+            raise PappoError(f"unknown method {method!r}; use one of {list(METHODS)}")
+        self.method, self.params, self.rl, self.ac, self.codec = method, params, params.rl, ac, codec
+        self.store, self.train_ids, self.grade_fn = store, sorted(train_ids), grade_fn
+        self.out_dir, self.seed = Path(out_dir), seed
+        self._optimizers()
+        self.history: list[dict[str, Any]] = []
+        self.update_index = 0
+        self.on_update: Callable[[int, dict[str, Any]], None] | None = None  # progress / eval hook
+
+    def _optimizers(self) -> None:
+        self.actor_opt = torch.optim.AdamW(self.ac.policy_parameters(), lr=self.rl.actor_lr, weight_decay=0.0)
+        self.critic_opt = torch.optim.AdamW(self.ac.critic_parameters(), lr=self.rl.critic_lr, weight_decay=0.0)
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> list[dict[str, Any]]:
+        """Resume from the checkpoint if there is one, then run the remaining updates."""
+        self.resume()
+        while self.update_index < self.rl.updates:
+            record = self.update(self.update_index)
+            self.history.append(record)
+            self.update_index += 1
+            self.save_checkpoint()
+            if self.on_update is not None:
+                self.on_update(self.update_index, record)
+        return self.history
+
+    def update(self, u: int) -> dict[str, Any]:
+        """Roll out, freeze, optimise; returns the update's record (metrics and diagnostics)."""
+        start = time.perf_counter()
+        trajs, groups = self.rollouts(u)
+        record: dict[str, Any] = {"update": u, "rollout": rollout_stats(trajs)}
+        kept = [i for i, t in enumerate(trajs) if not t.metrics.get("infra_error")]
+        record["rollout"]["infra_dropped"] = len(trajs) - len(kept)
+        if not kept:
+            raise PappoError(f"update {u}: every episode hit a sandbox infra error; check `pappo run-tests`")
+        batch = from_trajectories([trajs[i] for i in kept], [groups[i] for i in kept], self.codec.pad_id)
+        if self.method == "rft":
+            record["steps"] = self._rft(batch, u)
+        else:
+            record["critic_warmup"] = self._critic_warmup(batch) if u == 0 and self.method in CRITIC_METHODS else []
+            record["freeze"] = self.freeze(batch)
+            record["steps"], record["epochs_used"] = self._optimise(batch, u)
+        record["wall_s"] = time.perf_counter() - start
+        return record
+
+    def rollouts(self, u: int) -> tuple[list[Trajectory], list[int]]:
+        """`group_size` episodes of each of `tasks_per_update` train tasks, drawn from (seed, u)."""
+        rng = random.Random(f"{self.seed}:{u}")
+        ids = rng.sample(self.train_ids, min(self.rl.tasks_per_update, len(self.train_ids)))
+        tasks = [self.store.task(i) for i in ids for _ in range(self.rl.group_size)]
+        groups = [g for g in range(len(ids)) for _ in range(self.rl.group_size)]
+        envs = [RepairEnv(t, self.store.clean(t), self.store.buggy(t), self.params.env) for t in tasks]
+        with self.ac.adapter(POLICY):
+            decoder = Qwen2Decoder(self.ac.peft)  # snapshot of the current policy
+        engine = RolloutEngine(decoder, self.codec, self.params.rollout)
+        trajs: list[Trajectory] = []
+        bs = self.params.rollout.batch_size
+        for at in range(0, len(envs), bs):
+            seeds = [hash_seed(self.seed, u, i) for i in range(at, min(at + bs, len(envs)))]
+            trajs += engine.run(VecEnv(envs[at : at + bs], self.grade_fn), seed=0, episode_seeds=seeds)
+        return trajs, groups
+
+    # ------------------------------------------------------------------ freezing
+    @torch.no_grad()
+    def freeze(self, batch: RolloutBatch) -> dict[str, float]:
+        """Old log-probs, reference log-probs, old values, advantages and returns, computed once."""
+        temp = self.params.rollout.temperature
+        parts: dict[str, list[torch.Tensor]] = {"old": [], "ref": [], "val": []}
+        width = batch.input_ids.shape[1]
+        for idx in self._micro(torch.arange(len(batch))):
+            mb = batch.select(idx)
+            parts["old"].append(_pad(policy_outputs(self.ac, mb, temp)[0], width))
+            if self.rl.kl_coef > 0:
+                parts["ref"].append(_pad(reference_log_probs(self.ac, mb, temp), width))
+            if self.method in CRITIC_METHODS:
+                parts["val"].append(_pad(token_values(self.ac, mb), width))
+        batch.old_log_prob = torch.cat(parts["old"])
+        batch.ref_log_prob = torch.cat(parts["ref"]) if parts["ref"] else None
+        batch.old_values = torch.cat(parts["val"]) if parts["val"] else torch.zeros_like(batch.old_log_prob)
+        batch.advantages, batch.returns = self.advantages(batch)
+        gap = (batch.old_log_prob - batch.sampler_log_prob).abs()
+        return {
+            "rollout/logprob_gap_mean": float(losses.masked_mean(gap, batch.response_mask)),
+            "rollout/logprob_gap_max": float((gap * batch.response_mask).max()),
+            "critic/advantages_mean": float(losses.masked_mean(batch.advantages, batch.response_mask)),
+        }
+
+    def advantages(self, b: RolloutBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(advantages, returns), (B, T), for the method; 0 off the policy tokens."""
+        rl, mask = self.rl, b.response_mask
+        if self.method == "grpo":
+            a = adv_k.grpo_advantages(b.terminal, b.group, norm_by_std=rl.grpo_norm_by_std)  # (B,)
+            return a[:, None] * mask, torch.zeros_like(mask)
+        assert b.old_values is not None
+        if self.method == "ppo":
+            rewards = adv_k.terminal_token_rewards(b.terminal, mask)
+            a, ret = adv_k.token_gae(rewards, b.old_values, mask, rl.gamma, rl.lam)
+        else:  # pappo
+            n = b.turn_mask.shape[1]
+            rewards = adv_k.pappo_turn_rewards(b.terminal, b.process, b.turn_mask, rl.local_prior)  # (B, N)
+            turn_v = adv_k.turn_values_from_tokens(b.old_values, b.turn_index, mask, n)  # (B, N)
+            a_n, ret_n = adv_k.turn_gae(rewards, turn_v, b.turn_mask, rl.gamma, rl.lam)
+            a = adv_k.broadcast_turns(a_n, b.turn_index, mask)
+            ret = adv_k.broadcast_turns(ret_n, b.turn_index, mask)
+        if rl.whiten_advantages and int(mask.sum()) >= 2:
+            a = adv_k.masked_whiten(a, mask)
+        return a, ret
+
+    # ------------------------------------------------------------------ optimisation
+    def _optimise(self, batch: RolloutBatch, u: int) -> tuple[list[dict[str, float]], int]:
+        """ppo_epochs x minibatches steps; stops after the step whose ppo_kl passes target_kl."""
+        steps: list[dict[str, float]] = []
+        gen = torch.Generator().manual_seed(hash_seed(self.seed, u, -1))
+        for epoch in range(self.rl.ppo_epochs):
+            order = torch.randperm(len(batch), generator=gen)
+            for m, idx in enumerate(order.chunk(self.rl.minibatches)):
+                stats = self._step(batch, idx)
+                steps.append({"epoch": epoch, "minibatch": m, **stats})
+                if self.rl.target_kl is not None and stats["actor/ppo_kl"] > self.rl.target_kl:
+                    return steps, epoch + 1
+        return steps, self.rl.ppo_epochs
+
+    def _step(self, batch: RolloutBatch, idx: torch.Tensor) -> dict[str, float]:
+        """One optimizer step of the actor (and critic) on the minibatch `idx`."""
+        critic = self.method in CRITIC_METHODS
+        self.actor_opt.zero_grad(set_to_none=True)
+        self.critic_opt.zero_grad(set_to_none=True)
+        sums: dict[str, float] = {}
+        total = _weight(batch.response_mask[idx], self.rl.loss_agg_mode)
+        for micro in self._micro(idx):
+            mb = batch.select(micro)
+            share = _weight(mb.response_mask, self.rl.loss_agg_mode) / max(total, 1e-12)
+            actor_loss, stats = self._actor_loss(mb)
+            (actor_loss * share).backward()
+            if critic:
+                v_loss, v_stats = self._critic_loss(mb)
+                (v_loss * share).backward()
+                stats.update(v_stats)
+            _accumulate(sums, stats, share)
+        sums["actor/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.ac.policy_parameters(), self.rl.grad_clip))
+        self.actor_opt.step()
+        if critic:
+            sums["critic/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.ac.critic_parameters(), self.rl.grad_clip))
+            self.critic_opt.step()
+        return sums
+
+    def _actor_loss(self, mb: RolloutBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        rl, mask = self.rl, mb.response_mask
+        assert mb.old_log_prob is not None and mb.advantages is not None
+        log_prob, entropy = policy_outputs(self.ac, mb, self.params.rollout.temperature, entropy=True)
+        assert entropy is not None
+        if rl.trust_region == "gppo":
+            pg, st = gppo_loss(log_prob, mb.old_log_prob, mb.advantages, mask, rl.gppo.geometry,
+                               rl.gppo.topology, rl.gppo.delta, rl.loss_agg_mode)  # fmt: skip
+            st.setdefault("pg_clipfrac_lower", torch.zeros(()))
+            st["ppo_kl"] = losses.masked_mean(losses.kl_penalty(mb.old_log_prob, log_prob.detach(), "k3"), mask)
+        else:
+            pg, st = losses.policy_loss(log_prob, mb.old_log_prob, mb.advantages, mask, rl.clip_ratio_low,
+                                        rl.clip_ratio_high, rl.clip_ratio_c, rl.loss_agg_mode)  # fmt: skip
+        ent = losses.agg_loss(entropy, mask, rl.loss_agg_mode)
+        loss = pg - rl.entropy_coeff * ent
+        stats = {f"actor/{k}": v for k, v in st.items()}
+        stats |= {"actor/pg_loss": pg.detach(), "actor/entropy": ent.detach()}
+        if rl.kl_coef > 0 and mb.ref_log_prob is not None:
+            kl = losses.agg_loss(losses.kl_penalty(log_prob, mb.ref_log_prob, rl.kl_estimator), mask, rl.loss_agg_mode)
+            loss = loss + rl.kl_coef * kl
+            stats["actor/kl_loss"] = kl.detach()
+        return loss, stats
+
+    def _critic_loss(self, mb: RolloutBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        assert mb.old_values is not None and mb.returns is not None
+        values = token_values(self.ac, mb)
+        loss, st = losses.value_loss(values, mb.old_values, mb.returns, mb.response_mask,
+                                     self.rl.cliprange_value, self.rl.loss_agg_mode)  # fmt: skip
+        ev = losses.explained_variance(values.detach(), mb.returns, mb.response_mask)
+        return loss, {"critic/value_loss": loss.detach(), "critic/vf_clipfrac": st["vf_clipfrac"],
+                      "critic/vf_explained_var": torch.nan_to_num(ev, nan=0.0)}  # fmt: skip
+
+    def _critic_warmup(self, batch: RolloutBatch) -> list[dict[str, float]]:
+        """Critic-only steps on the base policy's first batch (returns from its own values)."""
+        out = []
+        for _ in range(self.rl.critic_warmup_steps):
+            self.freeze(batch)
+            self.critic_opt.zero_grad(set_to_none=True)
+            total = _weight(batch.response_mask, self.rl.loss_agg_mode)
+            stats: dict[str, float] = {}
+            for micro in self._micro(torch.arange(len(batch))):
+                mb = batch.select(micro)
+                share = _weight(mb.response_mask, self.rl.loss_agg_mode) / max(total, 1e-12)
+                loss, st = self._critic_loss(mb)
+                (loss * share).backward()
+                _accumulate(stats, st, share)
+            torch.nn.utils.clip_grad_norm_(self.ac.critic_parameters(), self.rl.grad_clip)
+            self.critic_opt.step()
+            out.append(stats)
+        return out
+
+    def _rft(self, batch: RolloutBatch, u: int) -> list[dict[str, float]]:
+        """SFT (masked NLL of the sampled tokens) on the update's successful episodes."""
+        good = torch.nonzero(batch.terminal > 0).squeeze(-1)
+        steps: list[dict[str, float]] = []
+        if len(good) == 0:
+            return steps
+        gen = torch.Generator().manual_seed(hash_seed(self.seed, u, -1))
+        for epoch in range(self.rl.rft_epochs):
+            order = good[torch.randperm(len(good), generator=gen)]
+            for m, idx in enumerate(order.chunk(min(self.rl.minibatches, len(good)))):
+                self.actor_opt.zero_grad(set_to_none=True)
+                total = float(batch.response_mask[idx].sum())
+                nll_sum = 0.0
+                for micro in self._micro(idx):
+                    mb = batch.select(micro)
+                    log_prob, _ = policy_outputs(self.ac, mb, 1.0)
+                    nll = -(log_prob * mb.response_mask).sum() / max(total, 1.0)
+                    nll.backward()
+                    nll_sum += float(nll.detach())
+                norm = float(torch.nn.utils.clip_grad_norm_(self.ac.policy_parameters(), self.rl.grad_clip))
+                self.actor_opt.step()
+                steps.append({"epoch": epoch, "minibatch": m, "actor/sft_nll": nll_sum, "actor/grad_norm": norm})
+        return steps
+
+    def _micro(self, idx: torch.Tensor) -> list[torch.Tensor]:
+        return list(idx.split(self.rl.micro_batch_size))
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_checkpoint(self) -> None:
+        """adapters/, optim.pt, state.json under `out_dir/checkpoint`, replaced atomically."""
+        final = self.out_dir / CHECKPOINT
+        tmp = self.out_dir / f".{CHECKPOINT}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        self.ac.save(tmp / "adapters")
+        torch.save({"actor": self.actor_opt.state_dict(), "critic": self.critic_opt.state_dict(),
+                    "torch_rng": torch.get_rng_state()}, tmp / "optim.pt")  # fmt: skip
+        atomic_write_json(tmp / "state.json", {"method": self.method, "seed": self.seed,
+                                               "update_index": self.update_index, "history": self.history})  # fmt: skip
+        old = self.out_dir / f".{CHECKPOINT}.old"
+        shutil.rmtree(old, ignore_errors=True)
+        if final.exists():
+            final.rename(old)
+        tmp.rename(final)
+        shutil.rmtree(old, ignore_errors=True)
+
+    def resume(self) -> None:
+        """Load `out_dir/checkpoint` if present (same method and seed, else refuse)."""
+        folder = self.out_dir / CHECKPOINT
+        if not (folder / "state.json").is_file():
+            old = self.out_dir / f".{CHECKPOINT}.old"  # killed between the two renames
+            if not (old / "state.json").is_file():
+                return
+            old.rename(folder)
+        state = json.loads((folder / "state.json").read_text())
+        if (state["method"], state["seed"]) != (self.method, self.seed):
+            raise PappoError(f"{folder}: checkpoint of {state['method']} seed {state['seed']}, not "
+                             f"{self.method} seed {self.seed}; use another --out or delete it")  # fmt: skip
+        self.ac.load_weights(folder / "adapters")
+        self._optimizers()  # over the loaded tensors
+        opt = torch.load(folder / "optim.pt", weights_only=False)
+        self.actor_opt.load_state_dict(opt["actor"])
+        self.critic_opt.load_state_dict(opt["critic"])
+        torch.set_rng_state(opt["torch_rng"])
+        self.update_index, self.history = int(state["update_index"]), list(state["history"])
+
+
+def hash_seed(seed: int, update: int, index: int) -> int:
+    """A 31-bit seed from (run seed, update, index), stable across processes (no hash())."""
+    return random.Random(f"{seed}/{update}/{index}").getrandbits(31)
+
+
+def rollout_stats(trajs: Sequence[Trajectory]) -> dict[str, float]:
+    """Means over the episodes of an update (infra-error episodes included, and counted)."""
+    n = max(1, len(trajs))
+    m = [t.metrics for t in trajs]
+    return {
+        "episodes": len(trajs),
+        "success": sum(bool(x["success"]) for x in m) / n,
+        "tokens": sum(int(x["tokens"]) for x in m),
+        "turns": sum(int(x["turns"]) for x in m) / n,
+        "failed_edit": sum(int(x["failed_edit"]) for x in m) / n,
+        "parse_error": sum(int(x["parse_error"]) for x in m) / n,
+        "process_reward": sum(sum(t.turn_rewards) - t.terminal_reward for t in trajs) / n,
+    }
+
+
+def _accumulate(into: dict[str, float], stats: dict[str, torch.Tensor], share: float) -> None:
+    """Micro-batch stats into minibatch stats: min/max for ratio bounds, else a weighted mean."""
+    for k, v in stats.items():
+        x = float(v)
+        if k.endswith("ratio_min"):
+            into[k] = min(into.get(k, x), x)
+        elif k.endswith("ratio_max"):
+            into[k] = max(into.get(k, x), x)
+        else:
+            into[k] = into.get(k, 0.0) + x * share
+
+
+def _weight(mask: torch.Tensor, mode: str) -> float:
+    """A micro-batch's share of its minibatch's loss: tokens (token-mean) or rows with tokens."""
+    return float(mask.sum()) if mode == "token-mean" else float((mask.sum(-1) > 0).sum())
+
+
+def _pad(x: torch.Tensor, width: int) -> torch.Tensor:
+    return torch.nn.functional.pad(x, (0, width - x.shape[1]))

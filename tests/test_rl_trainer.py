@@ -1,0 +1,185 @@
+"""The shared RL loop on a tiny model: true PPO (ratios 1 then moving, a clip that binds, a critic
+that learns), every method's update, infra-error episodes dropped, kill and resume."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, Qwen2Config
+
+from pappo.config import LoraParams, Params
+from pappo.env.episode import GradeItem
+from pappo.policy.adapters import ActorCritic
+from pappo.rl import losses
+from pappo.rl.batch import from_trajectories, token_values
+from pappo.rl.trainer import Trainer
+from pappo.sandbox.grading import Grade
+from pappo.tasks.store import TaskStore
+from test_policy_rollout import ByteCodec
+
+
+class CoinGrader:
+    """Final grades pass on a fixed pseudo-random pattern (so groups have mixed outcomes); calls
+    listed in `infra` report an infra error. Deterministic in call order."""
+
+    def __init__(self, infra: Sequence[int] = ()) -> None:
+        self.n, self.infra = 0, set(infra)
+
+    def __call__(self, items: Sequence[GradeItem]) -> list[Grade]:
+        out = []
+        for task, _, _ in items:
+            k, self.n = self.n, self.n + 1
+            tests = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
+            ok = (k * 7919) % 5 < 2
+            outcomes = {t: "passed" if ok or i else "failed" for i, t in enumerate(tests)}
+            infra = "worker crashed" if k in self.infra else None
+            out.append(Grade(task.instance_id, ok and not infra, outcomes, 0 if ok else 1, False, [], infra, [],
+                             None, 0.0, "fake"))  # fmt: skip
+        return out
+
+
+def small_params(fx_params: Params, **rl) -> Params:  # type: ignore[no-untyped-def]
+    base = {"updates": 1, "tasks_per_update": 2, "group_size": 2, "ppo_epochs": 1, "minibatches": 2,
+            "micro_batch_size": 2, "critic_warmup_steps": 0, "target_kl": None}  # fmt: skip
+    return fx_params.model_copy(update={
+        "rl": fx_params.rl.model_copy(update={**base, **rl}),
+        "env": fx_params.env.model_copy(update={"max_turns": 3}),
+        "rollout": fx_params.rollout.model_copy(update={"max_new_tokens_per_turn": 10, "max_tokens_per_episode": 300}),
+    })  # fmt: skip
+
+
+def actor_critic(seed: int = 0) -> ActorCritic:
+    torch.manual_seed(seed)
+    cfg = Qwen2Config(vocab_size=264, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024)  # fmt: skip
+    return ActorCritic(AutoModelForCausalLM.from_config(cfg), LoraParams(rank=4, alpha=8.0))
+
+
+def trainer(method: str, params: Params, out: Path, grader=None, ac=None) -> Trainer:  # type: ignore[no-untyped-def]
+    store = TaskStore.from_params(params, "repofix")
+    return Trainer(method, params, ac or actor_critic(), ByteCodec(), store, sorted(store.tasks),  # type: ignore[arg-type]
+                   grader or CoinGrader(), out, seed=0)  # fmt: skip
+
+
+def snapshot(params: list[torch.nn.Parameter]) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in params]
+
+
+def moved(before: list[torch.Tensor], params: list[torch.nn.Parameter]) -> bool:
+    return any(not torch.equal(b, p) for b, p in zip(before, params))
+
+
+def test_ppo_ratios_start_at_one_then_move_and_the_clip_binds(fx_params: Params, tmp_path: Path):
+    params = small_params(fx_params, ppo_epochs=6, actor_lr=0.05, critic_lr=0.05, clip_ratio_c=None)
+    t = trainer("ppo", params, tmp_path)
+    actor, critic = snapshot(t.ac.policy_parameters()), snapshot(t.ac.critic_parameters())
+    [record] = t.run()
+    first, steps = record["steps"][0], record["steps"]
+    assert first["actor/ratio_min"] == 1.0
+    assert first["actor/ratio_max"] == 1.0
+    assert first["actor/pg_clipfrac"] == 0.0
+    later = steps[-1]
+    assert later["actor/ratio_max"] - later["actor/ratio_min"] > 1e-2
+    assert max(s["actor/pg_clipfrac"] for s in steps) > 0
+    assert len(steps) == 6 * 2 and record["epochs_used"] == 6
+    assert moved(actor, t.ac.policy_parameters()) and moved(critic, t.ac.critic_parameters())
+    for key in ("actor/pg_clipfrac_lower", "actor/ppo_kl", "actor/entropy", "actor/grad_norm",
+                "critic/vf_explained_var", "critic/vf_clipfrac", "critic/value_loss"):  # fmt: skip
+        assert all(key in s for s in steps), key
+    assert record["freeze"]["rollout/logprob_gap_max"] < 1e-4  # sampler vs trainer on the same ids
+    assert (tmp_path / "checkpoint" / "state.json").is_file()
+
+
+def test_target_kl_stops_the_epochs_early(fx_params: Params, tmp_path: Path):
+    params = small_params(fx_params, ppo_epochs=8, actor_lr=0.2, target_kl=1e-4)
+    [record] = trainer("pappo", params, tmp_path).run()
+    assert record["epochs_used"] < 8
+    assert record["steps"][-1]["actor/ppo_kl"] > 1e-4
+
+
+def test_critic_explained_variance_rises_on_a_fixed_batch(fx_params: Params, tmp_path: Path):
+    params = small_params(fx_params, critic_lr=0.02, cliprange_value=None)
+    t = trainer("ppo", params, tmp_path)
+    trajs, groups = t.rollouts(0)
+    batch = from_trajectories(trajs, groups, 0)
+    t.freeze(batch)
+    returns = batch.returns.clone()
+
+    def ev() -> float:
+        with torch.no_grad():
+            return float(losses.explained_variance(token_values(t.ac, batch), returns, batch.response_mask))
+
+    start = ev()
+    for _ in range(40):
+        t.critic_opt.zero_grad()
+        loss, _ = losses.value_loss(token_values(t.ac, batch), batch.old_values, returns, batch.response_mask)
+        loss.backward()
+        t.critic_opt.step()
+    assert ev() > start + 0.2
+
+
+@pytest.mark.parametrize("method", ["rft", "grpo", "pappo"])
+def test_each_method_updates_its_policy(fx_params: Params, tmp_path: Path, method: str):
+    params = small_params(fx_params, actor_lr=0.05, tasks_per_update=3, group_size=3)
+    t = trainer(method, params, tmp_path)
+    before = snapshot(t.ac.policy_parameters())
+    critic = snapshot(t.ac.critic_parameters())
+    [record] = t.run()
+    assert record["rollout"]["success"] > 0 and record["steps"]
+    assert moved(before, t.ac.policy_parameters())
+    assert moved(critic, t.ac.critic_parameters()) == (method == "pappo")  # only critic methods train it
+
+
+def test_infra_error_episodes_are_dropped_and_counted(fx_params: Params, tmp_path: Path):
+    params = small_params(fx_params)
+    t = trainer("grpo", params, tmp_path, grader=CoinGrader(infra=range(0, 400)))  # every grade fails
+    with pytest.raises(Exception, match="infra error"):
+        t.run()
+    t = trainer("grpo", params, tmp_path / "b", grader=CoinGrader(infra=[0]))  # the first reset only
+    [record] = t.run()
+    assert record["rollout"]["infra_dropped"] == 1
+
+
+def test_killed_run_resumes_to_the_same_adapters_and_history(fx_params: Params, tmp_path: Path):
+    params = small_params(fx_params, updates=2, actor_lr=0.05, ppo_epochs=2)
+    grader = CoinGrader()
+    whole = trainer("pappo", params, tmp_path / "whole", grader=grader)
+    calls: list[int] = []
+    whole.on_update = lambda u, record: calls.append(grader.n)
+    full = whole.run()
+
+    crashed = trainer("pappo", params, tmp_path / "run")
+    real_update = crashed.update
+
+    def dies_in_second(u: int):  # type: ignore[no-untyped-def]
+        if u == 1:
+            crashed.rollouts(u)  # work done, then the process dies before the checkpoint
+            raise KeyboardInterrupt("killed")
+        return real_update(u)
+
+    crashed.update = dies_in_second  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        crashed.run()
+    # A fresh process with another init. The sandbox is stateless; the test double counts calls,
+    # so it resumes where the uninterrupted run's double stood after update 0.
+    again = CoinGrader()
+    again.n = calls[0]
+    fresh = actor_critic()  # the same base checkpoint, adapters as a new process would make them
+    with torch.no_grad():
+        for p in fresh.policy_parameters() + fresh.critic_parameters():
+            p.add_(0.1)  # and different from the checkpoint's, so loading must overwrite them
+    resumed = trainer("pappo", params, tmp_path / "run", grader=again, ac=fresh)
+    history = resumed.run()
+    strip = [{k: v for k, v in r.items() if k != "wall_s"} for r in history]
+    assert strip == [{k: v for k, v in r.items() if k != "wall_s"} for r in full]
+    for a, b in zip(whole.ac.state_dict().values(), resumed.ac.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+def test_resume_refuses_another_methods_checkpoint(fx_params: Params, tmp_path: Path):
+    trainer("grpo", small_params(fx_params), tmp_path).run()
+    with pytest.raises(Exception, match="checkpoint of grpo seed 0, not ppo seed 0"):
+        trainer("ppo", small_params(fx_params), tmp_path).run()
