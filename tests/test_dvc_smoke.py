@@ -66,9 +66,72 @@ def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
     assert files_sha256(repo / "models/base") == record["files"]
     assert json.loads((repo / "reports/base_model.json").read_text()) == report
 
+    check_runs(repo, seeds=(0, 1))
+
     # Changing a tracked input makes DVC rerun validation, which now fails and leaves no lock.
     manifest = repo / "data/repofix/manifest.jsonl"
     manifest.write_text(manifest.read_text() + "{not json}\n")
     broken = sh("dvc", "repro", cwd=repo)
     assert broken.returncode != 0 and "malformed JSON" in broken.stdout + broken.stderr
     assert not (repo / "data/repofix/manifest.lock.json").exists()
+
+
+TIMING = ("timing", "wall_s")
+
+
+def without_timing(obj):  # type: ignore[no-untyped-def]
+    """The report minus its timing fields (RunReport: `timing`, `updates[*].wall_s`)."""
+    if isinstance(obj, dict):
+        return {k: without_timing(v) for k, v in obj.items() if k not in TIMING}
+    if isinstance(obj, list):
+        return [without_timing(v) for v in obj]
+    return obj
+
+
+def check_runs(repo: Path, seeds: tuple[int, ...]) -> None:
+    """The train matrix and the single-seed experiment, through real DVC commands."""
+    import jsonschema
+
+    from pappo.experiment.report import RUN_METHODS, RunReport
+
+    schema = json.loads((ROOT / "schemas" / "run_report.schema.json").read_text())
+    reports = {}
+    for seed in seeds:
+        budgets = set()
+        for method in RUN_METHODS:
+            run = repo / "reports" / "runs" / f"seed_{seed}" / method
+            data = json.loads((run / "report.json").read_text())
+            jsonschema.validate(data, schema)
+            report = RunReport.model_validate(data)
+            assert (report.method, report.seed, report.device) == (method, seed, "cpu")
+            assert report.final_eval.n_tasks == 2 and len(report.final_eval.tasks) == 2
+            assert set(json.loads((run / "metrics.json").read_text())) >= {"success", "success_lo", "pass_at_k"}
+            assert (run / "adapters" / "policy" / "adapter_model.safetensors").is_file()
+            if method != "base":
+                assert report.budget.episodes_used == report.budget.episodes_limit == 2
+                budgets.add((report.budget.episodes_limit, report.budget.generated_tokens_limit,
+                             report.budget.task_draws_sha256))  # fmt: skip
+            reports[seed, method] = data
+        assert len(budgets) == 1  # matched: the same episodes, tokens and train tasks for every method
+
+    # A forced rerun of one stage gives the same report apart from timing fields.
+    forced = sh("dvc", "repro", "--force", "--single-item", "train@1-ppo", cwd=repo)
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    again = json.loads((repo / "reports/runs/seed_1/ppo/report.json").read_text())
+    assert without_timing(again) == without_timing(reports[1, "ppo"])
+    assert again["timing"] != reports[1, "ppo"]["timing"]
+
+    # The single-seed experiment reused the matrix runs of `seed` (0) instead of training again.
+    exp = json.loads((repo / "reports/experiment/metrics.json").read_text())
+    assert exp["seed"] == 0 and set(exp) == {"seed", *RUN_METHODS}
+    sh("git", "add", "-A", cwd=repo)
+    sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "runs", cwd=repo)
+    run = sh("dvc", "exp", "run", "-S", "seed=1", cwd=repo)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "copied, not retrained" in run.stdout + run.stderr
+    assert "Running stage 'train@" not in run.stdout and "Running stage 'experiment'" in run.stdout
+    assert json.loads((repo / "reports/experiment/metrics.json").read_text())["seed"] == 1
+    show = sh("dvc", "exp", "show", "--csv", cwd=repo)
+    assert show.returncode == 0 and "pappo.success" in show.stdout, show.stdout + show.stderr
+    for seed in seeds:  # the matrix outputs are intact
+        assert (repo / "reports" / "runs" / f"seed_{seed}" / "pappo" / "report.json").is_file()

@@ -216,3 +216,13 @@ def test_misuse_is_reported(ac: ActorCritic, tmp_path: Path) -> None:
     ac.save(tmp_path / "ckpt")
     with pytest.raises(PappoError, match="hidden_size 32 but the base model has 64"):
         ActorCritic.load(tiny_base(hidden_size=64), tmp_path / "ckpt")
+
+
+def test_saved_adapter_configs_do_not_depend_on_set_order(ac: ActorCritic, tmp_path: Path) -> None:
+    """peft writes target_modules from a set; the saved files must be the same in every process."""
+    import json
+
+    ac.save(tmp_path / "a")
+    for name in ("policy", "critic"):
+        config = json.loads((tmp_path / "a" / name / "adapter_config.json").read_text())
+        assert config["target_modules"] == sorted(TARGETS)

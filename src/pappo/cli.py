@@ -226,3 +226,49 @@ def base_model(
         run_stage(params, out, report, log=typer.echo)
     except PappoError as e:
         _fail(str(e))
+
+
+@app.command()
+def train(
+    method: str = typer.Option(..., help="base, rft, grpo, ppo or pappo."),
+    seed: int = typer.Option(..., help="Seed: its split (from the manifest lock) and its sampling."),
+    out: Path = typer.Option(..., help="Run folder: report.json, metrics.json, adapters/, dvclive/, receipt.json."),
+    base: Path = typer.Option(Path("models/base"), help="Base checkpoint folder (the base_model stage's output)."),
+    params_path: Path = ParamsOpt,
+) -> None:
+    """Train one method on one seed from the base checkpoint and evaluate it on the held-out families."""
+    from pappo.experiment.report import RUN_METHODS
+    from pappo.experiment.run import run_method
+
+    params = _params(params_path)
+    if method not in RUN_METHODS:
+        _fail(f"--method {method!r}: use one of {list(RUN_METHODS)}")
+    try:
+        report = run_method(params, seed, method, out, base, log=typer.echo)
+    except PappoError as e:
+        _fail(str(e))
+        return
+    s = report.final_eval.success
+    typer.echo(f"{method} seed {seed}: held-out success {s.mean:.2f} [{s.lo:.2f}, {s.hi:.2f}] on "
+               f"{report.final_eval.n_tasks} tasks; {report.budget.episodes_used} training episodes; wrote {out}")  # fmt: skip
+
+
+@app.command()
+def experiment(
+    out: Path = typer.Option(Path("reports/experiment"), help="Folder of the single-seed experiment (replaced per method)."),
+    runs: Path = typer.Option(Path("reports/runs"), help="Seed matrix runs, reused when identical."),
+    base: Path = typer.Option(Path("models/base"), help="Base checkpoint folder."),
+    params_path: Path = ParamsOpt,
+) -> None:
+    """Every method on params `seed` (`dvc exp run -S seed=N`); identical matrix runs are reused."""
+    from pappo.experiment.single_seed import run_experiment
+
+    params = _params(params_path)
+    try:
+        metrics = run_experiment(params, out, runs, base, log=typer.echo)
+    except PappoError as e:
+        _fail(str(e))
+        return
+    for method, m in metrics.items():
+        typer.echo(f"{method:6s} seed {params.seed}: held-out success {m['success']:.2f} "
+                   f"[{m['success_lo']:.2f}, {m['success_hi']:.2f}], pass@k {m['pass_at_k']:.2f}")  # fmt: skip

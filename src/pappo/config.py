@@ -254,6 +254,14 @@ class RLParams(_Section):
         return self
 
 
+class EvalParams(_Section):
+    """Held-out evaluation of every run: greedy once and `samples` times sampled per eval task."""
+
+    samples: int = Field(2, ge=0, description="Episodes per task at the training temperature (K of pass@K).")
+    n_boot: int = Field(2000, ge=100, description="Bootstrap resamples of the 95% intervals over tasks.")
+    every_update: bool = Field(True, description="Evaluate after every update, not only at the end.")
+
+
 class ValidateParams(_Section):
     """`pappo validate`: how strictly each task is checked."""
 
@@ -274,6 +282,7 @@ class Params(_Section):
     rollout: RolloutParams = RolloutParams()
     base_model: BaseModelParams = BaseModelParams()
     rl: RLParams = RLParams()
+    eval: EvalParams = EvalParams()
     validate_: ValidateParams = Field(ValidateParams(), alias="validate")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from pappo.config import Params
+from pappo.experiment.report import RunReport
 from pappo.io import atomic_write_text
 from pappo.policy.checkpoint import CheckpointRecord
 from pappo.tasks.models import ManifestLock, Task
@@ -17,6 +18,7 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "task": Task,
     "manifest_lock": ManifestLock,
     "checkpoint": CheckpointRecord,
+    "run_report": RunReport,
 }
 
 

@@ -145,6 +145,19 @@ class ActorCritic(nn.Module):
             use_cache=use_cache,
         )
 
+    def policy_hidden(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Last hidden states (B, T, H) with the policy adapter, without the lm_head: callers apply
+        `lm_head` only where they need logits (the sampled tokens), not at every prompt position."""
+        self._use(POLICY)
+        position_ids = _positions(attention_mask, input_ids, None)  # (B, T)
+        decoder = self.peft.get_base_model().base_model  # e.g. Qwen2Model, LoRA layers inside
+        return decoder(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                       use_cache=False).last_hidden_state  # fmt: skip
+
+    @property
+    def lm_head(self) -> nn.Module:
+        return self.peft.get_base_model().lm_head
+
     def values(
         self,
         input_ids: torch.Tensor,
@@ -184,6 +197,12 @@ class ActorCritic(nn.Module):
         out_dir = Path(out_dir)
         # peft puts every adapter not named "default" in a sub-folder named after it.
         self.peft.save_pretrained(str(out_dir), selected_adapters=list(ADAPTERS))
+        for name in ADAPTERS:  # peft writes target_modules from a set: order varies with PYTHONHASHSEED
+            config_path = out_dir / name / "adapter_config.json"
+            config = json.loads(config_path.read_text())
+            if isinstance(config.get("target_modules"), list):
+                config["target_modules"] = sorted(config["target_modules"])
+            atomic_write_bytes(config_path, (json.dumps(config, indent=2, sort_keys=True) + "\n").encode())
         head = {k: v.detach().cpu().contiguous() for k, v in self.value_head.state_dict().items()}
         atomic_write_bytes(out_dir / VALUE_HEAD_FILE, safetensors_bytes(head))
         meta = {"format": FORMAT, "hidden_size": self.value_head.in_features, "lora": self.lora.model_dump()}

@@ -81,33 +81,31 @@ def from_trajectories(trajs: Sequence[Trajectory], groups: Sequence[int], pad_id
                         torch.tensor(list(groups), dtype=torch.long))  # fmt: skip
 
 
-def token_log_probs(logits: torch.Tensor, input_ids: torch.Tensor, temperature: float) -> torch.Tensor:
-    """log p(token t | tokens < t) at the sampling temperature: (B, T), 0 at t = 0."""
-    logp = torch.log_softmax(logits[:, :-1].float() / temperature, dim=-1)  # (B, T-1, V)
-    picked = logp.gather(-1, input_ids[:, 1:, None]).squeeze(-1)  # (B, T-1)
-    return torch.cat([picked.new_zeros(picked.shape[0], 1), picked], dim=1)
-
-
-def token_entropy(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """Entropy of the distribution each token was drawn from: (B, T), 0 at t = 0."""
-    logp = torch.log_softmax(logits[:, :-1].float() / temperature, dim=-1)  # (B, T-1, V)
-    ent = -(logp.exp() * logp).sum(-1)  # (B, T-1)
-    return torch.cat([ent.new_zeros(ent.shape[0], 1), ent], dim=1)
-
-
 def policy_outputs(ac: ActorCritic, batch: RolloutBatch, temperature: float,
                    entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:  # fmt: skip
-    """Trainer log-probs (B, T) of the batch's tokens under the policy adapter, and entropy."""
-    logits = ac.policy_forward(batch.input_ids, batch.attention_mask).logits  # (B, T, V)
-    lp = token_log_probs(logits, batch.input_ids, temperature)
-    return lp, (token_entropy(logits, temperature) if entropy else None)
+    """Trainer log-probs (B, T) of the sampled tokens under the policy adapter, and the entropy of
+    the distributions they were drawn from; 0 elsewhere. The lm_head runs only at the positions
+    that predict a sampled token (prompt and tool tokens are most of a sequence)."""
+    hidden = ac.policy_hidden(batch.input_ids, batch.attention_mask)  # (B, T, H)
+    picked = batch.response_mask[:, 1:] != 0  # (B, T-1): position t-1 predicts token t
+    logits = ac.lm_head(hidden[:, :-1][picked]).float() / temperature  # (M, V)
+    logp = torch.log_softmax(logits, dim=-1)  # (M, V)
+    chosen = logp.gather(-1, batch.input_ids[:, 1:][picked][:, None]).squeeze(-1)  # (M,)
+    lp = _scatter(chosen, picked)
+    ent = _scatter(-(logp.exp() * logp).sum(-1), picked) if entropy else None
+    return lp, ent
+
+
+def _scatter(values: torch.Tensor, picked: torch.Tensor) -> torch.Tensor:
+    """(M,) values at the True entries of picked (B, T-1) -> (B, T), 0 elsewhere and at t = 0."""
+    out = values.new_zeros(picked.shape[0], picked.shape[1] + 1)
+    return out.masked_scatter(torch.nn.functional.pad(picked, (1, 0)), values)
 
 
 def reference_log_probs(ac: ActorCritic, batch: RolloutBatch, temperature: float) -> torch.Tensor:
     """Log-probs under the frozen base (adapters off): (B, T)."""
     with ac.adapter("policy") as peft, peft.disable_adapter():
-        logits = peft(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
-    return token_log_probs(logits, batch.input_ids, temperature)
+        return policy_outputs(ac, batch, temperature)[0]
 
 
 def token_values(ac: ActorCritic, batch: RolloutBatch) -> torch.Tensor:

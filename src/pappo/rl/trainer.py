@@ -60,7 +60,9 @@ class Trainer:
         self._optimizers()
         self.history: list[dict[str, Any]] = []
         self.update_index = 0
-        self.on_update: Callable[[int, dict[str, Any]], None] | None = None  # progress / eval hook
+        self.on_update: Callable[[int, dict[str, Any]], None] | None = None  # eval hook, before the checkpoint
+        self.fingerprint = ""  # what the run depends on (params, code, checkpoint); a different one is not resumed
+        self.log: Callable[[str], None] = lambda message: None
 
     def _optimizers(self) -> None:
         self.actor_opt = torch.optim.AdamW(self.ac.policy_parameters(), lr=self.rl.actor_lr, weight_decay=0.0)
@@ -72,17 +74,25 @@ class Trainer:
         self.resume()
         while self.update_index < self.rl.updates:
             record = self.update(self.update_index)
+            if self.on_update is not None:
+                self.on_update(self.update_index + 1, record)  # may add to the record (evaluation)
             self.history.append(record)
             self.update_index += 1
             self.save_checkpoint()
-            if self.on_update is not None:
-                self.on_update(self.update_index, record)
         return self.history
 
     def update(self, u: int) -> dict[str, Any]:
         """Roll out, freeze, optimise; returns the update's record (metrics and diagnostics)."""
-        start = time.perf_counter()
+        clock = time.perf_counter()
+        timing: dict[str, float] = {}
+
+        def lap(name: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            timing[name], clock = now - clock, now
+
         trajs, groups = self.rollouts(u)
+        lap("rollout")
         record: dict[str, Any] = {"update": u, "rollout": rollout_stats(trajs)}
         kept = [i for i, t in enumerate(trajs) if not t.metrics.get("infra_error")]
         record["rollout"]["infra_dropped"] = len(trajs) - len(kept)
@@ -94,14 +104,15 @@ class Trainer:
         else:
             record["critic_warmup"] = self._critic_warmup(batch) if u == 0 and self.method in CRITIC_METHODS else []
             record["freeze"] = self.freeze(batch)
+            lap("freeze")
             record["steps"], record["epochs_used"] = self._optimise(batch, u)
-        record["wall_s"] = time.perf_counter() - start
+        lap("optimise")
+        record["wall_s"] = timing  # seconds per phase: the only run-to-run noise in a record
         return record
 
     def rollouts(self, u: int) -> tuple[list[Trajectory], list[int]]:
         """`group_size` episodes of each of `tasks_per_update` train tasks, drawn from (seed, u)."""
-        rng = random.Random(f"{self.seed}:{u}")
-        ids = rng.sample(self.train_ids, min(self.rl.tasks_per_update, len(self.train_ids)))
+        ids = self.task_draw(self.params, self.seed, u, self.train_ids)
         tasks = [self.store.task(i) for i in ids for _ in range(self.rl.group_size)]
         groups = [g for g in range(len(ids)) for _ in range(self.rl.group_size)]
         envs = [RepairEnv(t, self.store.clean(t), self.store.buggy(t), self.params.env) for t in tasks]
@@ -115,25 +126,40 @@ class Trainer:
             trajs += engine.run(VecEnv(envs[at : at + bs], self.grade_fn), seed=0, episode_seeds=seeds)
         return trajs, groups
 
+    @staticmethod
+    def task_draw(params: Params, seed: int, u: int, train_ids: Sequence[str] | None = None) -> list[str]:
+        """The train tasks of update `u`: the same for every method of a seed (matched budget)."""
+        if train_ids is None:
+            from pappo.experiment.run import read_split  # the lock's split, as the run uses
+
+            train_ids = read_split(params, seed)[1]
+        pool = sorted(train_ids)
+        return random.Random(f"{seed}:{u}").sample(pool, min(params.rl.tasks_per_update, len(pool)))
+
     # ------------------------------------------------------------------ freezing
     @torch.no_grad()
-    def freeze(self, batch: RolloutBatch) -> dict[str, float]:
-        """Old log-probs, reference log-probs, old values, advantages and returns, computed once."""
+    def freeze(self, batch: RolloutBatch, values_only: bool = False) -> dict[str, float]:
+        """Old log-probs, reference log-probs, old values, advantages and returns, computed once
+        (`values_only`: just old values, advantages and returns, for the critic warm-up)."""
         temp = self.params.rollout.temperature
         parts: dict[str, list[torch.Tensor]] = {"old": [], "ref": [], "val": []}
         width = batch.input_ids.shape[1]
         for idx in self._micro(torch.arange(len(batch))):
             mb = batch.select(idx)
-            parts["old"].append(_pad(policy_outputs(self.ac, mb, temp)[0], width))
-            if self.rl.kl_coef > 0:
+            if not values_only:
+                parts["old"].append(_pad(policy_outputs(self.ac, mb, temp)[0], width))
+            if self.rl.kl_coef > 0 and not values_only:
                 parts["ref"].append(_pad(reference_log_probs(self.ac, mb, temp), width))
             if self.method in CRITIC_METHODS:
                 parts["val"].append(_pad(token_values(self.ac, mb), width))
-        batch.old_log_prob = torch.cat(parts["old"])
-        batch.ref_log_prob = torch.cat(parts["ref"]) if parts["ref"] else None
-        batch.old_values = torch.cat(parts["val"]) if parts["val"] else torch.zeros_like(batch.old_log_prob)
+        if not values_only:
+            batch.old_log_prob = torch.cat(parts["old"])
+            batch.ref_log_prob = torch.cat(parts["ref"]) if parts["ref"] else None
+        batch.old_values = torch.cat(parts["val"]) if parts["val"] else torch.zeros_like(batch.response_mask)
         batch.advantages, batch.returns = self.advantages(batch)
-        gap = (batch.old_log_prob - batch.sampler_log_prob).abs()
+        if values_only:
+            return {}
+        gap = (batch.old_log_prob - batch.sampler_log_prob).abs()  # type: ignore[operator]
         return {
             "rollout/logprob_gap_mean": float(losses.masked_mean(gap, batch.response_mask)),
             "rollout/logprob_gap_max": float((gap * batch.response_mask).max()),
@@ -235,7 +261,7 @@ class Trainer:
         """Critic-only steps on the base policy's first batch (returns from its own values)."""
         out = []
         for _ in range(self.rl.critic_warmup_steps):
-            self.freeze(batch)
+            self.freeze(batch, values_only=True)
             self.critic_opt.zero_grad(set_to_none=True)
             total = _weight(batch.response_mask, self.rl.loss_agg_mode)
             stats: dict[str, float] = {}
@@ -288,7 +314,8 @@ class Trainer:
         torch.save({"actor": self.actor_opt.state_dict(), "critic": self.critic_opt.state_dict(),
                     "torch_rng": torch.get_rng_state()}, tmp / "optim.pt")  # fmt: skip
         atomic_write_json(tmp / "state.json", {"method": self.method, "seed": self.seed,
-                                               "update_index": self.update_index, "history": self.history})  # fmt: skip
+                                               "update_index": self.update_index, "history": self.history,
+                                               "fingerprint": self.fingerprint})  # fmt: skip
         old = self.out_dir / f".{CHECKPOINT}.old"
         shutil.rmtree(old, ignore_errors=True)
         if final.exists():
@@ -308,6 +335,11 @@ class Trainer:
         if (state["method"], state["seed"]) != (self.method, self.seed):
             raise PappoError(f"{folder}: checkpoint of {state['method']} seed {state['seed']}, not "
                              f"{self.method} seed {self.seed}; use another --out or delete it")  # fmt: skip
+        if state.get("fingerprint", "") != self.fingerprint:
+            self.log(f"{folder}: written by another configuration or code version; starting afresh")
+            shutil.rmtree(folder)
+            return
+        self.log(f"resuming from {folder} after update {state['update_index']}")
         self.ac.load_weights(folder / "adapters")
         self._optimizers()  # over the loaded tensors
         opt = torch.load(folder / "optim.pt", weights_only=False)

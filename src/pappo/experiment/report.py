@@ -1,0 +1,89 @@
+"""The run report (`reports/runs/seed_<s>/<method>/report.json`): one training or baseline run.
+
+Timing fields (`timing.*` and `updates[*].wall_s`) are the only ones that differ between two
+runs of the same stage on CPU; everything else is reproduced byte for byte.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from pappo.policy.checkpoint import CheckpointRecord
+from pappo.rl.evaluate import EvalResult
+
+RunMethod = Literal["base", "rft", "grpo", "ppo", "pappo"]
+RUN_METHODS: tuple[str, ...] = ("base", "rft", "grpo", "ppo", "pappo")
+TIMING_FIELDS = ("timing", "updates[*].wall_s")
+
+
+class Budget(BaseModel):
+    """The training rollout budget every method of a seed gets, and what this run used."""
+
+    model_config = ConfigDict(extra="forbid")
+    episodes_limit: int = Field(description="updates x tasks_per_update x group_size (0 for base).")
+    generated_tokens_limit: int = Field(description="episodes_limit x the most tokens one episode may sample.")
+    episodes_used: int
+    generated_tokens_used: int
+    task_draws_sha256: str = Field(description="Hash of the train tasks drawn per update (same for every method of a seed).")
+    eval_episodes: int = Field(description="Evaluation episodes (not part of the training budget).")
+    eval_tokens: int
+
+    @model_validator(mode="after")
+    def _within(self) -> "Budget":
+        if self.episodes_used > self.episodes_limit or self.generated_tokens_used > self.generated_tokens_limit:
+            raise ValueError(
+                f"budget exceeded: {self.episodes_used}/{self.episodes_limit} episodes, "
+                f"{self.generated_tokens_used}/{self.generated_tokens_limit} generated tokens"
+            )
+        return self
+
+
+class UpdateEval(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    update: int = Field(description="Updates done before this evaluation (0: the starting policy).")
+    result: EvalResult
+
+
+class Timing(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    started: str = Field(description="UTC, ISO 8601.")
+    ended: str
+    wall_s: float
+
+
+class RunReport(BaseModel):
+    """One run of one method on one seed, validated before it is written."""
+
+    model_config = ConfigDict(extra="forbid")
+    schema_version: Literal[1] = 1
+    method: RunMethod
+    seed: int
+    profile: Literal["tiny", "hub"]
+    device: str = Field(description="cpu or cuda; CPU runs are labelled as such.")
+    params: dict[str, Any] = Field(description="The params sections this run depends on.")
+    params_sha256: str = Field(description="sha256 of the canonical JSON of `params`.")
+    source_sha256: str = Field(description="Hash of the src/pappo tree that ran.")
+    manifest_lock_sha256: str
+    train_tasks: int
+    eval_instance_ids: list[str]
+    checkpoint: CheckpointRecord
+    budget: Budget
+    updates: list[dict[str, Any]] = Field(description="Per update: rollout means, freeze stats, every minibatch step's diagnostics.")
+    evals: list[UpdateEval] = Field(description="Held-out evaluation after every update (or only the last).")
+    final_eval: EvalResult
+    adapters_sha256: dict[str, str] = Field(description="sha256 of each file of the final adapters (base: untrained).")
+    timing: Timing
+
+
+def flat_metrics(report: RunReport) -> dict[str, float]:
+    """The numbers `dvc metrics show` / `dvc exp show` display for a run."""
+    e = report.final_eval
+    out: dict[str, float] = {}
+    for name in ("success", "pass_at_1", "pass_at_k", "failed_edit_rate", "tool_cost", "repeated_test_rate"):
+        interval = getattr(e, name)
+        out[name], out[f"{name}_lo"], out[f"{name}_hi"] = interval.mean, interval.lo, interval.hi
+    out["episodes_used"] = report.budget.episodes_used
+    out["generated_tokens_used"] = report.budget.generated_tokens_used
+    return out

@@ -1,0 +1,191 @@
+"""One run: a method on a seed's split, trained from the base checkpoint and evaluated held-out.
+
+Writes into `out_dir`: `report.json` (RunReport), `metrics.json` (flat, for DVC), `adapters/`
+(final policy + critic), `dvclive/` (per-update curves) and `receipt.json` (what ran where).
+The trainer's resumable checkpoint lives in `.pappo/checkpoints/seed_<s>/<method>/` (outside
+DVC's outputs, which DVC deletes before a stage runs), keyed by a fingerprint of params, code
+and checkpoint, and is removed once the run is complete.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import platform
+import shutil
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from pappo.config import Params
+from pappo.experiment.report import Budget, RunReport, Timing, UpdateEval, flat_metrics
+from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes, sha256_file
+from pappo.policy.adapters import POLICY, ActorCritic
+from pappo.policy.chat import ChatCodec
+from pappo.policy.checkpoint import hash_files, load_checkpoint
+from pappo.policy.decoder import Qwen2Decoder
+from pappo.rl.evaluate import EvalResult, evaluate
+from pappo.rl.trainer import Trainer
+from pappo.sandbox.grading import grade_many
+from pappo.sandbox.pool import default_pool
+from pappo.tasks.models import ManifestLock
+from pappo.tasks.store import TaskStore
+
+PARAM_SECTIONS = ("model", "lora", "rollout", "env", "rl", "eval", "sandbox")
+CHECKPOINTS = Path(".pappo/checkpoints")
+
+
+def params_subset(params: Params) -> dict[str, Any]:
+    dumped = params.model_dump(mode="json", by_alias=True)
+    return {k: dumped[k] for k in PARAM_SECTIONS}
+
+
+def source_sha256() -> str:
+    """Hash of the installed pappo package's source files (what ran)."""
+    root = Path(__file__).resolve().parents[1]
+    listing = {p.relative_to(root).as_posix(): sha256_file(p) for p in sorted(root.rglob("*.py"))}
+    return sha256_bytes(canonical_json(listing).encode())
+
+
+def read_split(params: Params, seed: int) -> tuple[str, list[str], list[str]]:
+    """(lock sha256, train ids, eval ids) of `seed` from the validated lock."""
+    path = Path(params.tasks.repofix.lock)
+    if not path.is_file():
+        raise PappoError(f"{path} is missing: run `pappo validate` (dvc repro validate) first")
+    lock = ManifestLock.model_validate(json.loads(path.read_text()))
+    if seed not in lock.splits:
+        raise PappoError(f"{path}: no split for seed {seed} (have {sorted(lock.splits)}); add the seed to "
+                         "params.yaml `seeds` and rerun validate, or pick one of those")  # fmt: skip
+    split = lock.splits[seed]
+    return sha256_file(path), list(split.train_instance_ids), list(split.eval_instance_ids)
+
+
+def run_method(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
+               log: Callable[[str], None] = print) -> RunReport:  # fmt: skip
+    """Train (unless `base`), evaluate, and write the run's files; returns the report."""
+    started, t0 = datetime.now(timezone.utc), time.perf_counter()
+    torch.manual_seed(seed)
+    lock_sha, train_ids, eval_ids = read_split(params, seed)
+    model, tokenizer, record = load_checkpoint(params.model, base_dir)
+    codec, store = ChatCodec(tokenizer), TaskStore.from_params(params, "repofix")
+    grade_fn = functools.partial(grade_many, default_pool(params.sandbox))
+    ac = ActorCritic(model, params.lora)
+    subset = params_subset(params)
+    fingerprint = sha256_bytes(canonical_json([subset, source_sha256(), record.revision, method, seed]).encode())
+
+    def evaluate_now(tag: int) -> EvalResult:
+        with ac.adapter(POLICY):
+            decoder = Qwen2Decoder(ac.peft)
+        return evaluate(decoder, codec, params, store, eval_ids, grade_fn, seed, tag)
+
+    history: list[dict[str, Any]] = []
+    if method == "base":
+        evals = [UpdateEval(update=0, result=evaluate_now(0))]
+    else:
+        work = CHECKPOINTS / f"seed_{seed}" / method
+        trainer = Trainer(method, params, ac, codec, store, train_ids, grade_fn, work, seed)  # type: ignore[arg-type]
+        trainer.fingerprint, trainer.log = fingerprint, log
+
+        def after_update(done: int, rec: dict[str, Any]) -> None:
+            if params.eval.every_update or done == params.rl.updates:
+                start = time.perf_counter()
+                rec["eval"] = UpdateEval(update=done, result=evaluate_now(done)).model_dump(mode="json")
+                rec["wall_s"]["eval"] = time.perf_counter() - start
+            log(_progress(method, seed, done, params.rl.updates, rec))
+
+        trainer.on_update = after_update
+        history = trainer.run()
+        evals = [UpdateEval.model_validate(h.pop("eval")) for h in history if "eval" in h]
+    budget = _budget(params, method, seed, history, evals)
+    out_dir = Path(out_dir)
+    _replace_dir(out_dir / "adapters", ac.save)  # base: the untrained adapters (the identity)
+    adapters = hash_files(out_dir / "adapters")
+    ended = datetime.now(timezone.utc)
+    report = RunReport(
+        method=method, seed=seed, profile=params.model.profile, device="cpu", params=subset,  # type: ignore[arg-type]
+        params_sha256=sha256_bytes(canonical_json(subset).encode()), source_sha256=source_sha256(),
+        manifest_lock_sha256=lock_sha, train_tasks=len(train_ids), eval_instance_ids=sorted(eval_ids),
+        checkpoint=record, budget=budget, updates=history, evals=evals, final_eval=evals[-1].result,
+        adapters_sha256=adapters,
+        timing=Timing(started=started.isoformat(), ended=ended.isoformat(), wall_s=time.perf_counter() - t0),
+    )  # fmt: skip
+    _write(out_dir, report)
+    if method != "base":
+        shutil.rmtree(CHECKPOINTS / f"seed_{seed}" / method, ignore_errors=True)
+    return report
+
+
+def _budget(params: Params, method: str, seed: int, history: list[dict[str, Any]],
+            evals: list[UpdateEval]) -> Budget:  # fmt: skip
+    """The seed's common budget and this run's use; a run over it fails here, before writing."""
+    rl, rp = params.rl, params.rollout
+    episodes = 0 if method == "base" else rl.updates * rl.tasks_per_update * rl.group_size
+    per_episode = min(params.env.max_turns * rp.max_new_tokens_per_turn, rp.max_tokens_per_episode)
+    draws = [Trainer.task_draw(params, seed, u) for u in range(rl.updates)] if episodes else []
+    try:
+        return Budget(
+            episodes_limit=episodes, generated_tokens_limit=episodes * per_episode,
+            episodes_used=sum(int(h["rollout"]["episodes"]) for h in history),
+            generated_tokens_used=sum(int(h["rollout"]["tokens"]) for h in history),
+            task_draws_sha256=sha256_bytes(canonical_json(draws).encode()),
+            eval_episodes=sum(e.result.n_tasks * (1 + e.result.samples) for e in evals),
+            eval_tokens=sum(e.result.tokens for e in evals),
+        )  # fmt: skip
+    except ValueError as e:
+        raise PappoError(f"{method} seed {seed}: {e}; nothing written") from None
+
+
+def _write(out_dir: Path, report: RunReport) -> None:
+    data = report.model_dump(mode="json")
+    atomic_write_json(out_dir / "report.json", data)
+    atomic_write_json(out_dir / "metrics.json", flat_metrics(report))
+    _write_curves(out_dir / "dvclive", report)
+    receipt = {
+        "run_id": f"seed_{report.seed}/{report.method}", "method": report.method, "seed": report.seed,
+        "profile": report.profile, "device": report.device, "checkpoint_revision": report.checkpoint.revision,
+        "params_sha256": report.params_sha256, "source_sha256": report.source_sha256,
+        "report_sha256": sha256_file(out_dir / "report.json"), "adapters_sha256": report.adapters_sha256,
+        "python": platform.python_version(), "torch": torch.__version__, "timing": report.timing.model_dump(),
+    }  # fmt: skip
+    atomic_write_json(out_dir / "receipt.json", receipt)
+
+
+def _write_curves(folder: Path, report: RunReport) -> None:
+    """Per-update held-out curves and training means through dvclive (no dvc.yaml edits)."""
+    from dvclive import Live
+
+    shutil.rmtree(folder, ignore_errors=True)
+    with Live(dir=str(folder), dvcyaml=False, save_dvc_exp=False, report=None) as live:
+        evals = {e.update: e.result for e in report.evals}
+        trained = {int(h["update"]) + 1: h for h in report.updates}
+        for step in sorted(set(evals) | set(trained)):
+            live.step = step
+            if step in trained:
+                h = trained[step]
+                live.log_metric("train/success", float(h["rollout"]["success"]))
+                for key in ("actor/pg_clipfrac", "actor/ppo_kl", "critic/vf_explained_var"):
+                    values = [s[key] for s in h.get("steps", []) if key in s]
+                    if values:
+                        live.log_metric(key, sum(values) / len(values))
+            if step in evals:
+                live.log_metric("eval/success", evals[step].success.mean)
+                live.log_metric("eval/pass_at_k", evals[step].pass_at_k.mean)
+
+
+def _replace_dir(folder: Path, save: Callable[[Path], None]) -> None:
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    save(tmp)
+    shutil.rmtree(folder, ignore_errors=True)
+    tmp.rename(folder)
+
+
+def _progress(method: str, seed: int, done: int, total: int, rec: dict[str, Any]) -> str:
+    r = rec["rollout"]
+    held = rec.get("eval", {}).get("result", {}).get("success", {}).get("mean")
+    tail = f", held-out success {held:.2f}" if held is not None else ""
+    return (f"{method} seed {seed}: update {done}/{total}: {r['episodes']} episodes, train success "
+            f"{r['success']:.2f}, {r['tokens']} tokens{tail}")  # fmt: skip

@@ -1,0 +1,119 @@
+"""Held-out evaluation: every eval task greedy once and `eval.samples` times at the training
+temperature; per-task outcomes kept, aggregates with 95% bootstrap intervals over tasks.
+
+pass@1 is the mean success of the sampled episodes; pass@K the unbiased estimator of Chen et
+al. 2021 with K = eval.samples (n = c = counts per task).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pappo.config import Params
+from pappo.env.episode import RepairEnv
+from pappo.env.vec import VecEnv
+from pappo.evidence.stats import bootstrap_ci, mean_pass_at_k
+from pappo.policy.decoder import Qwen2Decoder
+from pappo.policy.rollout import RolloutEngine, Trajectory
+from pappo.rl.trainer import hash_seed
+from pappo.tasks.store import TaskStore
+
+
+class Interval(BaseModel):
+    """A mean over tasks with its 95% percentile-bootstrap interval."""
+
+    model_config = ConfigDict(extra="forbid")
+    mean: float
+    lo: float
+    hi: float
+
+
+class TaskOutcome(BaseModel):
+    """One eval task: the greedy episode, and the sampled episodes summed."""
+
+    model_config = ConfigDict(extra="forbid")
+    instance_id: str
+    success: bool = Field(description="Greedy episode solved the task.")
+    failed_edits: int = Field(description="Greedy episode: str_replace calls that did not apply.")
+    tool_cost: float = Field(description="Greedy episode: weighted tool calls (env.tool_cost).")
+    repeated_tests: int = Field(description="Greedy episode: run_tests with no edit since the last.")
+    turns: int
+    tokens: int = Field(description="Greedy episode: sampled tokens.")
+    samples: int = Field(description="Episodes sampled at the training temperature.")
+    sample_successes: int
+    infra_errors: int = Field(description="Episodes (greedy and sampled) hit by a sandbox infra error.")
+
+
+class EvalResult(BaseModel):
+    """Aggregates over the eval tasks (each with its interval) and the per-task outcomes."""
+
+    model_config = ConfigDict(extra="forbid")
+    n_tasks: int
+    samples: int
+    success: Interval = Field(description="Greedy success rate.")
+    pass_at_1: Interval = Field(description="Mean success of the sampled episodes.")
+    pass_at_k: Interval = Field(description="Unbiased pass@K, K = samples.")
+    failed_edit_rate: Interval = Field(description="Greedy: share of edits that failed to apply.")
+    tool_cost: Interval
+    repeated_test_rate: Interval = Field(description="Greedy: share of test runs that were repeats.")
+    tokens: int = Field(description="Tokens sampled by every eval episode.")
+    tasks: list[TaskOutcome]
+
+
+def evaluate(decoder: Qwen2Decoder, codec: Any, params: Params, store: TaskStore, eval_ids: Sequence[str],
+             grade_fn: Callable[..., Any], seed: int, tag: int) -> EvalResult:  # fmt: skip
+    """Greedy and sampled episodes of every eval task; `tag` (e.g. the update) varies the samples."""
+    ids = sorted(eval_ids)
+    k = params.eval.samples
+    greedy = _play(decoder, codec, params, store, ids, grade_fn, True, [hash_seed(seed, tag, i) for i in range(len(ids))])
+    sampled_ids = [i for i in ids for _ in range(k)]
+    seeds = [hash_seed(seed, tag, 10_000 + j) for j in range(len(sampled_ids))]
+    sampled = _play(decoder, codec, params, store, sampled_ids, grade_fn, False, seeds) if k else []
+    tasks = []
+    for n, iid in enumerate(ids):
+        g = greedy[n].metrics
+        mine = [t.metrics for t in sampled[n * k : (n + 1) * k]]
+        tasks.append(TaskOutcome(
+            instance_id=iid, success=bool(g["success"]), failed_edits=int(g["failed_edit"]),
+            tool_cost=float(g["tool_cost"]), repeated_tests=int(g["repeated_test"]), turns=int(g["turns"]),
+            tokens=int(g["tokens"]), samples=k, sample_successes=sum(bool(m["success"]) for m in mine),
+            infra_errors=int(bool(g["infra_error"])) + sum(bool(m["infra_error"]) for m in mine),
+        ))  # fmt: skip
+    return aggregate(tasks, k, [greedy[n].metrics for n in range(len(ids))],
+                     sum(t.metrics["tokens"] for t in [*greedy, *sampled]), params.eval.n_boot)  # fmt: skip
+
+
+def aggregate(tasks: list[TaskOutcome], k: int, greedy: list[dict[str, Any]], tokens: int, n_boot: int) -> EvalResult:
+    """Interval of each metric over tasks (seeded, so reports are reproducible)."""
+
+    def ci(values: Sequence[float]) -> Interval:
+        return Interval(**bootstrap_ci(values, n_boot=n_boot, seed=0).to_json())
+
+    edits = [m["edits"] + m["failed_edit"] for m in greedy]
+    tests = [m["test_runs"] for m in greedy]
+    return EvalResult(
+        n_tasks=len(tasks), samples=k,
+        success=ci([float(t.success) for t in tasks]),
+        pass_at_1=ci([t.sample_successes / k for t in tasks] if k else [float(t.success) for t in tasks]),
+        pass_at_k=ci([mean_pass_at_k([(k, t.sample_successes)], k) for t in tasks] if k
+                     else [float(t.success) for t in tasks]),
+        failed_edit_rate=ci([t.failed_edits / e if e else 0.0 for t, e in zip(tasks, edits)]),
+        tool_cost=ci([t.tool_cost for t in tasks]),
+        repeated_test_rate=ci([t.repeated_tests / r if r else 0.0 for t, r in zip(tasks, tests)]),
+        tokens=tokens, tasks=tasks,
+    )  # fmt: skip
+
+
+def _play(decoder: Qwen2Decoder, codec: Any, params: Params, store: TaskStore, ids: Sequence[str],
+          grade_fn: Callable[..., Any], greedy: bool, seeds: Sequence[int]) -> list[Trajectory]:  # fmt: skip
+    engine = RolloutEngine(decoder, codec, params.rollout)
+    out: list[Trajectory] = []
+    bs = params.rollout.batch_size
+    for at in range(0, len(ids), bs):
+        tasks = [store.task(i) for i in ids[at : at + bs]]
+        envs = [RepairEnv(t, store.clean(t), store.buggy(t), params.env) for t in tasks]
+        out += engine.run(VecEnv(envs, grade_fn), seed=0, greedy=greedy, episode_seeds=seeds[at : at + bs])
+    return out
