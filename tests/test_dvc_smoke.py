@@ -29,7 +29,7 @@ def sh(*cmd: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
     repo = tmp_path / "repo"
-    for rel in ("dvc.yaml", ".dvc/config", ".dvcignore", "src/pappo"):
+    for rel in ("dvc.yaml", ".dvc/config", ".dvcignore", "src/pappo", "pyproject.toml", "requirements.lock", "schemas"):
         src = ROOT / rel
         dst = repo / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -67,6 +67,7 @@ def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
     assert json.loads((repo / "reports/base_model.json").read_text()) == report
 
     check_runs(repo, seeds=(0, 1))
+    check_audit(repo)
 
     # Changing a tracked input makes DVC rerun validation, which now fails and leaves no lock.
     manifest = repo / "data/repofix/manifest.jsonl"
@@ -135,3 +136,60 @@ def check_runs(repo: Path, seeds: tuple[int, ...]) -> None:
     assert show.returncode == 0 and "pappo.success" in show.stdout, show.stdout + show.stderr
     for seed in seeds:  # the matrix outputs are intact
         assert (repo / "reports" / "runs" / f"seed_{seed}" / "pappo" / "report.json").is_file()
+
+
+def audit_output(repo: Path) -> tuple[int, str]:
+    out = sh("pappo", "audit", cwd=repo)
+    return out.returncode, out.stdout + out.stderr
+
+
+def check_audit(repo: Path) -> None:
+    """The report and audit stages, then every tamper case through `pappo audit`."""
+    summary = json.loads((repo / "reports/summary.json").read_text())
+    assert summary["seeds"] == [0, 1] and (repo / "reports/summary.md").is_file()
+    assert (repo / "reports/summary/success_curves.png").is_file()
+    staged = json.loads((repo / "receipts/audit.json").read_text())
+    assert staged["integrity_ok"] and staged["exit_code"] == 2  # an honest negative claim did not fail dvc repro
+    receipt = json.loads((repo / "reports/runs/seed_0/ppo/receipt.json").read_text())
+    assert receipt["hardware"]["accelerator"] == "cpu" and len(receipt["source"]["git_commit"]) == 40
+    assert receipt["source"]["git_dirty"] is False and "report.json" in receipt["outputs"]["files"]
+    sh("git", "add", "-A", cwd=repo)
+    sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "evidence", cwd=repo)
+    code, text = audit_output(repo)
+    assert code == 2, text
+    assert "claim pappo-beats-best-baseline: does NOT hold" in text and "needs GPU receipts" in text
+
+    def tampered(path: str, edit, expect: str) -> None:  # type: ignore[no-untyped-def]
+        target = repo / path
+        before = target.read_bytes()
+        edit(target)
+        code, text = audit_output(repo)
+        target.write_bytes(before)
+        assert code == 1 and expect in text, (path, expect, text)
+
+    def flip(target: Path) -> None:
+        data = bytearray(target.read_bytes())
+        data[len(data) // 2] ^= 1
+        target.write_bytes(bytes(data))
+
+    run = "reports/runs/seed_0/ppo"
+    tampered(f"{run}/report.json", flip, "report.json")
+    tampered(f"{run}/receipt.json", lambda t: t.write_text(t.read_text().replace('"seed": 0', '"seed": 0 ', 1)),
+             "receipt.json [dvc.lock train@0-ppo md5]")  # fmt: skip
+    tampered(f"{run}/adapters/policy/adapter_model.safetensors", flip, "adapter_model.safetensors")
+    tampered("data/repofix/manifest.jsonl", lambda t: t.write_text(t.read_text() + "\n"), "task manifest changed")
+    tampered("params.yaml", lambda t: t.write_text(t.read_text().replace("min_delta: 0.05", "min_delta: 0.0")),
+             "claims were edited after the run")  # fmt: skip
+    tampered("params.yaml", lambda t: t.write_text(t.read_text().replace("revision: ''", "revision: main")),
+             "inputs.params_sha256")  # fmt: skip
+    tampered("src/pappo/io.py", lambda t: t.write_text(t.read_text() + "\n# edit\n"), "uncommitted changes to the pipeline code")
+    # Swap two seeds' reports.
+    a, b = repo / "reports/runs/seed_0/grpo/report.json", repo / "reports/runs/seed_1/grpo/report.json"
+    da, db = a.read_bytes(), b.read_bytes()
+    a.write_bytes(db)
+    b.write_bytes(da)
+    code, text = audit_output(repo)
+    a.write_bytes(da)
+    b.write_bytes(db)
+    assert code == 1 and "belongs to another run" in text, text
+    assert audit_output(repo)[0] == 2  # restored: integrity holds again

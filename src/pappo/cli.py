@@ -272,3 +272,47 @@ def experiment(
     for method, m in metrics.items():
         typer.echo(f"{method:6s} seed {params.seed}: held-out success {m['success']:.2f} "
                    f"[{m['success_lo']:.2f}, {m['success_hi']:.2f}], pass@k {m['pass_at_k']:.2f}")  # fmt: skip
+
+
+@app.command()
+def audit(
+    runs: Path = typer.Option(Path("reports/runs"), help="Seed matrix runs."),
+    base: Path = typer.Option(Path("models/base"), help="Base checkpoint folder."),
+    out: Path = typer.Option(Path("receipts/audit.json"), help="Where the verdict is written."),
+    stage: bool = typer.Option(False, help="DVC stage mode: exit 0 when only claims fail (integrity still exits 1)."),
+    params_path: Path = ParamsOpt,
+) -> None:
+    """Check every run's evidence and the pre-registered claims: exit 0 all hold, 2 a claim does not, 1 integrity fails."""
+    from pappo.evidence.audit import audit as run_audit
+    from pappo.io import atomic_write_json
+
+    params = _params(params_path)
+    root = Path.cwd()
+    try:
+        verdict = run_audit(params, root, runs, base, root / "schemas")
+    except PappoError as e:
+        _fail(str(e))
+        return
+    atomic_write_json(out, verdict.model_dump(mode="json"))
+    typer.echo(verdict.verdict)
+    typer.echo(f"verdict written to {out}; exit code {verdict.exit_code}")
+    code = verdict.exit_code
+    raise typer.Exit(code=0 if stage and code == 2 else code)
+
+
+@app.command()
+def report(
+    runs: Path = typer.Option(Path("reports/runs"), help="Seed matrix runs."),
+    out: Path = typer.Option(Path("reports"), help="Writes summary.json, summary.md and summary/ (plots) here."),
+    params_path: Path = ParamsOpt,
+) -> None:
+    """Summarise every method over the seeds: intervals, paired comparisons, budgets, plots."""
+    from pappo.evidence.summary import write_summary
+
+    params = _params(params_path)
+    try:
+        write_summary(runs, out / "summary.json", out / "summary.md", out / "summary", params.seeds, params.eval.n_boot)
+    except PappoError as e:
+        _fail(str(e))
+        return
+    typer.echo(f"wrote {out / 'summary.json'}, {out / 'summary.md'} and plots in {out / 'summary'}")

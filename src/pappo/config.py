@@ -262,6 +262,26 @@ class EvalParams(_Section):
     every_update: bool = Field(True, description="Evaluate after every update, not only at the end.")
 
 
+class ClaimParams(_Section):
+    """A claim written down before the run and checked by `pappo audit` (part of what receipts hash)."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="Short unique name.")
+    metric: Literal["success", "pass_at_k", "failed_edit_rate", "tool_cost", "repeated_test_rate"] = Field(
+        description="Held-out metric of the final evaluation."
+    )
+    method: Literal["base", "rft", "grpo", "ppo", "pappo"] = Field(description="The method the claim is about.")
+    baseline: Literal["best_non_ppo", "base", "rft", "grpo", "ppo", "pappo"] = Field(
+        "best_non_ppo", description="What it is compared with; best_non_ppo = the best of base, rft, grpo."
+    )
+    direction: Literal["higher", "lower"] = Field("higher", description="Which way is better for the metric.")
+    min_delta: float = Field(0.0, ge=0, description="Smallest mean improvement over seeds that counts.")
+    min_seed_wins: int = Field(1, ge=0, description="Seeds on which the method must beat the baseline by min_delta.")
+    ci_rule: Literal["lower_bound_above_zero", "none"] = Field(
+        "lower_bound_above_zero", description="The paired 95% interval of the improvement must exclude 0."
+    )
+    needs_gpu: bool = Field(True, description="Only CUDA receipts can support it (CPU runs cannot).")
+
+
 class ValidateParams(_Section):
     """`pappo validate`: how strictly each task is checked."""
 
@@ -283,6 +303,7 @@ class Params(_Section):
     base_model: BaseModelParams = BaseModelParams()
     rl: RLParams = RLParams()
     eval: EvalParams = EvalParams()
+    claims: list[ClaimParams] = Field(default_factory=list, description="Pre-registered claims (pappo audit).")
     validate_: ValidateParams = Field(ValidateParams(), alias="validate")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -291,6 +312,14 @@ class Params(_Section):
     def _seeds_unique(self) -> "Params":
         if len(set(self.seeds)) != len(self.seeds) or not self.seeds:
             raise ValueError(f"seeds {self.seeds} must be a non-empty list of distinct integers")
+        ids = [c.id for c in self.claims]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"claims: ids {ids} must be unique; rename the duplicate")
+        for c in self.claims:
+            if c.min_seed_wins > len(self.seeds):
+                raise ValueError(f"claims {c.id}: min_seed_wins {c.min_seed_wins} exceeds the {len(self.seeds)} seeds")
+            if c.baseline == c.method:
+                raise ValueError(f"claims {c.id}: method and baseline are both {c.method}; compare two methods")
         return self
 
 

@@ -8,6 +8,9 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from pappo.config import Params
+from pappo.evidence.audit import AuditVerdict
+from pappo.evidence.receipt import Receipt
+from pappo.evidence.summary import Summary
 from pappo.experiment.report import RunReport
 from pappo.io import atomic_write_text
 from pappo.policy.checkpoint import CheckpointRecord
@@ -19,6 +22,9 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "manifest_lock": ManifestLock,
     "checkpoint": CheckpointRecord,
     "run_report": RunReport,
+    "receipt": Receipt,
+    "summary": Summary,
+    "audit_verdict": AuditVerdict,
 }
 
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import functools
 import json
-import platform
 import shutil
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -21,6 +23,7 @@ from typing import Any, Callable
 import torch
 
 from pappo.config import Params
+from pappo.evidence import receipt as rc
 from pappo.experiment.report import Budget, RunReport, Timing, UpdateEval, flat_metrics
 from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes, sha256_file
 from pappo.policy.adapters import POLICY, ActorCritic
@@ -35,12 +38,18 @@ from pappo.tasks.models import ManifestLock
 from pappo.tasks.store import TaskStore
 
 PARAM_SECTIONS = ("model", "lora", "rollout", "env", "rl", "eval", "sandbox")
+SOURCE_PATHS = ("src/pappo", "dvc.yaml", "pyproject.toml", "requirements.lock")  # the pipeline code a receipt binds
 CHECKPOINTS = Path(".pappo/checkpoints")
 
 
 def params_subset(params: Params) -> dict[str, Any]:
     dumped = params.model_dump(mode="json", by_alias=True)
     return {k: dumped[k] for k in PARAM_SECTIONS}
+
+
+def claims_sha256(params: Params) -> str:
+    """Hash of the pre-registered claims: receipts record it, so a claim edited later shows."""
+    return sha256_bytes(canonical_json([c.model_dump(mode="json") for c in params.claims]).encode())
 
 
 def source_sha256() -> str:
@@ -65,7 +74,29 @@ def read_split(params: Params, seed: int) -> tuple[str, list[str], list[str]]:
 
 def run_method(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
                log: Callable[[str], None] = print) -> RunReport:  # fmt: skip
-    """Train (unless `base`), evaluate, and write the run's files; returns the report."""
+    """Train (unless `base`), evaluate, write the run's files and its receipt; returns the report.
+
+    A run that fails writes `failure.json` (or failure-2.json, ...: never replaced) and re-raises."""
+    clock, out_dir = rc.Clock.start(), Path(out_dir)
+    receipt_args = dict(run_id=f"seed_{seed}/{method}", stage=f"train@{seed}-{method}", seed=seed, method=method,
+                        profile=params.model.profile, clock=clock, repo_root=Path.cwd(), source_paths=SOURCE_PATHS)  # fmt: skip
+    try:
+        report = _run(params, seed, method, out_dir, base_dir, log)
+    except BaseException as e:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        failure = rc.new_receipt(**receipt_args, run_dir=out_dir, checkpoint=None, inputs=None, error=e)  # type: ignore[arg-type]
+        log(f"run failed; receipt in {rc.write_failure(out_dir, failure)}")
+        raise
+    inputs = rc.InputsInfo(manifest_lock_sha256=report.manifest_lock_sha256, params_sha256=report.params_sha256,
+                           claims_sha256=claims_sha256(params))  # fmt: skip
+    checkpoint = rc.CheckpointInfo.from_record(report.checkpoint, report.adapters_sha256)
+    receipt = rc.new_receipt(**receipt_args, run_dir=out_dir, checkpoint=checkpoint, inputs=inputs)  # type: ignore[arg-type]
+    rc.write_receipt(out_dir, receipt)
+    return report
+
+
+def _run(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
+         log: Callable[[str], None]) -> RunReport:  # fmt: skip
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
     torch.manual_seed(seed)
     lock_sha, train_ids, eval_ids = read_split(params, seed)
@@ -96,8 +127,13 @@ def run_method(params: Params, seed: int, method: str, out_dir: Path, base_dir: 
                 rec["wall_s"]["eval"] = time.perf_counter() - start
             log(_progress(method, seed, done, params.rl.updates, rec))
 
-        trainer.on_update = after_update
-        history = trainer.run()
+        with _progress_bar(f"{method} seed {seed}", params.rl.updates) as advance:
+            def after_update_bar(done: int, rec: dict[str, Any]) -> None:
+                after_update(done, rec)
+                advance(done, int(rec["rollout"]["episodes"]))
+
+            trainer.on_update = after_update_bar
+            history = trainer.run()
         evals = [UpdateEval.model_validate(h.pop("eval")) for h in history if "eval" in h]
     budget = _budget(params, method, seed, history, evals)
     out_dir = Path(out_dir)
@@ -143,14 +179,6 @@ def _write(out_dir: Path, report: RunReport) -> None:
     atomic_write_json(out_dir / "report.json", data)
     atomic_write_json(out_dir / "metrics.json", flat_metrics(report))
     _write_curves(out_dir / "dvclive", report)
-    receipt = {
-        "run_id": f"seed_{report.seed}/{report.method}", "method": report.method, "seed": report.seed,
-        "profile": report.profile, "device": report.device, "checkpoint_revision": report.checkpoint.revision,
-        "params_sha256": report.params_sha256, "source_sha256": report.source_sha256,
-        "report_sha256": sha256_file(out_dir / "report.json"), "adapters_sha256": report.adapters_sha256,
-        "python": platform.python_version(), "torch": torch.__version__, "timing": report.timing.model_dump(),
-    }  # fmt: skip
-    atomic_write_json(out_dir / "receipt.json", receipt)
 
 
 def _write_curves(folder: Path, report: RunReport) -> None:
@@ -173,6 +201,28 @@ def _write_curves(folder: Path, report: RunReport) -> None:
             if step in evals:
                 live.log_metric("eval/success", evals[step].success.mean)
                 live.log_metric("eval/pass_at_k", evals[step].pass_at_k.mean)
+
+
+@contextmanager
+def _progress_bar(label: str, total: int) -> Iterator[Callable[[int, int], None]]:
+    """A rich bar (update, episodes, ETA) on a terminal; nothing when stderr is not one (DVC logs)."""
+    if not sys.stderr.isatty():
+        yield lambda done, episodes: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("updates, {task.fields[episodes]} episodes"),
+               TimeRemainingColumn())  # fmt: skip
+    with Progress(*columns, transient=True) as bar:
+        task = bar.add_task(label, total=total, episodes=0)
+        seen = 0
+
+        def advance(done: int, episodes: int) -> None:
+            nonlocal seen
+            seen += episodes
+            bar.update(task, completed=done, episodes=seen)
+
+        yield advance
 
 
 def _replace_dir(folder: Path, save: Callable[[Path], None]) -> None:

@@ -1,0 +1,305 @@
+"""`pappo audit`: what a reviewer runs. Integrity of every run's evidence, then the claims.
+
+Exit code: 0 integrity holds and every claim holds; 2 integrity holds but a claim does not; 1
+integrity fails. Each integrity failure names the file, the field, what was expected and what
+was found. The verdict is written to `receipts/audit.json`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pappo.config import ClaimParams, Params
+from pappo.evidence import receipt as rc
+from pappo.evidence.stats import paired_diff_ci_seeds, seed_wins
+from pappo.evidence.summary import task_values
+from pappo.experiment.report import RUN_METHODS, RunReport
+from pappo.experiment.run import SOURCE_PATHS, claims_sha256, params_subset
+from pappo.io import canonical_json, sha256_bytes, sha256_file
+from pappo.policy.checkpoint import read_record
+from pappo.tasks.models import ManifestLock
+
+NON_PPO = ("base", "rft", "grpo")
+
+
+class AuditFailure(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    file: str
+    field: str
+    expected: str
+    found: str
+    message: str
+
+
+class ClaimVerdict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    holds: bool
+    metric: str
+    method: str
+    baseline: str = Field(description="The baseline compared with (best_non_ppo resolved).")
+    delta: float = Field(description="Mean improvement over seeds (positive: the method is better).")
+    lo: float = Field(description="Lower end of the paired 95% bootstrap interval of the improvement.")
+    hi: float
+    seed_wins: int
+    n_seeds: int
+    reasons: list[str] = Field(description="Why it does not hold (empty when it holds).")
+
+
+class AuditVerdict(BaseModel):
+    """The audit's result, as written to receipts/audit.json."""
+
+    model_config = ConfigDict(extra="forbid")
+    schema_version: Literal[1] = 1
+    exit_code: Literal[0, 1, 2]
+    integrity_ok: bool
+    head: str | None = Field(description="The commit audited.")
+    runs_checked: int
+    failures: list[AuditFailure]
+    claims: list[ClaimVerdict]
+    verdict: str = Field(description="The readable verdict.")
+
+
+class _Ctx:
+    """What the checks share: params, paths, the failures found so far."""
+
+    def __init__(self, params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path) -> None:
+        self.params, self.root, self.runs, self.base_dir, self.schemas = params, root, runs, base_dir, schemas
+        self.failures: list[AuditFailure] = []
+
+    def fail(self, file: Path | str, field: str, expected: Any, found: Any, message: str) -> None:
+        rel = Path(file)
+        rel_s = rel.relative_to(self.root).as_posix() if rel.is_absolute() and rel.is_relative_to(self.root) else str(file)
+        self.failures.append(AuditFailure(file=rel_s, field=field, expected=str(expected), found=str(found),
+                                          message=message))  # fmt: skip
+
+
+def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path) -> AuditVerdict:
+    """Every check; claims are evaluated only on runs that passed integrity."""
+    ctx = _Ctx(params, Path(root).resolve(), Path(runs), Path(base_dir), Path(schemas))
+    reports: dict[tuple[int, str], RunReport] = {}
+    receipts: dict[tuple[int, str], rc.Receipt] = {}
+    for seed in params.seeds:
+        for method in RUN_METHODS:
+            loaded = _load_run(ctx, seed, method)
+            if loaded is not None:
+                reports[seed, method], receipts[seed, method] = loaded
+    _check_lock(ctx)
+    _check_source(ctx, receipts)
+    _check_inputs(ctx, reports, receipts)
+    _check_budgets(ctx, reports)
+    claims = [] if ctx.failures else [evaluate_claim(c, reports, receipts, params.seeds) for c in params.claims]
+    ok = not ctx.failures
+    code: Literal[0, 1, 2] = 1 if not ok else (0 if all(c.holds for c in claims) else 2)
+    return AuditVerdict(exit_code=code, integrity_ok=ok, head=_git(ctx.root, "rev-parse", "HEAD"),
+                        runs_checked=len(reports), failures=ctx.failures, claims=claims,
+                        verdict=render(ok, ctx.failures, claims))  # fmt: skip
+
+
+def _load_run(ctx: _Ctx, seed: int, method: str) -> tuple[RunReport, rc.Receipt] | None:
+    """Report and receipt of one run: present, valid (pydantic and JSON Schema), bound to each other."""
+    run = ctx.runs / f"seed_{seed}" / method
+    loaded: list[Any] = []
+    for name, model, schema in (("report.json", RunReport, "run_report"), ("receipt.json", rc.Receipt, "receipt")):
+        path = run / name
+        if not path.is_file():
+            ctx.fail(path, "-", "a file", "missing", f"run `dvc repro train@{seed}-{method}`")
+            return None
+        try:
+            data = json.loads(path.read_text())
+        except ValueError as e:
+            ctx.fail(path, "-", "JSON", "unreadable", f"not JSON: {e}")
+            return None
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if version != 1:
+            ctx.fail(path, "schema_version", 1, version, "written by another version of pappo; regenerate it (dvc repro)")
+            return None
+        try:
+            jsonschema.validate(data, json.loads((ctx.schemas / f"{schema}.schema.json").read_text()))
+            loaded.append(model.model_validate(data))
+        except (jsonschema.ValidationError, ValidationError) as e:
+            ctx.fail(path, "-", f"valid against schemas/{schema}.schema.json", "invalid", str(e).splitlines()[0])
+            return None
+    report, receipt = loaded
+    for where, obj in (("report.json", report), ("receipt.json", receipt)):
+        if (obj.seed, obj.method) != (seed, method):
+            ctx.fail(run / where, "seed/method", f"{seed}/{method}", f"{obj.seed}/{obj.method}",
+                     "the file belongs to another run (moved or swapped)")  # fmt: skip
+    for problem in rc.verify_receipt(run, receipt):
+        ctx.fail(run / "receipt.json", "outputs", "hashes as recorded", "different", problem)
+    for leak in rc.leaks(receipt):
+        ctx.fail(run / "receipt.json", "-", "sanitised", "leak", leak)
+    return report, receipt
+
+
+def _check_lock(ctx: _Ctx) -> None:
+    """dvc.lock binds every file a train stage wrote (md5): an edited or swapped report or receipt
+    no longer matches, even where no receipt hash covers it."""
+    path = ctx.root / "dvc.lock"
+    if not path.is_file():
+        ctx.fail(path, "-", "a file", "missing", "run dvc repro; the lock binds the outputs")
+        return
+    stages = (yaml.safe_load(path.read_text()) or {}).get("stages", {})
+    for seed in ctx.params.seeds:
+        for method in RUN_METHODS:
+            name = f"train@{seed}-{method}"
+            if name not in stages:
+                ctx.fail(path, f"stages.{name}", "a locked stage", "missing", f"run `dvc repro {name}`")
+                continue
+            for out in stages[name].get("outs", []):
+                file = ctx.root / out["path"]
+                if out.get("md5", "").endswith(".dir") or not file.is_file():
+                    continue  # directories: their files are in the receipt's hashes
+                found = hashlib.md5(file.read_bytes()).hexdigest()
+                if found != out.get("md5"):
+                    ctx.fail(file, f"dvc.lock {name} md5", out.get("md5"), found, "edited after dvc repro wrote it")
+
+
+def _check_source(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> None:
+    """Each receipt's commit exists, its recorded tree is that commit's, and HEAD's code is the same."""
+    head_tree = tree_at(ctx.root, "HEAD", SOURCE_PATHS)
+    dirty = _git(ctx.root, "status", "--porcelain", "--untracked-files=normal", "--", *SOURCE_PATHS)
+    if dirty:
+        ctx.fail("(working tree)", "git status", "clean pipeline code", dirty.splitlines()[0],
+                 "uncommitted changes to the pipeline code; commit them and rerun")  # fmt: skip
+    for (seed, method), r in receipts.items():
+        path = ctx.runs / f"seed_{seed}" / method / "receipt.json"
+        s = r.source
+        if s.git_dirty:
+            ctx.fail(path, "source.git_dirty", False, True, "the run was made from uncommitted code")
+        if s.git_commit is None or _git(ctx.root, "cat-file", "-t", s.git_commit) != "commit":
+            ctx.fail(path, "source.git_commit", "a commit of this repository", s.git_commit, "unknown commit")
+            continue
+        at_commit = tree_at(ctx.root, s.git_commit, SOURCE_PATHS)
+        if at_commit != s.tree_sha256:
+            ctx.fail(path, "source.tree_sha256", at_commit, s.tree_sha256, "the code that ran is not the commit's")
+        elif head_tree != s.tree_sha256:
+            ctx.fail(path, "source.tree_sha256", head_tree, s.tree_sha256,
+                     f"stale evidence: the pipeline code changed since {s.git_commit[:12]}; rerun dvc repro")  # fmt: skip
+
+
+def _check_inputs(ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts: dict[tuple[int, str], rc.Receipt]) -> None:
+    """Checkpoint revision, manifest lock, params and claims hashes, and the split, against now."""
+    p = ctx.params
+    record = read_record(ctx.base_dir)
+    if p.model.profile == "hub" and record.revision != p.model.revision:
+        ctx.fail(ctx.base_dir / "checkpoint.json", "revision", p.model.revision, record.revision, "not the pinned revision")
+    if p.model.profile == "hub" and not re.fullmatch(r"[0-9a-f]{40}", p.model.revision):
+        ctx.fail("params.yaml", "model.revision", "a 40-hex commit", repr(p.model.revision), "revision not pinned")
+    lock_path = Path(p.tasks.repofix.lock)
+    lock = ManifestLock.model_validate(json.loads(lock_path.read_text()))
+    manifest = Path(p.tasks.repofix.manifest)
+    if sha256_file(manifest) != lock.manifest_sha256:
+        ctx.fail(manifest, "sha256", lock.manifest_sha256, sha256_file(manifest),
+                 "the task manifest changed since validation; rerun dvc repro")  # fmt: skip
+    want = {"manifest_lock_sha256": sha256_file(lock_path),
+            "params_sha256": sha256_bytes(canonical_json(params_subset(p)).encode()),
+            "claims_sha256": claims_sha256(p)}  # fmt: skip
+    for (seed, method), r in receipts.items():
+        path = ctx.runs / f"seed_{seed}" / method / "receipt.json"
+        if r.checkpoint.revision != record.revision or r.checkpoint.files != record.files:
+            ctx.fail(path, "checkpoint", record.revision, r.checkpoint.revision, "another base checkpoint")
+        for field, value in want.items():
+            if getattr(r.inputs, field) != value:
+                what = "claims were edited after the run" if field == "claims_sha256" else "the input changed since"
+                ctx.fail(path, f"inputs.{field}", value, getattr(r.inputs, field), what)
+    for (seed, method), rep in reports.items():
+        split = lock.splits.get(seed)
+        path = ctx.runs / f"seed_{seed}" / method / "report.json"
+        if split is None or sorted(split.eval_instance_ids) != rep.eval_instance_ids:
+            ctx.fail(path, "eval_instance_ids", "the lock's eval split", rep.eval_instance_ids[:3], "not the seed's split")
+        elif {t.instance_id for t in rep.final_eval.tasks} != set(split.eval_instance_ids):
+            ctx.fail(path, "final_eval.tasks", "the eval split's tasks", "other tasks", "evaluated on other tasks")
+
+
+def _check_budgets(ctx: _Ctx, reports: dict[tuple[int, str], RunReport]) -> None:
+    """Every trained method of a seed: the same limits and task draws, and within them."""
+    for seed in ctx.params.seeds:
+        rows = {m: reports[seed, m].budget for m in RUN_METHODS if (seed, m) in reports and m != "base"}
+        keys = {(b.episodes_limit, b.generated_tokens_limit, b.task_draws_sha256) for b in rows.values()}
+        if len(keys) > 1:
+            ctx.fail(ctx.runs / f"seed_{seed}", "budget", "one budget for every method",
+                     {m: b.episodes_limit for m, b in rows.items()}, "budgets are not matched")  # fmt: skip
+        for m, b in rows.items():
+            if b.episodes_used != b.episodes_limit or b.generated_tokens_used > b.generated_tokens_limit:
+                ctx.fail(ctx.runs / f"seed_{seed}" / m / "report.json", "budget",
+                         f"{b.episodes_limit} episodes, <= {b.generated_tokens_limit} tokens",
+                         f"{b.episodes_used} episodes, {b.generated_tokens_used} tokens", "budget not as planned")  # fmt: skip
+
+
+def evaluate_claim(claim: ClaimParams, reports: dict[tuple[int, str], RunReport],
+                   receipts: dict[tuple[int, str], rc.Receipt], seeds: list[int]) -> ClaimVerdict:  # fmt: skip
+    """The claim's numbers from the per-task outcomes; holds only if every rule holds."""
+    baseline = claim.baseline
+    if baseline == "best_non_ppo":
+        means = {m: _mean_over_seeds(reports, m, claim.metric, seeds) for m in NON_PPO}
+        sign = 1 if claim.direction == "higher" else -1
+        baseline = max(NON_PPO, key=lambda m: (sign * means[m], -NON_PPO.index(m)))
+    sign = 1.0 if claim.direction == "higher" else -1.0
+    pairs = []
+    for s in seeds:
+        a, b = _values(reports[s, claim.method], claim.metric), _values(reports[s, baseline], claim.metric)
+        pairs.append(([sign * x for x in a], [sign * x for x in b]))
+    ci = paired_diff_ci_seeds(pairs)
+    per_seed_a = [sum(a) / len(a) for a, _ in pairs]
+    per_seed_b = [sum(b) / len(b) for _, b in pairs]
+    wins = seed_wins(per_seed_a, per_seed_b, claim.min_delta)
+    reasons = []
+    if ci.mean < claim.min_delta:
+        reasons.append(f"mean improvement {ci.mean:+.3f} < min_delta {claim.min_delta}")
+    if wins < claim.min_seed_wins:
+        reasons.append(f"{wins}/{len(seeds)} seed wins < {claim.min_seed_wins}")
+    if claim.ci_rule == "lower_bound_above_zero" and not ci.lo > 0:
+        reasons.append(f"95% interval [{ci.lo:+.3f}, {ci.hi:+.3f}] does not exclude 0")
+    if claim.needs_gpu and any(r.hardware.accelerator != "cuda" for r in receipts.values()):
+        reasons.append("needs GPU receipts; these runs are CPU runs")
+    return ClaimVerdict(id=claim.id, holds=not reasons, metric=claim.metric, method=claim.method, baseline=baseline,
+                        delta=ci.mean, lo=ci.lo, hi=ci.hi, seed_wins=wins, n_seeds=len(seeds), reasons=reasons)  # fmt: skip
+
+
+def _mean_over_seeds(reports: dict[tuple[int, str], RunReport], method: str, metric: str, seeds: list[int]) -> float:
+    values = [_values(reports[s, method], metric) for s in seeds]
+    return sum(sum(v) / len(v) for v in values) / len(values)
+
+
+def _values(report: RunReport, metric: str) -> list[float]:
+    """Per-task values of the metric, tasks sorted by instance_id (as the summary pairs them)."""
+    return [task_values(t)[metric] for t in sorted(report.final_eval.tasks, key=lambda t: t.instance_id)]
+
+
+def tree_at(root: Path, commit: str, paths: tuple[str, ...]) -> str | None:
+    """The receipt's source-tree hash of `paths` as committed at `commit` (None: not a commit)."""
+    names = _git(root, "ls-tree", "-r", "--name-only", commit, "--", *paths)
+    if names is None:
+        return None
+    listing = {}
+    for name in sorted(names.splitlines()):
+        blob = subprocess.run(["git", "show", f"{commit}:{name}"], cwd=root, capture_output=True, check=True).stdout
+        listing[name] = sha256_bytes(blob)
+    return rc.listing_sha256(listing)
+
+
+def _git(root: Path, *args: str) -> str | None:
+    out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def render(ok: bool, failures: list[AuditFailure], claims: list[ClaimVerdict]) -> str:
+    """The verdict as a reviewer reads it."""
+    lines = [f"integrity: {'OK' if ok else f'FAILED ({len(failures)} problems)'}"]
+    lines += [f"  - {f.file} [{f.field}]: {f.message} (expected {f.expected}, found {f.found})" for f in failures]
+    for c in claims:
+        state = "holds" if c.holds else "does NOT hold"
+        lines.append(f"claim {c.id}: {state}: {c.method} vs {c.baseline} on {c.metric}: {c.delta:+.3f} "
+                     f"[{c.lo:+.3f}, {c.hi:+.3f}], {c.seed_wins}/{c.n_seeds} seed wins")  # fmt: skip
+        lines += [f"  - {r}" for r in c.reasons]
+    return "\n".join(lines)

@@ -1,0 +1,444 @@
+"""Run receipts: what ran, from which source and inputs, on which machine, and what it produced.
+
+A success writes `receipt.json` into the run folder; a failure writes `failure.json` (never
+overwritten: later ones are `failure-2.json`, `failure-3.json`, ...). Typical use: `clock =
+Clock.start()` before the run; after it (or in an `except`) `new_receipt(..., clock=clock,
+error=exc_or_None)` then `write_receipt` / `write_failure`; the audit runs `verify_receipt` and `leaks`.
+
+A receipt names no host, user, home folder or absolute path (`leaks` checks; `sanitise` scrubs
+error text). torch is imported inside the collectors so importing this module stays cheap.
+Capacities in `*_gb` / `*_mb` fields are binary units (GiB = 2**30 bytes, MiB = 2**20 bytes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import getpass
+import importlib.metadata
+import itertools
+import os
+import platform
+import re
+import resource
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from pappo.io import atomic_write_json, canonical_json, sha256_bytes, sha256_file
+
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+_ABS_PATH = re.compile(r"(?<![\w/.~<>-])/(?!/)[^\s'\"`,;:()\[\]{}<>|]+|\b[A-Za-z]:\\[^\s'\"`,;]+")
+_GIT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
+OUTPUT_EXCLUDE = ("receipt.json", "failure.json", "failure-*.json", ".*.tmp", ".gitignore")  # .gitignore: DVC writes it after the run
+_BENIGN_ENV = ("LANG", "LANGUAGE", "LC_*", "TERM", "COLORTERM", "SHLVL", "DEBIAN_FRONTEND")
+
+
+def _relative(path: str) -> str:
+    parts = path.split("/")
+    if not path or path.startswith("/") or "\\" in path or ".." in parts or "" in parts:
+        raise ValueError(f"{path!r} is not a relative posix path inside the folder")
+    return path
+
+
+RelPath = Annotated[str, AfterValidator(_relative)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+
+class SourceInfo(_Model):
+    git_commit: str | None = Field(pattern=r"^[0-9a-f]{40}$", description="HEAD commit; None outside a git work tree or before the first commit.")
+    git_dirty: bool = Field(description="Tracked files differ from HEAD (`git status --porcelain --untracked-files=no`); True whenever git_commit is None (clean cannot be shown).")
+    tree_sha256: Sha256 = Field(description="sha256 of the canonical JSON {path: sha256(bytes on disk)} of the tracked files under source_paths (`git ls-files`); outside git, every file under them except __pycache__.")
+    source_paths: list[RelPath] = Field(description="The repo-relative paths hashed (files or folders).")
+
+
+class CheckpointInfo(_Model):
+    model_id: str = Field(description="Hub repository id, or the tiny model's id.")
+    revision: str = Field(description="Hub commit, or the content revision of a saved folder.")
+    files: dict[RelPath, Sha256] = Field(description="sha256 of every weight, config and tokenizer file of the base checkpoint.")
+    adapters: dict[RelPath, Sha256] = Field(description="sha256 of every adapter file the run produced, relative to run_dir/adapters.")
+
+    @classmethod
+    def from_record(cls, record: Any, adapters: dict[str, str]) -> CheckpointInfo:
+        """From a `pappo.policy.checkpoint.CheckpointRecord` and `hash_files(run_dir / 'adapters')`."""
+        return cls(model_id=record.model_id, revision=record.revision, files=dict(record.files), adapters=adapters)
+
+
+class InputsInfo(_Model):
+    manifest_lock_sha256: Sha256 = Field(description="sha256 of the task manifest lock file.")
+    params_sha256: Sha256 = Field(description="sha256 of the canonical JSON of the params subset the run depends on.")
+    claims_sha256: Sha256 | None = Field(description="sha256 of the canonical JSON of the claims block; None if there is none.")
+
+
+class OutputsInfo(_Model):
+    files: dict[RelPath, Sha256] = Field(description="sha256 of every file in the run folder (report.json, metrics.json, adapters/, dvclive/, ...) except receipt.json and failure*.json.")
+
+
+class HardwareInfo(_Model):
+    accelerator: Literal["cpu", "cuda"] = Field(description="Device kind the run used.")
+    accelerator_model_name: str | None = Field(description="e.g. 'NVIDIA H200' (torch.cuda.get_device_name(0)); None on CPU.")
+    accelerators_per_node: int = Field(ge=0, description="Visible CUDA devices (0 on CPU).")
+    accelerator_memory_capacity_gb: float | None = Field(description="Device 0 total memory in GiB; None on CPU.")
+    nvidia_driver_version: str | None = Field(description="From nvidia-smi or /proc/driver/nvidia/version; None on CPU.")
+    cuda_runtime_version: str | None = Field(description="torch.version.cuda (the runtime torch was built with); None on CPU.")
+    cudnn_version: str | None = Field(description="torch.backends.cudnn.version(); None on CPU.")
+    host_processor_model_name: str | None = Field(description="/proc/cpuinfo 'model name', else platform.processor().")
+    host_processor_core_count: int = Field(ge=1, description="os.cpu_count(): logical CPUs.")
+    host_memory_capacity_gb: float = Field(gt=0, description="psutil.virtual_memory().total in GiB.")
+
+
+class SoftwareInfo(_Model):
+    python: str = Field(description="platform.python_version().")
+    torch: str | None = Field(description="Installed distribution version (importlib.metadata); None if absent.")
+    transformers: str | None = Field(description="Installed version; None if absent.")
+    peft: str | None = Field(description="Installed version; None if absent.")
+    dvc: str | None = Field(description="Installed version; None if absent.")
+    os: str = Field(description="platform.system() and platform.release() only (no host name).")
+
+
+class TimingInfo(_Model):
+    started: str = Field(description="UTC, ISO 8601.")
+    ended: str = Field(description="UTC, ISO 8601.")
+    wall_s: float = Field(ge=0, description="Monotonic wall-clock seconds from start to end.")
+    device_s: float | None = Field(description="CUDA time in seconds if measured, else None.")
+
+    @model_validator(mode="after")
+    def _utc(self) -> TimingInfo:
+        for name in ("started", "ended"):
+            if datetime.fromisoformat(getattr(self, name)).utcoffset() != timezone.utc.utcoffset(None):
+                raise ValueError(f"timing.{name} must be an ISO 8601 time in UTC, got {getattr(self, name)!r}")
+        return self
+
+
+class ResourceInfo(_Model):
+    peak_rss_mb: float = Field(ge=0, description="MiB: the larger of getrusage(RUSAGE_SELF).ru_maxrss and getrusage(RUSAGE_CHILDREN).ru_maxrss (the largest waited-for child), not their sum.")
+    peak_device_memory_mb: float | None = Field(description="MiB: torch.cuda.max_memory_allocated() of the current device; None on CPU.")
+
+
+class DeterminismInfo(_Model):
+    torch_deterministic_algorithms: bool = Field(description="torch.are_deterministic_algorithms_enabled().")
+    cudnn_deterministic: bool = Field(description="torch.backends.cudnn.deterministic.")
+    cudnn_benchmark: bool = Field(description="torch.backends.cudnn.benchmark.")
+    num_threads: int = Field(ge=1, description="torch.get_num_threads().")
+    seed: int = Field(description="The seed the run set.")
+
+
+class Receipt(_Model):
+    """One run's receipt; a success needs checkpoint and inputs, a failure needs an error."""
+
+    schema_version: Literal[1] = Field(1, description="Receipt format version.")
+    run_id: str = Field(description="e.g. 'seed_0/pappo'.")
+    stage: str = Field(description="The DVC stage (or command) that ran.")
+    seed: int = Field(description="Run seed.")
+    method: str = Field(description="base, rft, grpo, ppo or pappo.")
+    profile: Literal["tiny", "hub"] = Field(description="Model profile.")
+    status: Literal["success", "failure"] = Field(description="Whether the run completed.")
+    error: str | None = Field(None, description="Sanitised error message of a failure; None on success.")
+    source: SourceInfo = Field(description="The code that ran.")
+    checkpoint: CheckpointInfo | None = Field(description="Base weights and produced adapters; None only for a failure before they existed.")
+    inputs: InputsInfo | None = Field(description="Input hashes; None only for a failure before they were read.")
+    outputs: OutputsInfo = Field(description="Files the run wrote.")
+    hardware: HardwareInfo = Field(description="The machine.")
+    software: SoftwareInfo = Field(description="Library versions.")
+    timing: TimingInfo = Field(description="When and how long.")
+    resources: ResourceInfo = Field(description="Peak memory.")
+    determinism: DeterminismInfo = Field(description="Determinism settings in force.")
+    world_size: int = Field(1, ge=1, description="Processes in the run.")
+    ranks_devices: list[str] = Field(description="Device of each rank, e.g. ['cpu'] or ['cuda:0']; one per rank.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Receipt:
+        if len(self.ranks_devices) != self.world_size:
+            raise ValueError(f"ranks_devices has {len(self.ranks_devices)} entries, world_size is {self.world_size}")
+        if self.status == "failure" and not self.error:
+            raise ValueError("a failure receipt needs an error message")
+        if self.status == "success" and (self.error is not None or self.checkpoint is None or self.inputs is None):
+            raise ValueError("a success receipt has no error and needs checkpoint and inputs")
+        return self
+
+
+# --------------------------------------------------------------------------------- collectors
+def _git(repo_root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV} | {"LC_ALL": "C"}
+    return subprocess.run(["git", *args], cwd=repo_root, env=env, capture_output=True, timeout=60)
+
+
+def collect_source(repo_root: Path, paths: Sequence[str]) -> SourceInfo:
+    """Commit, dirtiness and on-disk hash of the tracked files under `paths` (relative to repo_root).
+
+    Outside a git work tree (or without git) the commit is None, dirty is True (cleanliness cannot
+    be shown) and every file under `paths` (bar __pycache__) is hashed.
+    """
+    repo_root, paths = Path(repo_root), [_relative(Path(p).as_posix()) for p in paths]
+    if not paths:
+        raise ValueError("collect_source needs at least one source path")
+    try:
+        inside = _git(repo_root, "rev-parse", "--is-inside-work-tree").stdout.strip() == b"true"
+    except FileNotFoundError:
+        inside = False
+    if inside:
+        head = _git(repo_root, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+        commit = head.stdout.decode().strip() if head.returncode == 0 else None
+        # Only the source paths: a pipeline run rewrites its own committed outputs meanwhile. A new
+        # untracked file there is dirt too (it could be imported yet is not in the tree hash).
+        status = _git(repo_root, "status", "--porcelain", "--untracked-files=normal", "--", *paths)
+        dirty = commit is None or status.returncode != 0 or bool(status.stdout.strip())
+        listed = _git(repo_root, "ls-files", "-z", "--", *paths)
+        if listed.returncode != 0:
+            raise RuntimeError(f"git ls-files failed: {sanitise(listed.stderr.decode(), repo_root)}")
+        files = [f for f in listed.stdout.decode().split("\0") if f]
+    else:
+        commit, dirty = None, True
+        files = [p.relative_to(repo_root).as_posix() for base in paths for p in (repo_root / base).rglob("*")
+                 if "__pycache__" not in p.parts] + [p for p in paths if (repo_root / p).is_file()]  # fmt: skip
+    listing = {f: sha256_file(repo_root / f) for f in sorted(set(files)) if (repo_root / f).is_file()}
+    if not listing:
+        raise ValueError(f"no {'tracked ' if inside else ''}files under {paths} in the repository")
+    return SourceInfo(git_commit=commit, git_dirty=dirty, tree_sha256=listing_sha256(listing), source_paths=paths)
+
+
+def _driver_version() -> str | None:
+    try:
+        from torch.utils import collect_env
+
+        return collect_env.get_nvidia_driver_version(collect_env.run)
+    except Exception:  # noqa: BLE001 - a missing nvidia-smi only leaves the field empty
+        return None
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and ":" in line:
+                return line.split(":", 1)[1].strip() or None
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def collect_hardware() -> HardwareInfo:
+    import psutil
+    import torch
+
+    cuda = torch.cuda.is_available()
+    props = torch.cuda.get_device_properties(0) if cuda else None
+    return HardwareInfo(
+        accelerator="cuda" if cuda else "cpu",
+        accelerator_model_name=props.name if props else None,
+        accelerators_per_node=torch.cuda.device_count() if cuda else 0,
+        accelerator_memory_capacity_gb=round(props.total_memory / 2**30, 2) if props else None,
+        nvidia_driver_version=_driver_version() if cuda else None,
+        cuda_runtime_version=torch.version.cuda if cuda else None,
+        cudnn_version=str(torch.backends.cudnn.version()) if cuda and torch.backends.cudnn.is_available() else None,
+        host_processor_model_name=_cpu_model(),
+        host_processor_core_count=os.cpu_count() or 1,
+        host_memory_capacity_gb=round(psutil.virtual_memory().total / 2**30, 2),
+    )  # fmt: skip
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def collect_software() -> SoftwareInfo:
+    return SoftwareInfo(python=platform.python_version(), torch=_version("torch"), transformers=_version("transformers"),
+                        peft=_version("peft"), dvc=_version("dvc"), os=f"{platform.system()} {platform.release()}")  # fmt: skip
+
+
+def collect_determinism(seed: int) -> DeterminismInfo:
+    import torch
+
+    return DeterminismInfo(torch_deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
+                           cudnn_deterministic=bool(torch.backends.cudnn.deterministic),
+                           cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
+                           num_threads=torch.get_num_threads(), seed=seed)  # fmt: skip
+
+
+def collect_resources() -> ResourceInfo:
+    import torch
+
+    unit = 2**20 if sys.platform == "darwin" else 2**10  # ru_maxrss: bytes on macOS, KiB on Linux
+    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    device = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else None
+    return ResourceInfo(peak_rss_mb=round(peak / unit, 1), peak_device_memory_mb=device)
+
+
+@dataclass(frozen=True)
+class Clock:
+    """`Clock.start()` at the beginning of a run, `.stop()` at the end: a TimingInfo."""
+
+    started: datetime
+    t0: float
+
+    @classmethod
+    def start(cls) -> Clock:
+        return cls(datetime.now(timezone.utc), time.perf_counter())
+
+    def stop(self, device_s: float | None = None) -> TimingInfo:
+        wall = time.perf_counter() - self.t0
+        return TimingInfo(started=self.started.isoformat(), ended=datetime.now(timezone.utc).isoformat(),
+                          wall_s=wall, device_s=device_s)  # fmt: skip
+
+
+def listing_sha256(listing: dict[str, str]) -> str:
+    """`tree_sha256` of a {relative path: sha256 of the file's bytes} listing (order-independent)."""
+    return sha256_json(listing)
+
+
+def sha256_json(obj: Any) -> str:
+    """sha256 of the canonical JSON of `obj` (params subset, claims block)."""
+    return sha256_bytes(canonical_json(obj).encode())
+
+
+def hash_outputs(run_dir: Path, exclude: Sequence[str] = OUTPUT_EXCLUDE) -> dict[str, str]:
+    """sha256 of every file under run_dir by relative posix path, bar those matching an `exclude` glob."""
+    run_dir, out = Path(run_dir), {}
+    for path in sorted(run_dir.rglob("*")):
+        rel = path.relative_to(run_dir).as_posix()
+        if path.is_file() and not any(fnmatch.fnmatchcase(rel, glob) for glob in exclude):
+            out[rel] = sha256_file(path)
+    return out
+
+
+# ----------------------------------------------------------------------------------- privacy
+def _private() -> list[tuple[str, str, str]]:
+    """(kind, placeholder, value) of the names a receipt must not carry, longest values first."""
+    found = [("home directory", "<home>", str(Path.home()).rstrip("/")),
+             ("hostname", "<host>", socket.gethostname()), ("username", "<user>", getpass.getuser())]  # fmt: skip
+    return sorted([f for f in found if len(f[2]) > 1], key=lambda f: -len(f[2]))
+
+
+def _word(value: str) -> re.Pattern[str]:
+    """`value` as a whole token: not inside a longer name, path or placeholder."""
+    return re.compile(rf"(?<![\w.<-]){re.escape(value)}(?![\w>-])")
+
+
+def sanitise(text: str, repo_root: Path | str | None = None) -> str:
+    """Replace the repo root, home directory, any other absolute path, the hostname and the username.
+
+    Gives e.g. '<repo>/src/x.py', '<home>/.cache/...', '<path>', '<host>', '<user>'; for error
+    messages of failure receipts. Host and user names are replaced as whole tokens only.
+    """
+    private = _private()
+    roots = [(str(repo_root).rstrip("/"), "<repo>")] if repo_root else []
+    for value, holder in roots + [(v, h) for _, h, v in private if h == "<home>"]:
+        if len(value) > 1:
+            text = re.sub(rf"{re.escape(value)}(?![\w.-])", holder, text)
+    text = _ABS_PATH.sub("<path>", text)
+    for _, holder, value in private:
+        text = _word(value).sub(holder, text) if holder != "<home>" else text
+    return text
+
+
+def _strings(obj: Any, where: str) -> Iterator[tuple[str, str]]:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield f"{where}[{k!r}] (key)", str(k)
+            yield from _strings(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _strings(v, f"{where}[{i}]")
+    elif isinstance(obj, str):
+        yield where, obj
+
+
+def leaks(receipt: Receipt, repo_root: Path | str | None = None, allow: Sequence[str] = ()) -> list[str]:
+    """Where the serialised receipt names the host, user, home, an absolute path or an env var value.
+
+    Env values longer than 6 characters count (bar numbers, locale/terminal variables and `allow`);
+    messages name the variable, never its value.
+    """
+    rules: list[tuple[str, re.Pattern[str]]] = [(kind, _word(v)) for kind, _, v in _private()]
+    rules += [("repo root", re.compile(re.escape(str(repo_root))))] if repo_root else []
+    rules += [("absolute path", _ABS_PATH)]
+    rules += [(f"value of environment variable {k}", _word(v.strip())) for k, v in os.environ.items()
+              if len(v.strip()) > 6 and v not in allow and not re.fullmatch(r"[\d.]+", v.strip())
+              and not any(fnmatch.fnmatchcase(k, g) for g in _BENIGN_ENV)]  # fmt: skip
+    found = []
+    for where, text in _strings(receipt.model_dump(mode="json"), ""):
+        found += [f"{where}: {kind} found" for kind, rule in rules if rule.search(text)]
+    return found
+
+
+# -------------------------------------------------------------------------------- write/check
+def new_receipt(*, run_id: str, stage: str, seed: int, method: str, profile: Literal["tiny", "hub"],
+                run_dir: Path, clock: Clock, repo_root: Path, source_paths: Sequence[str],
+                checkpoint: CheckpointInfo | None, inputs: InputsInfo | None, error: BaseException | str | None = None,
+                world_size: int = 1, ranks_devices: Sequence[str] | None = None, device_s: float | None = None) -> Receipt:  # fmt: skip
+    """Collect everything and build a receipt: a failure when `error` is given (sanitised here)."""
+    hardware = collect_hardware()
+    if isinstance(error, BaseException):
+        error = f"{type(error).__name__}: {error}"
+    devices = list(ranks_devices) if ranks_devices is not None else [
+        "cuda:0" if hardware.accelerator == "cuda" else "cpu"] * world_size  # fmt: skip
+    return Receipt(run_id=run_id, stage=stage, seed=seed, method=method, profile=profile,
+                   status="failure" if error else "success", error=sanitise(error, repo_root)[:4000] if error else None,
+                   source=collect_source(repo_root, source_paths), checkpoint=checkpoint, inputs=inputs,
+                   outputs=OutputsInfo(files=hash_outputs(run_dir)), hardware=hardware, software=collect_software(),
+                   timing=clock.stop(device_s), resources=collect_resources(), determinism=collect_determinism(seed),
+                   world_size=world_size, ranks_devices=devices)  # fmt: skip
+
+
+def _validated(receipt: Receipt, status: str) -> dict[str, Any]:
+    data = Receipt.model_validate(receipt.model_dump()).model_dump(mode="json")
+    if data["status"] != status:
+        raise ValueError(f"receipt status is {data['status']!r}; this writer takes {status!r} receipts")
+    return data
+
+
+def write_receipt(run_dir: Path, receipt: Receipt) -> Path:
+    """Validate, then write run_dir/receipt.json atomically; failure files are left alone."""
+    path = Path(run_dir) / "receipt.json"
+    atomic_write_json(path, _validated(receipt, "success"))
+    return path
+
+
+def write_failure(run_dir: Path, receipt: Receipt) -> Path:
+    """Write failure.json, or failure-2.json, -3.json, ... : an existing file is never replaced.
+
+    The content is written to a temp file, then hard-linked to the first free name: atomic, and
+    unlike a rename the link fails when the name is taken.
+    """
+    folder, data = Path(run_dir), _validated(receipt, "failure")
+    tmp = folder / f".failure.{os.getpid()}.tmp"
+    atomic_write_json(tmp, data)
+    try:
+        for n in itertools.count(1):
+            path = folder / ("failure.json" if n == 1 else f"failure-{n}.json")
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)
+                return path
+    finally:
+        tmp.unlink(missing_ok=True)
+    raise AssertionError("unreachable")
+
+
+def verify_receipt(run_dir: Path, receipt: Receipt) -> list[str]:
+    """Re-hash the files a receipt lists; one message per missing, changed or unlisted file."""
+    run_dir, problems = Path(run_dir), []
+    adapters = receipt.checkpoint.adapters if receipt.checkpoint else {}
+    for field, base, files in (("outputs.files", run_dir, receipt.outputs.files), ("checkpoint.adapters", run_dir / "adapters", adapters)):
+        for rel, expected in sorted(files.items()):
+            path = base / rel
+            shown = path.relative_to(run_dir).as_posix()
+            if not path.is_file():
+                problems.append(f"{field}[{rel!r}]: {shown} is missing (expected sha256 {expected})")
+            elif (found := sha256_file(path)) != expected:
+                problems.append(f"{field}[{rel!r}]: {shown} has sha256 {found}, expected {expected}")
+    for rel in sorted(set(hash_outputs(run_dir)) - set(receipt.outputs.files)):
+        problems.append(f"outputs.files: {rel} is in the run folder but not in the receipt")
+    return problems

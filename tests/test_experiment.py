@@ -1,0 +1,56 @@
+"""`pappo train` / `pappo experiment` bad input, the budget rule and the reuse rule (the full runs
+are exercised through real DVC in test_dvc_smoke)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import write_params
+from pappo.cli import app
+from pappo.config import Params
+from pappo.experiment.report import Budget
+from pappo.experiment.single_seed import reusable
+
+def pappo(*args: str, cwd: Path):  # type: ignore[no-untyped-def]
+    """The real CLI in-process; `--out` paths are made absolute under cwd."""
+    args = tuple(str(cwd / a) if i and args[i - 1] == "--out" else a for i, a in enumerate(args))
+    return CliRunner().invoke(app, list(args))
+
+
+def test_budget_over_the_limit_is_refused_with_numbers():
+    ok = dict(episodes_limit=8, generated_tokens_limit=100, episodes_used=8, generated_tokens_used=100,
+              task_draws_sha256="0" * 64, eval_episodes=0, eval_tokens=0)  # fmt: skip
+    Budget(**ok)
+    with pytest.raises(ValueError, match="9/8 episodes"):
+        Budget(**{**ok, "episodes_used": 9})
+    with pytest.raises(ValueError, match="101/100 generated tokens"):
+        Budget(**{**ok, "generated_tokens_used": 101})
+
+
+def test_train_refuses_an_unknown_method_and_a_missing_lock(fx_params: Params, tmp_path: Path):
+    params = write_params(fx_params, tmp_path / "params.yaml")
+    bad = pappo("train", "--params", str(params), "--method", "dpo", "--seed", "0", "--out", "out", cwd=tmp_path)
+    assert bad.exit_code == 1 and "--method 'dpo': use one of ['base', 'rft', 'grpo', 'ppo', 'pappo']" in bad.output
+    no_lock = pappo("train", "--params", str(params), "--method", "ppo", "--seed", "0", "--out", "out", cwd=tmp_path)
+    assert no_lock.exit_code == 1 and "run `pappo validate`" in no_lock.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_train_refuses_a_seed_without_a_split(fx_params: Params, tmp_path: Path):
+    params = write_params(fx_params, tmp_path / "params.yaml")
+    assert pappo("validate", "--params", str(params), cwd=tmp_path).exit_code == 0
+    run = pappo("train", "--params", str(params), "--method", "grpo", "--seed", "7", "--out", "out", cwd=tmp_path)
+    assert run.exit_code == 1 and "no split for seed 7 (have [0, 1])" in run.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_run_is_reused_only_when_complete_and_valid(fx_params: Params, tmp_path: Path):
+    run = tmp_path / "seed_0" / "ppo"
+    assert reusable(run, fx_params, "0" * 64) is None  # nothing there
+    run.mkdir(parents=True)
+    (run / "adapters").mkdir()
+    (run / "report.json").write_text('{"method": "ppo"}')  # not a valid report
+    assert reusable(run, fx_params, "0" * 64) is None
