@@ -3,6 +3,7 @@ are exercised through real DVC in test_dvc_smoke)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,10 @@ def test_train_refuses_an_unknown_method_and_a_missing_lock(fx_params: Params, t
     assert bad.exit_code == 1 and "--method 'dpo': use one of ['base', 'rft', 'grpo', 'ppo', 'pappo']" in bad.output
     no_lock = pappo("train", "--params", str(params), "--method", "ppo", "--seed", "0", "--out", "out", cwd=tmp_path)
     assert no_lock.exit_code == 1 and "run `pappo validate`" in no_lock.output
-    assert not (tmp_path / "out").exists()
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["failure.json"]  # no report, a failure receipt
+    failure = json.loads((tmp_path / "out" / "failure.json").read_text())
+    assert failure["status"] == "failure" and "pappo validate" in failure["error"]
+    assert str(tmp_path) not in json.dumps(failure)  # sanitised: no absolute paths
 
 
 def test_train_refuses_a_seed_without_a_split(fx_params: Params, tmp_path: Path):
@@ -44,7 +48,10 @@ def test_train_refuses_a_seed_without_a_split(fx_params: Params, tmp_path: Path)
     assert pappo("validate", "--params", str(params), cwd=tmp_path).exit_code == 0
     run = pappo("train", "--params", str(params), "--method", "grpo", "--seed", "7", "--out", "out", cwd=tmp_path)
     assert run.exit_code == 1 and "no split for seed 7 (have [0, 1])" in run.output
-    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "out" / "report.json").exists()
+    again = pappo("train", "--params", str(params), "--method", "grpo", "--seed", "7", "--out", "out", cwd=tmp_path)
+    assert again.exit_code == 1  # a second failure keeps the first receipt
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["failure-2.json", "failure.json"]
 
 
 def test_a_run_is_reused_only_when_complete_and_valid(fx_params: Params, tmp_path: Path):
