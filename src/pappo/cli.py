@@ -316,3 +316,57 @@ def report(
         _fail(str(e))
         return
     typer.echo(f"wrote {out / 'summary.json'}, {out / 'summary.md'} and plots in {out / 'summary'}")
+
+
+@app.command()
+def release(
+    out: Path = typer.Option(Path("dist"), "--out", help="Folder of the bundle (git-ignored)."),
+    audit_path: Path = typer.Option(None, "--audit", help="A verdict of HEAD to use; default: audit HEAD now into OUT/audit.json."),
+    runs: Path = typer.Option(Path("reports/runs"), help="Seed matrix runs (for the audit)."),
+    base: Path = typer.Option(Path("models/base"), help="Base checkpoint folder (for the audit)."),
+    upload: bool = typer.Option(False, "--upload", help="Deposit the bundle on Zenodo (token from ZENODO_TOKEN)."),
+    sandbox: bool = typer.Option(False, "--sandbox", help="Use https://sandbox.zenodo.org instead of zenodo.org."),
+    publish: bool = typer.Option(False, "--publish", help="With --upload: publish (mints a DOI; cannot be undone)."),
+    timeout: float = typer.Option(120.0, help="Seconds to wait for each Zenodo answer."),
+    params_path: Path = ParamsOpt,
+) -> None:
+    """Build the Zenodo evidence bundle of HEAD (refused unless the audit of HEAD has integrity and the tree is clean)."""
+    from pappo.evidence import zenodo
+    from pappo.evidence.release import build_bundle
+    from pappo.io import atomic_write_json
+
+    root = Path.cwd()
+    try:
+        token = zenodo.token_from_env() if upload else ""  # fail before any work
+        if audit_path is None:
+            from pappo.evidence.audit import audit as run_audit
+
+            verdict = run_audit(_params(params_path), root, runs, base, root / "schemas")
+            audit_path = out / "audit.json"
+            atomic_write_json(audit_path, verdict.model_dump(mode="json"))
+            typer.echo(verdict.verdict)
+        info = build_bundle(root, out, audit_path)
+        typer.echo(f"wrote {info.path} (sha256 {info.sha256}, {info.n_entries} entries)\n"
+                   f"{info.swhid_rev}\n{info.swhid_dir}")
+        for claim, holds in info.claims.items():
+            typer.echo(f"claim {claim}: {'HOLDS' if holds else 'DOES NOT HOLD'}")
+        if upload:
+            meta = zenodo.load_metadata(root)
+            answer = zenodo.upload(info.path, meta, zenodo.base_url(sandbox), token, publish, timeout)
+            link = (answer.get("links") or {}).get("html", "")
+            typer.echo(f"zenodo deposition {answer.get('id')}: {'published, doi ' + str(answer.get('doi')) if publish else 'draft ready for review'} {link}")
+    except PappoError as e:
+        _fail(str(e))
+
+
+@app.command("verify-bundle")
+def verify_bundle_cmd(zip_path: Path = typer.Argument(..., help="pappo-evidence-<version>.zip")) -> None:
+    """Check a bundle offline: SHA256SUMS, SWHIDs, run receipts, dvc.lock md5s, the audit verdict."""
+    from pappo.evidence.release import verify_bundle
+
+    problems = verify_bundle(zip_path)
+    for p in problems:
+        typer.echo(f"  - {p}", err=True)
+    if problems:
+        _fail(f"{zip_path}: {len(problems)} problems")
+    typer.echo(f"{zip_path}: OK")

@@ -1,0 +1,414 @@
+"""`pappo release`: the Zenodo evidence bundle, and `verify_bundle`, what a reader runs on it.
+
+`build_bundle` refuses unless the audit verdict (an `AuditVerdict`) exists, says integrity holds,
+audited the commit at HEAD, and the tracked files are clean. It writes a byte-for-byte
+reproducible `pappo-evidence-<version>.zip`: `source/` (the commit, `git archive HEAD`), params,
+dvc.lock, the manifest and its lock, every file under reports/ on disk (adapters included: the
+receipts hash them), the verdict as receipts/audit.json, CITATION.cff, .zenodo.json,
+RELEASE_NOTES.md (every claim marked HOLDS / DOES NOT HOLD with its numbers: claims that do not
+hold are packaged and stated, never hidden), BUNDLE.json and SHA256SUMS. SWHIDs: `swh:1:rev:` is
+the commit id, `swh:1:dir:` the git tree id, computed here from the archived files and checked
+against `git rev-parse HEAD^{tree}`. Layout and checks in detail: docs/release.md.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import io
+import json
+import os
+import re
+import stat
+import subprocess
+import tarfile
+import tempfile
+import zipfile
+import zlib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pappo.evidence.receipt import Receipt, verify_receipt
+from pappo.io import PappoError, sha256_bytes, sha256_file
+
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+COMPRESSLEVEL = 9
+SOURCE = "source/"
+SUMS = "SHA256SUMS"
+REGULAR, EXECUTABLE, SYMLINK = stat.S_IFREG | 0o644, stat.S_IFREG | 0o755, stat.S_IFLNK | 0o777
+TOP_FILES = ("params.yaml", "dvc.lock", "CITATION.cff", ".zenodo.json")
+DATA_FILES = ("data/repofix/manifest.jsonl", "data/repofix/manifest.lock.json")
+SKIP = ("__pycache__", ".*.tmp")
+REQUIRED = (*TOP_FILES, "BUNDLE.json", "RELEASE_NOTES.md", "receipts/audit.json", SUMS)
+_HEX40 = re.compile(r"[0-9a-f]{40}")
+
+
+@dataclass(frozen=True)
+class BundleInfo:
+    path: Path
+    version: str
+    commit: str
+    swhid_rev: str
+    swhid_dir: str
+    sha256: str
+    n_entries: int
+    claims: dict[str, bool]
+
+
+# ------------------------------------------------------------------------------- git and gates
+def _git(root: Path, *args: str) -> bytes:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | {"LC_ALL": "C"}
+    out = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, timeout=300)
+    if out.returncode != 0:
+        why = out.stderr.decode(errors="replace").strip().splitlines()
+        raise PappoError(f"`git {' '.join(args)}` failed in {root}: {why[0] if why else 'no message'}; "
+                         "a release is made from a git work tree with at least one commit")  # fmt: skip
+    return out.stdout
+
+
+def check_ready(repo_root: Path, audit_path: Path) -> tuple[str, Any]:
+    """HEAD and the verdict, or a PappoError saying which gate is shut and what to do."""
+    from pappo.evidence.audit import AuditVerdict  # imports torch: only when needed
+
+    head = _git(repo_root, "rev-parse", "--verify", "HEAD^{commit}").decode().strip()
+    dirty = _git(repo_root, "status", "--porcelain", "--untracked-files=no").decode().splitlines()
+    if dirty:
+        raise PappoError(f"the working tree is dirty: {len(dirty)} tracked files differ from HEAD (first: "
+                         f"{dirty[0].strip()}); commit or stash them: the bundle's source is HEAD and its "
+                         "evidence must be HEAD's")  # fmt: skip
+    if not Path(audit_path).is_file():
+        raise PappoError(f"{audit_path} is missing: run `pappo audit --out {audit_path}` at HEAD first; a release "
+                         "needs the audit's verdict")  # fmt: skip
+    try:
+        verdict = AuditVerdict.model_validate_json(Path(audit_path).read_bytes())
+    except ValueError as e:
+        raise PappoError(f"{audit_path} is not a valid audit verdict ({str(e).splitlines()[0]}); rerun `pappo audit`") from None
+    if not verdict.integrity_ok:
+        first = verdict.failures[0].message if verdict.failures else "no failure listed"
+        raise PappoError(f"{audit_path} says integrity_ok is false ({len(verdict.failures)} failures; first: {first}): "
+                         "a release needs intact evidence; fix it, rerun dvc repro and the audit")  # fmt: skip
+    if verdict.head != head:
+        raise PappoError(f"{audit_path} audited commit {verdict.head}, but HEAD is {head}: the audit must be of the "
+                         "released commit; rerun `pappo audit --out dist/audit.json` at HEAD (a path git does not "
+                         "track: committing a verdict moves HEAD)")  # fmt: skip
+    return head, verdict
+
+
+def read_metadata(repo_root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """.zenodo.json and CITATION.cff; they must agree on title, version and license."""
+    try:
+        zenodo = json.loads((repo_root / ".zenodo.json").read_text())
+        cff = yaml.safe_load((repo_root / "CITATION.cff").read_text())
+    except (OSError, ValueError) as e:
+        raise PappoError(f"cannot read .zenodo.json / CITATION.cff ({e}); both are needed for a release") from None
+    for key in ("title", "version", "license"):
+        if str(zenodo.get(key)) != str(cff.get(key)):
+            raise PappoError(f".zenodo.json {key} {zenodo.get(key)!r} differs from CITATION.cff's {cff.get(key)!r}; "
+                             "make them the same")  # fmt: skip
+    if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z.+_-]*", str(zenodo["version"])):
+        raise PappoError(f".zenodo.json version {zenodo['version']!r} cannot be part of a file name")
+    return zenodo, cff
+
+
+# ------------------------------------------------------------------------------ SWH / git trees
+def git_tree_id(files: dict[str, tuple[int, bytes]]) -> str:
+    """git's tree id (= SWH directory id) of {posix path: (zip mode, bytes)}; symlinks hold their target."""
+    root: dict[str, Any] = {}
+    for path, (mode, data) in files.items():
+        *dirs, name = path.split("/")
+        node = root
+        for d in dirs:
+            node = node.setdefault(d, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"{path}: a parent folder is also a file")
+        if name in node:
+            raise ValueError(f"{path}: both a file and a folder")
+        node[name] = (mode, data)
+    return _tree(root).hex()
+
+
+def _tree(node: dict[str, Any]) -> bytes:
+    rows = []
+    for name, child in node.items():
+        if isinstance(child, dict):
+            rows.append((name.encode() + b"/", b"40000 " + name.encode() + b"\0" + _tree(child)))
+        else:
+            mode, data = child
+            git_mode = b"120000" if stat.S_ISLNK(mode) else b"100755" if mode & 0o111 else b"100644"
+            blob = hashlib.sha1(b"blob %d\0" % len(data) + data).digest()
+            rows.append((name.encode(), git_mode + b" " + name.encode() + b"\0" + blob))
+    body = b"".join(entry for _, entry in sorted(rows))
+    return hashlib.sha1(b"tree %d\0" % len(body) + body).digest()
+
+
+def source_files(repo_root: Path, head: str) -> dict[str, tuple[int, bytes]]:
+    """The commit as `git archive` gives it: {path: (mode, bytes)}, checked against git's tree id."""
+    raw = _git(repo_root, "archive", "--format=tar", head)
+    files: dict[str, tuple[int, bytes]] = {}
+    with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+        if tar.pax_headers.get("comment") not in (None, head):
+            raise PappoError(f"git archive of {head} names commit {tar.pax_headers['comment']}")
+        for m in tar.getmembers():
+            if m.isdir():
+                continue
+            if m.issym():
+                files[m.name] = (SYMLINK, m.linkname.encode())
+            elif m.isfile():
+                files[m.name] = (EXECUTABLE if m.mode & 0o111 else REGULAR, tar.extractfile(m).read())  # type: ignore[union-attr]
+            else:
+                raise PappoError(f"git archive holds {m.name}, neither a file nor a symlink; cannot package it")
+    ours, gits = git_tree_id(files), _git(repo_root, "rev-parse", f"{head}^{{tree}}").decode().strip()
+    if ours != gits:
+        raise PappoError(f"the archived source hashes to tree {ours}, git says {gits}: export-ignore/export-subst or "
+                         "eol attributes, LFS or submodules change the archive; remove them for a release")  # fmt: skip
+    return files
+
+
+# -------------------------------------------------------------------------------- release notes
+def _iv(x: Any) -> str:
+    return f"{x.mean:.3f} [{x.lo:.3f}, {x.hi:.3f}]"
+
+
+def release_notes(bundle: dict[str, Any], summary: Any, verdict: Any) -> str:
+    """RELEASE_NOTES.md from BUNDLE.json's fields, a `Summary` and an `AuditVerdict`."""
+    holds = [c for c in verdict.claims if c.holds]
+    lines = [f"# PAPPO evidence bundle {bundle['version']}", "",
+             f"- commit: `{bundle['commit']}` (`{bundle['swhid_rev']}`), committed {bundle['created']}",
+             f"- source tree: `{bundle['swhid_dir']}` (files under `source/`)",
+             f"- profile: {summary.profile} on {summary.device}; seeds {summary.seeds}; K = {summary.eval_samples}",
+             f"- audit: integrity {'OK' if verdict.integrity_ok else 'FAILED'}, runs checked: {verdict.runs_checked}; "
+             f"{len(holds)} of {len(verdict.claims)} pre-registered claims hold (exit code {verdict.exit_code})"]  # fmt: skip
+    if summary.profile == "tiny":
+        lines += ["", "The tiny profile is a CPU pipeline check on a tiny model: its numbers test the pipeline, "
+                  "not the methods."]  # fmt: skip
+    lines += ["", "## Held-out success (mean over seeds, 95% stratified bootstrap interval)", "",
+              "| method | seeds | success | pass@K |", "|---|---|---|---|"]  # fmt: skip
+    lines += [f"| {m.method} | {m.n_seeds} | {_iv(m.success)} | {_iv(m.pass_at_k)} |" for m in summary.summaries]
+    lines += ["", f"## Comparisons (paired per-task success difference vs {summary.best_baseline})", "",
+              "| method | baseline | difference | seed wins |", "|---|---|---|---|"]  # fmt: skip
+    lines += [f"| {c.method} | {c.baseline} | {c.difference.mean:+.3f} [{c.difference.lo:+.3f}, {c.difference.hi:+.3f}] "
+              f"| {c.seed_wins}/{c.n_seeds} |" for c in summary.comparisons]  # fmt: skip
+    lines += ["", "## Pre-registered claims (receipts/audit.json)", "",
+              "| claim | verdict | method vs baseline | metric | improvement [95% interval] | seed wins |",
+              "|---|---|---|---|---|---|"]  # fmt: skip
+    for c in verdict.claims:
+        lines.append(f"| {c.id} | {'HOLDS' if c.holds else 'DOES NOT HOLD'} | {c.method} vs {c.baseline} | {c.metric} "
+                     f"| {c.delta:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}] | {c.seed_wins}/{c.n_seeds} |")  # fmt: skip
+    reasons = [f"- {c.id} DOES NOT HOLD: {r}" for c in verdict.claims for r in c.reasons]
+    lines += ["", *reasons] if reasons else []
+    zip_name = f"pappo-evidence-{bundle['version']}.zip"
+    lines += ["", "## Check this bundle", "", "```bash", "sha256sum -c SHA256SUMS   # inside the unpacked bundle",
+              f"pappo verify-bundle {zip_name}   # hashes, SWHID, receipts, audit", "```", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def _load_summary(repo_root: Path) -> Any:
+    from pappo.evidence.summary import Summary  # imports torch: only when needed
+
+    path = repo_root / "reports" / "summary.json"
+    try:
+        return Summary.model_validate_json(path.read_bytes())
+    except (OSError, ValueError) as e:
+        raise PappoError(f"{path} is missing or not a valid summary ({str(e).splitlines()[0]}); "
+                         "run `dvc repro report`, commit, then release") from None  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------ building
+def _skipped(rel: str) -> bool:
+    return any(fnmatch.fnmatchcase(part, glob) for part in rel.split("/") for glob in SKIP)
+
+
+def _disk_entries(repo_root: Path, audit_path: Path) -> dict[str, tuple[int, bytes | Path]]:
+    """Evidence files from disk: top files, manifest, everything under reports/, the verdict."""
+    out: dict[str, tuple[int, bytes | Path]] = {}
+    for rel in (*TOP_FILES, *DATA_FILES):
+        if not (repo_root / rel).is_file():
+            raise PappoError(f"{repo_root / rel} is missing; a release packages it (run dvc repro, commit)")
+        out[rel] = (REGULAR, repo_root / rel)
+    reports = repo_root / "reports"
+    for path in sorted(reports.rglob("*")) if reports.is_dir() else ():
+        rel = path.relative_to(repo_root).as_posix()
+        if path.is_file() and not _skipped(rel):
+            out[rel] = (REGULAR, path)
+    if not any(k.startswith("reports/runs/") for k in out):
+        raise PappoError(f"{reports / 'runs'} holds no run: run dvc repro before a release")
+    out["receipts/audit.json"] = (REGULAR, Path(audit_path).read_bytes())
+    return out
+
+
+def _read(data: bytes | Path) -> bytes:
+    return data if isinstance(data, bytes) else data.read_bytes()
+
+
+def _write_zip(path: Path, entries: dict[str, tuple[int, bytes | Path]]) -> None:
+    """Sorted entries, fixed times and modes, deflate at COMPRESSLEVEL; temp file then rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w") as zf:
+            for name in sorted(entries):
+                mode, data = entries[name]
+                info = zipfile.ZipInfo(name, date_time=ZIP_DATE)
+                info.create_system, info.external_attr = 3, mode << 16
+                zf.writestr(info, _read(data), compress_type=zipfile.ZIP_DEFLATED, compresslevel=COMPRESSLEVEL)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def build_bundle(repo_root: Path, out_dir: Path, audit_path: Path) -> BundleInfo:
+    """Check the gates, package the commit and its evidence, verify the zip, return what was made."""
+    repo_root = Path(repo_root).resolve()
+    head, verdict = check_ready(repo_root, Path(audit_path))
+    zenodo, _ = read_metadata(repo_root)
+    version = str(zenodo["version"])
+    entries: dict[str, tuple[int, bytes | Path]] = {SOURCE + k: v for k, v in source_files(repo_root, head).items()}
+    entries.update(_disk_entries(repo_root, Path(audit_path)))
+    created = datetime.fromtimestamp(int(_git(repo_root, "show", "-s", "--format=%ct", head)), timezone.utc)
+    tree = _git(repo_root, "rev-parse", f"{head}^{{tree}}").decode().strip()
+    bundle = {"schema_version": 1, "name": "pappo-evidence", "version": version, "commit": head,
+              "swhid_rev": f"swh:1:rev:{head}", "swhid_dir": f"swh:1:dir:{tree}", "created": created.isoformat(),
+              "source_prefix": SOURCE, "audit": {"integrity_ok": verdict.integrity_ok, "exit_code": verdict.exit_code,
+                                                 "claims": {c.id: c.holds for c in verdict.claims}}}  # fmt: skip
+    entries["BUNDLE.json"] = (REGULAR, (json.dumps(bundle, indent=2, sort_keys=True) + "\n").encode())
+    notes = release_notes(bundle, _load_summary(repo_root), verdict)
+    entries["RELEASE_NOTES.md"] = (REGULAR, notes.encode())
+    sums = "".join(f"{sha256_bytes(_read(d))}  {name}\n" for name, (_, d) in sorted(entries.items()))
+    entries[SUMS] = (REGULAR, sums.encode())
+    path = Path(out_dir) / f"pappo-evidence-{version}.zip"
+    _write_zip(path, entries)
+    problems = verify_bundle(path)
+    if problems:
+        path.unlink()
+        raise PappoError("the bundle fails its own verification, so none was kept:\n  - " + "\n  - ".join(problems))
+    return BundleInfo(path=path, version=version, commit=head, swhid_rev=bundle["swhid_rev"],
+                      swhid_dir=bundle["swhid_dir"], sha256=sha256_file(path), n_entries=len(entries),
+                      claims={c.id: c.holds for c in verdict.claims})  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------- verifying
+def _read_bundle(zip_path: Path, problems: list[str]) -> dict[str, tuple[int, bytes]]:
+    """Every entry {name: (mode, bytes)}; unsafe or repeated names are problems and left out."""
+    entries: dict[str, tuple[int, bytes]] = {}
+    with zipfile.ZipFile(zip_path) as zf:
+        for info in zf.infolist():
+            name, parts = info.filename, info.filename.split("/")
+            if info.is_dir():
+                continue
+            if name.startswith("/") or "\\" in name or ".." in parts or "" in parts:
+                problems.append(f"{name}: unsafe path in the archive; left out")
+            elif name in entries:
+                problems.append(f"{name}: appears twice in the archive")
+            else:
+                try:
+                    entries[name] = (info.external_attr >> 16 or REGULAR, zf.read(info))
+                except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as e:
+                    problems.append(f"{name}: unreadable in the archive ({e})")
+    return entries
+
+
+def _check_sums(entries: dict[str, tuple[int, bytes]], problems: list[str]) -> None:
+    listed: dict[str, str] = {}
+    for n, line in enumerate(entries.get(SUMS, (0, b""))[1].decode(errors="replace").splitlines(), 1):
+        m = re.fullmatch(r"([0-9a-f]{64})  (.+)", line)
+        if m is None:
+            problems.append(f"{SUMS} line {n} is not `<sha256>  <path>`: {line[:80]!r}")
+        else:
+            listed[m[2]] = m[1]
+    for name, expected in sorted(listed.items()):
+        if name not in entries:
+            problems.append(f"{name}: listed in {SUMS} but missing from the bundle")
+        elif (found := sha256_bytes(entries[name][1])) != expected:
+            problems.append(f"{name}: sha256 {found}, {SUMS} says {expected} (changed)")
+    problems += [f"{name}: in the bundle but not listed in {SUMS}" for name in sorted(set(entries) - set(listed) - {SUMS})]
+
+
+def _check_ids(entries: dict[str, tuple[int, bytes]], problems: list[str]) -> dict[str, Any]:
+    try:
+        bundle = json.loads(entries["BUNDLE.json"][1])
+    except ValueError as e:
+        problems.append(f"BUNDLE.json: not JSON ({e})")
+        return {}
+    commit = str(bundle.get("commit"))
+    if not _HEX40.fullmatch(commit) or bundle.get("swhid_rev") != f"swh:1:rev:{commit}":
+        problems.append(f"BUNDLE.json: swhid_rev {bundle.get('swhid_rev')!r} is not swh:1:rev: + the 40-hex commit {commit!r}")
+    source = {k[len(SOURCE):]: v for k, v in entries.items() if k.startswith(SOURCE)}
+    try:
+        found = f"swh:1:dir:{git_tree_id(source)}" if source else "no source/ files"
+    except ValueError as e:
+        found = f"no git tree ({e})"
+    if found != bundle.get("swhid_dir"):
+        problems.append(f"source/: the files hash to {found}, BUNDLE.json says swhid_dir {bundle.get('swhid_dir')}")
+    return bundle
+
+
+def _check_runs(entries: dict[str, tuple[int, bytes]], problems: list[str]) -> None:
+    """Each run's receipt against its unpacked files; dvc.lock's md5 of the report files."""
+    with tempfile.TemporaryDirectory(prefix="pappo-verify-") as tmp:
+        for name, (_, data) in entries.items():
+            if name.startswith("reports/"):
+                try:
+                    (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
+                    (Path(tmp) / name).write_bytes(data)
+                except OSError as e:
+                    problems.append(f"{name}: cannot be unpacked ({e.strerror})")
+        receipts = sorted(Path(tmp).glob("reports/runs/seed_*/*/receipt.json"))
+        if not receipts:
+            problems.append("reports/runs: no run receipt in the bundle")
+        for path in receipts:
+            run = path.parent.relative_to(tmp).as_posix()
+            try:
+                receipt = Receipt.model_validate_json(path.read_bytes())
+            except ValueError as e:
+                problems.append(f"{run}/receipt.json: not a valid receipt ({str(e).splitlines()[0]})")
+                continue
+            problems += [f"{run}: {p}" for p in verify_receipt(path.parent, receipt)]
+    try:
+        stages = (yaml.safe_load(entries.get("dvc.lock", (0, b""))[1]) or {}).get("stages", {})
+    except (yaml.YAMLError, AttributeError) as e:
+        problems.append(f"dvc.lock: not a DVC lock file ({str(e).splitlines()[0]})")
+        return
+    for stage, body in sorted(stages.items()):
+        for out in body.get("outs", []) if isinstance(body, dict) else []:
+            path, md5 = out.get("path", ""), str(out.get("md5", ""))
+            if path.startswith("reports/") and path in entries and not md5.endswith(".dir"):
+                if (found := hashlib.md5(entries[path][1]).hexdigest()) != md5:
+                    problems.append(f"{path}: md5 {found}, dvc.lock stage {stage} says {md5}")
+
+
+def _check_audit(entries: dict[str, tuple[int, bytes]], bundle: dict[str, Any], problems: list[str]) -> None:
+    from pappo.evidence.audit import AuditVerdict  # imports torch: only when needed
+
+    try:
+        verdict = AuditVerdict.model_validate_json(entries["receipts/audit.json"][1])
+    except ValueError as e:
+        problems.append(f"receipts/audit.json: not a valid audit verdict ({str(e).splitlines()[0]})")
+        return
+    if not verdict.integrity_ok:
+        problems.append("receipts/audit.json: integrity_ok is false")
+    if bundle and verdict.head != bundle.get("commit"):
+        problems.append(f"receipts/audit.json: audited {verdict.head}, the bundle's commit is {bundle.get('commit')}")
+
+
+def verify_bundle(zip_path: Path) -> list[str]:
+    """Hashes, SWHIDs, run receipts and the audit of a bundle, offline; [] when all hold."""
+    problems: list[str] = []
+    try:
+        entries = _read_bundle(Path(zip_path), problems)
+    except (OSError, zipfile.BadZipFile) as e:
+        return [f"{zip_path}: cannot read the zip ({e})"]
+    missing = [name for name in REQUIRED if name not in entries]
+    problems += [f"{name}: missing from the bundle" for name in missing]
+    if SUMS not in missing:
+        _check_sums(entries, problems)
+    bundle = _check_ids(entries, problems) if "BUNDLE.json" not in missing else {}
+    _check_runs(entries, problems)
+    if "receipts/audit.json" not in missing:
+        _check_audit(entries, bundle, problems)
+    return problems
+
