@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pappo.config import ClaimParams, Params
 from pappo.evidence import receipt as rc
 from pappo.evidence.stats import paired_diff_ci_seeds, seed_wins
-from pappo.evidence.summary import task_values
+from pappo.evidence.summary import pick_best_baseline, task_values
 from pappo.experiment.report import RUN_METHODS, RunReport
 from pappo.experiment.run import SOURCE_PATHS, claims_sha256, params_subset
 from pappo.io import canonical_json, sha256_bytes, sha256_file
@@ -240,10 +240,8 @@ def evaluate_claim(claim: ClaimParams, reports: dict[tuple[int, str], RunReport]
                    receipts: dict[tuple[int, str], rc.Receipt], seeds: list[int]) -> ClaimVerdict:  # fmt: skip
     """The claim's numbers from the per-task outcomes; holds only if every rule holds."""
     baseline = claim.baseline
-    if baseline == "best_non_ppo":
-        means = {m: _mean_over_seeds(reports, m, claim.metric, seeds) for m in NON_PPO}
-        sign = 1 if claim.direction == "higher" else -1
-        baseline = max(NON_PPO, key=lambda m: (sign * means[m], -NON_PPO.index(m)))
+    if baseline == "best_non_ppo":  # the summary's choice: best mean success, the same tie rule
+        baseline = pick_best_baseline({m: _mean_over_seeds(reports, m, "success", seeds) for m in NON_PPO}) or "base"
     sign = 1.0 if claim.direction == "higher" else -1.0
     pairs = []
     for s in seeds:
