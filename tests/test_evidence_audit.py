@@ -1,0 +1,52 @@
+"""Audit pieces that need no pipeline run: old schema versions, missing files, the claims rule.
+(The whole audit and every tamper case run on a real `dvc repro` in test_dvc_smoke.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pappo.config import ClaimParams, Params
+from pappo.evidence.audit import _Ctx, _load_run, render
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def ctx(fx_params: Params, tmp_path: Path) -> _Ctx:
+    return _Ctx(fx_params, tmp_path, tmp_path / "runs", tmp_path / "base", ROOT / "schemas")
+
+
+def test_a_report_of_an_older_schema_version_is_refused_with_a_fix(fx_params: Params, tmp_path: Path):
+    run = tmp_path / "runs" / "seed_0" / "ppo"
+    run.mkdir(parents=True)
+    (run / "report.json").write_text(json.dumps({"schema_version": 0, "method": "ppo"}))
+    c = ctx(fx_params, tmp_path)
+    assert _load_run(c, 0, "ppo") is None
+    [failure] = c.failures
+    assert failure.field == "schema_version" and failure.expected == "1" and failure.found == "0"
+    assert "regenerate it" in failure.message and failure.file == "runs/seed_0/ppo/report.json"
+
+
+def test_a_missing_run_names_the_stage_that_writes_it(fx_params: Params, tmp_path: Path):
+    c = ctx(fx_params, tmp_path)
+    assert _load_run(c, 1, "grpo") is None
+    assert "dvc repro train@1-grpo" in c.failures[0].message
+
+
+def test_an_invalid_report_names_the_schema(fx_params: Params, tmp_path: Path):
+    run = tmp_path / "runs" / "seed_0" / "rft"
+    run.mkdir(parents=True)
+    (run / "report.json").write_text(json.dumps({"schema_version": 1, "method": "rft"}))
+    c = ctx(fx_params, tmp_path)
+    assert _load_run(c, 0, "rft") is None
+    assert "schemas/run_report.schema.json" in c.failures[0].expected
+
+
+def test_the_verdict_text_gives_numbers_and_reasons(fx_params: Params, tmp_path: Path):
+    from pappo.evidence.audit import ClaimVerdict
+
+    claim = ClaimVerdict(id="x", holds=False, metric="success", method="pappo", baseline="grpo", delta=0.1,
+                         lo=-0.05, hi=0.2, seed_wins=1, n_seeds=3, reasons=["1/3 seed wins < 2"])  # fmt: skip
+    text = render(True, [], [claim])
+    assert "integrity: OK" in text and "claim x: does NOT hold" in text and "+0.100 [-0.050, +0.200]" in text
+    assert ClaimParams(id="ok-id", metric="success", method="ppo").baseline == "best_non_ppo"
