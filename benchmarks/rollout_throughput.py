@@ -17,6 +17,7 @@ The last line is `ratio: X.X` = batched tokens/s over naive tokens/s.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,18 +30,10 @@ from pappo.env.vec import VecEnv
 from pappo.policy.chat import ChatCodec
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine
-from pappo.sandbox.grading import Grade
 from pappo.tasks.store import TaskStore
 
-
-def stand_in_grades(items):  # type: ignore[no-untyped-def]
-    """Every tree fails one test: episodes run until submit or max_turns, as with a weak policy."""
-    out = []
-    for task, _, _ in items:
-        tests = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
-        outcomes = {t: "failed" if i == 0 else "passed" for i, t in enumerate(tests)}
-        out.append(Grade(task.instance_id, False, outcomes, 1, False, [], None, [], None, 0.0, "stand-in"))
-    return out
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
+from common import stand_in_grades  # noqa: E402
 
 
 def load_model(params, checkpoint: Path | None):  # type: ignore[no-untyped-def]

@@ -109,7 +109,7 @@ def check_runs(repo: Path, seeds: tuple[int, ...]) -> None:
             assert set(json.loads((run / "metrics.json").read_text())) >= {"success", "success_lo", "pass_at_k"}
             assert (run / "adapters" / "policy" / "adapter_model.safetensors").is_file()
             if method != "base":
-                assert report.budget.episodes_used == report.budget.episodes_limit == 2
+                assert report.budget.episodes_used == report.budget.episodes_limit == 4  # 2 tasks x K = 2
                 budgets.add((report.budget.episodes_limit, report.budget.generated_tokens_limit,
                              report.budget.task_draws_sha256))  # fmt: skip
             reports[seed, method] = data
@@ -136,6 +136,32 @@ def check_runs(repo: Path, seeds: tuple[int, ...]) -> None:
     assert show.returncode == 0 and "pappo.success" in show.stdout, show.stdout + show.stderr
     for seed in seeds:  # the matrix outputs are intact
         assert (repo / "reports" / "runs" / f"seed_{seed}" / "pappo" / "report.json").is_file()
+    check_two_processes(repo, reports[1, "ppo"])
+
+
+def check_two_processes(repo: Path, single: dict) -> None:
+    """`pappo train` under `accelerate launch` with 2 CPU processes (gloo): the same run as the
+    single-process stage, written once by rank 0, with both ranks in the receipt."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    out = repo / "ddp" / "ppo"
+    run = sh("accelerate", "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+             "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", port, "-m", "pappo.cli",
+             "train", "--seed", "1", "--method", "ppo", "--out", str(out), cwd=repo)  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert run.stdout.count("ppo seed 1: held-out success") == 1  # rank 0 alone reports
+    report, receipt = (json.loads((out / name).read_text()) for name in ("report.json", "receipt.json"))
+    assert receipt["world_size"] == 2 and receipt["ranks_devices"] == ["cpu", "cpu"]
+    assert report["budget"] == single["budget"]  # the same episodes, tokens and task draws
+    assert report["final_eval"]["tasks"] == single["final_eval"]["tasks"]
+    [one], [two] = single["updates"], report["updates"]
+    assert one["rollout"] == two["rollout"]  # every rank's episodes, gathered in order
+    assert len(one["steps"]) == len(two["steps"])
+    for a, b in zip(one["steps"], two["steps"]):
+        assert abs(a["actor/pg_loss"] - b["actor/pg_loss"]) <= 1e-3 * (1 + abs(a["actor/pg_loss"])), (a, b)
 
 
 def audit_output(repo: Path) -> tuple[int, str]:

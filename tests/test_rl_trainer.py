@@ -103,8 +103,8 @@ def test_target_kl_stops_the_epochs_early(fx_params: Params, tmp_path: Path):
 def test_critic_explained_variance_rises_on_a_fixed_batch(fx_params: Params, tmp_path: Path):
     params = small_params(fx_params, critic_lr=0.02, cliprange_value=None)
     t = trainer("ppo", params, tmp_path)
-    trajs, groups = t.rollouts(0)
-    batch = from_trajectories(trajs, groups, 0)
+    trajs, groups, index = t.rollouts(0)
+    batch = from_trajectories(trajs, groups, 0, index)
     t.freeze(batch)
     returns = batch.returns.clone()
 

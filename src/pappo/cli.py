@@ -229,6 +229,28 @@ def base_model(
 
 
 @app.command()
+def profile(
+    overlay: Path = typer.Argument(..., help="Profile overlay, e.g. profiles/qwen2.5-coder-7b.yaml."),
+    revision: str = typer.Option(None, help="model.revision: the 40-hex hub commit to pin."),
+    params_path: Path = ParamsOpt,
+) -> None:
+    """Merge a params profile into params.yaml (validated; written atomically, comments dropped)."""
+    import yaml
+
+    from pappo.config import apply_profile
+    from pappo.io import atomic_write_text
+
+    try:
+        merged = apply_profile(params_path, overlay, revision)
+    except PappoError as e:
+        _fail(str(e))
+        return
+    header = f"# params.yaml with {overlay} merged in by `pappo profile` (field docs: src/pappo/config.py)\n"
+    atomic_write_text(params_path, header + yaml.safe_dump(merged.model_dump(mode="json", by_alias=True), sort_keys=False))
+    typer.echo(f"wrote {params_path}: model {merged.model.id}@{merged.model.revision or '(unpinned)'} on {merged.model.device}")
+
+
+@app.command()
 def train(
     method: str = typer.Option(..., help="base, rft, grpo, ppo or pappo."),
     seed: int = typer.Option(..., help="Seed: its split (from the manifest lock) and its sampling."),
@@ -247,6 +269,8 @@ def train(
         report = run_method(params, seed, method, out, base, log=typer.echo)
     except PappoError as e:
         _fail(str(e))
+        return
+    if report is None:  # a rank other than 0 of a multi-process run: rank 0 reports
         return
     s = report.final_eval.success
     typer.echo(f"{method} seed {seed}: held-out success {s.mean:.2f} [{s.lo:.2f}, {s.hi:.2f}] on "
@@ -370,3 +394,7 @@ def verify_bundle_cmd(zip_path: Path = typer.Argument(..., help="pappo-evidence-
     if problems:
         _fail(f"{zip_path}: {len(problems)} problems")
     typer.echo(f"{zip_path}: OK")
+
+
+if __name__ == "__main__":  # `python -m pappo.cli`, e.g. under `accelerate launch -m pappo.cli train ...`
+    app()

@@ -143,6 +143,8 @@ class ModelParams(_Section):
     local_files_only: bool = Field(True, description="Never download; the checkpoint must be in cache_dir.")
     cache_dir: Path | None = Field(None, description="Hub cache (hub layout); None: the default HF cache.")
     dtype: Literal["float32", "bfloat16"] = Field("float32", description="Weights and compute dtype.")
+    device: Literal["cpu", "cuda"] = Field("cpu", description="Where the model runs; cuda: one GPU per process.")
+    gradient_checkpointing: bool = Field(False, description="Recompute activations in the backward (large models).")
     tiny: TinyModelParams = TinyModelParams()
 
     @model_validator(mode="after")
@@ -320,7 +322,47 @@ class Params(_Section):
                 raise ValueError(f"claims {c.id}: min_seed_wins {c.min_seed_wins} exceeds the {len(self.seeds)} seeds")
             if c.baseline == c.method:
                 raise ValueError(f"claims {c.id}: method and baseline are both {c.method}; compare two methods")
+        if self.model.gradient_checkpointing and self.lora.dropout > 0:
+            # checkpointing needs train mode, in which LoRA dropout would also perturb the frozen
+            # old log-probs, so the first PPO ratios would not be 1
+            raise ValueError(f"model.gradient_checkpointing needs lora.dropout 0 (it is {self.lora.dropout}); "
+                             "set lora.dropout: 0.0 or turn checkpointing off")  # fmt: skip
         return self
+
+
+def apply_profile(params_path: Path, profile_path: Path, revision: str | None = None) -> Params:
+    """params.yaml with a profile overlay merged in (section by section, field by field), and
+    `model.revision` set if given; validated, so an unpinned hub revision is refused here."""
+    base, overlay = _yaml_mapping(params_path), _yaml_mapping(profile_path)
+    merged = _deep_merge(base, overlay)
+    if revision is not None:
+        merged.setdefault("model", {})["revision"] = revision
+    try:
+        return Params.model_validate(merged)
+    except ValidationError as e:
+        raise PappoError(f"{params_path} + {profile_path}: invalid params:\n{_format_errors(e)}")
+
+
+def _yaml_mapping(path: Path) -> dict[str, Any]:
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise PappoError(f"{path}: not found")
+    except yaml.YAMLError as e:
+        raise PappoError(f"{path}: not valid YAML: {e}")
+    if not isinstance(raw, dict):
+        raise PappoError(f"{path}: expected a mapping of params sections, got {type(raw).__name__}")
+    return raw
+
+
+def _deep_merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 def load_params(path: Path = Path("params.yaml")) -> Params:

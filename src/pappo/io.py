@@ -22,7 +22,12 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
+    return file_digest(path, "sha256")
+
+
+def file_digest(path: Path, algorithm: str) -> str:
+    """Hex digest of a file read in 1 MiB chunks (sha256 for our hashes, md5 where a service asks)."""
+    h = hashlib.new(algorithm)
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)

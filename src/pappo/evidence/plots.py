@@ -21,6 +21,7 @@ import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 if TYPE_CHECKING:
     from pappo.evidence.summary import Summary
@@ -171,7 +172,9 @@ def ppo_diagnostics(reports: Mapping[Key, RunReport], methods: Sequence[str] = (
         axes[0].set_title("PPO / PAPPO diagnostics per update (mean over minibatch steps and seeds)")
         axes[0].legend(loc="best")
         axes[-1].set_xlabel("Update index (0-based)")
-        axes[-1].xaxis.get_major_locator().set_params(integer=True)
+        updates = [x for pts in data.values() for x in pts]
+        axes[-1].set_xlim(min(updates) - 0.5, max(updates) + 0.5)  # one update: no fractional ticks
+        axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     return fig
 
 

@@ -38,7 +38,7 @@ from pappo.io import atomic_write_json, canonical_json, sha256_bytes, sha256_fil
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 _ABS_PATH = re.compile(r"(?<![\w/.~<>-])/(?!/)[^\s'\"`,;:()\[\]{}<>|]+|\b[A-Za-z]:\\[^\s'\"`,;]+")
 _GIT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
-OUTPUT_EXCLUDE = ("receipt.json", "failure.json", "failure-*.json", ".*.tmp", ".gitignore")  # .gitignore: DVC writes it after the run
+OUTPUT_EXCLUDE = ("receipt.json", "failure.json", "failure-*.json", ".*.tmp", ".gitignore", "*/.gitignore")  # DVC writes .gitignore files after the run (fnmatch: * spans /)
 _BENIGN_ENV = ("LANG", "LANGUAGE", "LC_*", "TERM", "COLORTERM", "SHLVL", "DEBIAN_FRONTEND")
 
 

@@ -14,7 +14,6 @@ https://sandbox.zenodo.org, whose tokens differ from zenodo.org's).
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import json
 import logging
@@ -26,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pappo.io import PappoError
+from pappo.io import PappoError, file_digest
 
 BASE_URLS = {"zenodo": "https://zenodo.org", "sandbox": "https://sandbox.zenodo.org"}
 TOKEN_ENV = "ZENODO_TOKEN"
@@ -57,14 +56,6 @@ def load_metadata(repo_root: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise PappoError(f"{path}: the deposit metadata must be a JSON object")
     return data
-
-
-def md5_file(path: Path) -> str:
-    h = hashlib.md5()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class _Api:
@@ -166,7 +157,7 @@ def _get(data: dict[str, Any], *keys: str, what: str) -> Any:
 
 def _put_file(api: _Api, bucket: str, bundle: Path) -> None:
     """PUT the bundle into the bucket; the md5 Zenodo computed must be the local one."""
-    local, size = md5_file(bundle), bundle.stat().st_size
+    local, size = file_digest(bundle, "md5"), bundle.stat().st_size  # Zenodo reports md5
     url = f"{bucket.rstrip('/')}/{urllib.parse.quote(bundle.name)}"
     log.info("zenodo: uploading %s (%d bytes, md5 %s)", bundle.name, size, local)
     with open(bundle, "rb") as f:

@@ -30,6 +30,7 @@ from pappo.policy.adapters import POLICY, ActorCritic
 from pappo.policy.chat import ChatCodec
 from pappo.policy.checkpoint import hash_files, load_checkpoint
 from pappo.policy.decoder import Qwen2Decoder
+from pappo.rl.distributed import Dist
 from pappo.rl.evaluate import EvalResult, evaluate
 from pappo.rl.trainer import Trainer
 from pappo.sandbox.grading import grade_many
@@ -73,34 +74,47 @@ def read_split(params: Params, seed: int) -> tuple[str, list[str], list[str]]:
 
 
 def run_method(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
-               log: Callable[[str], None] = print) -> RunReport:  # fmt: skip
-    """Train (unless `base`), evaluate, write the run's files and its receipt; returns the report.
+               log: Callable[[str], None] = print) -> RunReport | None:  # fmt: skip
+    """Train (unless `base`), evaluate, write the run's files and its receipt; returns the report
+    (None on ranks other than 0).
 
-    A run that fails writes `failure.json` (or failure-2.json, ...: never replaced) and re-raises."""
+    A run that fails writes `failure.json` (or failure-2.json, ...: never replaced) and re-raises.
+    Under a multi-process launcher (accelerate launch, torchrun) the ranks share the work and
+    rank 0 alone writes; the receipt records the world size and every rank's device."""
     clock, out_dir = rc.Clock.start(), Path(out_dir)
+    dist = Dist.from_env(params.model.device)
     receipt_args = dict(run_id=f"seed_{seed}/{method}", stage=f"train@{seed}-{method}", seed=seed, method=method,
-                        profile=params.model.profile, clock=clock, repo_root=Path.cwd(), source_paths=SOURCE_PATHS)  # fmt: skip
+                        profile=params.model.profile, clock=clock, repo_root=Path.cwd(), source_paths=SOURCE_PATHS,
+                        world_size=dist.world_size)  # fmt: skip
+    devices = [str(d) for d in dist.gather(dist.device)]
     try:
-        report = _run(params, seed, method, out_dir, base_dir, log)
+        report = _run(params, seed, method, out_dir, base_dir, log, dist)
+        dist.barrier()  # rank 0 has written
     except BaseException as e:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        failure = rc.new_receipt(**receipt_args, run_dir=out_dir, checkpoint=None, inputs=None, error=e)  # type: ignore[arg-type]
-        log(f"run failed; receipt in {rc.write_failure(out_dir, failure)}")
+        if dist.is_main:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            failure = rc.new_receipt(**receipt_args, run_dir=out_dir, checkpoint=None, inputs=None, error=e,  # type: ignore[arg-type]
+                                     ranks_devices=devices)  # fmt: skip
+            log(f"run failed; receipt in {rc.write_failure(out_dir, failure)}")
         raise
+    if report is None:  # not rank 0
+        return None
     inputs = rc.InputsInfo(manifest_lock_sha256=report.manifest_lock_sha256, params_sha256=report.params_sha256,
                            claims_sha256=claims_sha256(params))  # fmt: skip
     checkpoint = rc.CheckpointInfo.from_record(report.checkpoint, report.adapters_sha256)
-    receipt = rc.new_receipt(**receipt_args, run_dir=out_dir, checkpoint=checkpoint, inputs=inputs)  # type: ignore[arg-type]
+    receipt = rc.new_receipt(**receipt_args, run_dir=out_dir, checkpoint=checkpoint, inputs=inputs,  # type: ignore[arg-type]
+                             ranks_devices=devices)  # fmt: skip
     rc.write_receipt(out_dir, receipt)
     return report
 
 
 def _run(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
-         log: Callable[[str], None]) -> RunReport:  # fmt: skip
+         log: Callable[[str], None], dist: Dist) -> RunReport | None:  # fmt: skip
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
     torch.manual_seed(seed)
     lock_sha, train_ids, eval_ids = read_split(params, seed)
     model, tokenizer, record = load_checkpoint(params.model, base_dir)
+    model = place(model, params, dist)
     codec, store = ChatCodec(tokenizer), TaskStore.from_params(params, "repofix")
     grade_fn = functools.partial(grade_many, default_pool(params.sandbox))
     ac = ActorCritic(model, params.lora)
@@ -110,14 +124,14 @@ def _run(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
     def evaluate_now(tag: int) -> EvalResult:
         with ac.adapter(POLICY):
             decoder = Qwen2Decoder(ac.peft)
-        return evaluate(decoder, codec, params, store, eval_ids, grade_fn, seed, tag)
+        return evaluate(decoder, codec, params, store, eval_ids, grade_fn, seed, tag, dist)
 
     history: list[dict[str, Any]] = []
     if method == "base":
         evals = [UpdateEval(update=0, result=evaluate_now(0))]
     else:
         work = CHECKPOINTS / f"seed_{seed}" / method
-        trainer = Trainer(method, params, ac, codec, store, train_ids, grade_fn, work, seed)  # type: ignore[arg-type]
+        trainer = Trainer(method, params, ac, codec, store, train_ids, grade_fn, work, seed, dist)  # type: ignore[arg-type]
         trainer.fingerprint, trainer.log = fingerprint, log
 
         def after_update(done: int, rec: dict[str, Any]) -> None:
@@ -137,11 +151,13 @@ def _run(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
         evals = [UpdateEval.model_validate(h.pop("eval")) for h in history if "eval" in h]
     budget = _budget(params, method, seed, history, evals)
     out_dir = Path(out_dir)
+    if not dist.is_main:
+        return None  # rank 0 writes
     _replace_dir(out_dir / "adapters", ac.save)  # base: the untrained adapters (the identity)
     adapters = hash_files(out_dir / "adapters")
     ended = datetime.now(timezone.utc)
     report = RunReport(
-        method=method, seed=seed, profile=params.model.profile, device="cpu", params=subset,  # type: ignore[arg-type]
+        method=method, seed=seed, profile=params.model.profile, device=dist.device.type, params=subset,  # type: ignore[arg-type]
         params_sha256=sha256_bytes(canonical_json(subset).encode()), source_sha256=source_sha256(),
         manifest_lock_sha256=lock_sha, train_tasks=len(train_ids), eval_instance_ids=sorted(eval_ids),
         checkpoint=record, budget=budget, updates=history, evals=evals, final_eval=evals[-1].result,
@@ -152,6 +168,16 @@ def _run(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
     if method != "base":
         shutil.rmtree(CHECKPOINTS / f"seed_{seed}" / method, ignore_errors=True)
     return report
+
+
+def place(model: torch.nn.Module, params: Params, dist: Dist) -> torch.nn.Module:
+    """The loaded model on this rank's device, with gradient checkpointing if configured (which
+    acts in train mode only; params forbid LoRA dropout with it, so train mode changes nothing else)."""
+    model = model.to(dist.device)
+    if params.model.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.train()
+    return model
 
 
 def _budget(params: Params, method: str, seed: int, history: list[dict[str, Any]],

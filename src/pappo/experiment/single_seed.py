@@ -45,10 +45,13 @@ def run_experiment(params: Params, out: Path, runs: Path, base_dir: Path,
         source = runs / f"seed_{seed}" / method
         report = reusable(source, params, revision)
         if report is not None:
-            shutil.copytree(source, target)
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns(".gitignore"))  # DVC's, not the run's
             log(f"{method} seed {seed}: same configuration as {source}; copied, not retrained")
         else:
             report = run_method(params, seed, method, target, base_dir, log)
+            if report is None:  # a rank other than 0 of a multi-process run: rank 0 writes
+                continue
         metrics[method] = flat_metrics(report)
-    atomic_write_json(out / "metrics.json", {"seed": seed, **metrics})
+    if len(metrics) == len(RUN_METHODS):
+        atomic_write_json(out / "metrics.json", {"seed": seed, **metrics})
     return metrics

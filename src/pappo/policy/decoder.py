@@ -66,7 +66,7 @@ class KVCache:
             return mask
         order = torch.sort(real.to(torch.int8), dim=1, stable=True).indices[:, self.n - width :]  # (B, width)
         b, h, _, d = self.k[0].shape
-        index = order[:, None, :, None].expand(b, h, width, d)
+        index = order.to(self.k[0].device)[:, None, :, None].expand(b, h, width, d)
         cap = max(2 * width, 64)
         for i in range(len(self.k)):
             for store in (self.k, self.v):
@@ -83,12 +83,14 @@ class KVCache:
 
     def keep(self, index: torch.Tensor) -> None:
         """Keep only the rows in `index` (in that order)."""
+        index = self._on_device(index)
         self.k = [k[index] for k in self.k]
         self.v = [v[index] for v in self.v]
 
     def rows_copy(self, index: torch.Tensor) -> "KVCache":
         """A new cache holding a copy of the rows in `index`."""
         sub = KVCache(self.n_layers)
+        index = self._on_device(index)
         sub.k, sub.v, sub.n = [k[index] for k in self.k], [v[index] for v in self.v], self.n
         return sub
 
@@ -96,6 +98,7 @@ class KVCache:
         """Take the positions `sub` (a `rows_copy(rows)`) grew beyond this cache: its values for
         `rows`, zeros (masked out) for the other rows."""
         n0, n1 = self.n, sub.n
+        rows = self._on_device(rows)
         if self.k:
             self.reserve(self.k[0][:, :, :0], n1 - n0)
         for i in range(len(self.k)):
@@ -104,6 +107,9 @@ class KVCache:
             self.k[i][rows, :, n0:n1] = sub.k[i][:, :, n0:n1]
             self.v[i][rows, :, n0:n1] = sub.v[i][:, :, n0:n1]
         self.n = n1
+
+    def _on_device(self, index: torch.Tensor) -> torch.Tensor:
+        return index.to(self.k[0].device) if self.k else index
 
 
 @dataclass
@@ -124,7 +130,8 @@ def _dense(module: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
     if hasattr(module, "get_delta_weight") and not getattr(module, "merged", False):
         for name in module.active_adapters:
             if name in module.lora_A:
-                weight = weight + module.get_delta_weight(name).detach()
+                # peft keeps LoRA in float32 over a bf16 base: merge in the base's dtype
+                weight = weight + module.get_delta_weight(name).detach().to(weight.dtype)
     bias = base.bias.detach() if base.bias is not None else None
     return weight.clone(), bias.clone() if bias is not None else None
 
@@ -153,6 +160,7 @@ class Qwen2Decoder:
         self.eps = cfg.rms_norm_eps
         self.rotary = stack.rotary_emb  # the model's own: any rope scaling it has applies
         self.embed = stack.embed_tokens.weight.detach().clone()
+        self.device = self.embed.device  # the rollout's bookkeeping tensors stay on CPU; moved per call
         self.norm = stack.norm.weight.detach().clone()
         self.lm_head = _dense(lm_head)[0]
         self.layers = [self._layer(block) for block in stack.layers]
@@ -185,16 +193,19 @@ class Qwen2Decoder:
         total = mask.shape[1]
         past = total - t
         visible = mask[:, None, :].bool()  # (B, 1, L + T)
-        causal = torch.arange(total)[None, :] <= (past + torch.arange(t))[:, None]  # (T, L + T)
-        own = torch.arange(total)[None, :] == (past + torch.arange(t))[:, None]  # (T, L + T)
+        span, new = torch.arange(total, device=self.device), past + torch.arange(t, device=self.device)
+        causal = span[None, :] <= new[:, None]  # (T, L + T)
+        own = span[None, :] == new[:, None]  # (T, L + T)
         allowed = (visible & causal[None]) | own[None]  # (B, T, L + T)
-        zero = torch.zeros((), dtype=self.embed.dtype)
+        zero = torch.zeros((), dtype=self.embed.dtype, device=self.device)
         return torch.where(allowed, zero, torch.finfo(self.embed.dtype).min)[:, None]
 
     @torch.inference_mode()
     def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,
                  cache: KVCache, last_only: bool) -> torch.Tensor:  # fmt: skip
         b, t = input_ids.shape
+        input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
+        position_ids = position_ids.to(self.device)
         x = F.embedding(input_ids, self.embed)  # (B, T, H)
         cos, sin = self.rotary(x, position_ids)  # (B, T, D)
         cos, sin = cos[:, None], sin[:, None]  # (B, 1, T, D)

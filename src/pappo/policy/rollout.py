@@ -91,6 +91,7 @@ class Sampler:
             # Inverse CDF: one uniform per row (multinomial drew V randoms per row: 5x slower here).
             cdf = probs.cumsum(dim=-1)  # (B, V)
             u = torch.cat([torch.rand(1, generator=self.generators[e]) for e in episodes])[:, None]  # (B, 1)
+            u = u.to(cdf.device)  # CPU generators: the same draws on any device
             ids = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1).clamp(max=probs.shape[-1] - 1)
         return ids, logp.gather(-1, ids[:, None]).squeeze(-1)
 

@@ -33,6 +33,7 @@ class RolloutBatch:
     terminal: torch.Tensor  # (B,) outcome reward
     process: torch.Tensor  # (B, N) per-turn process rewards (patch-aware events), outcome excluded
     group: torch.Tensor  # (B,) long, index of the task (GRPO groups)
+    index: torch.Tensor  # (B,) long, global episode index of the update (minibatches are drawn over it)
     old_log_prob: torch.Tensor | None = None
     ref_log_prob: torch.Tensor | None = None
     old_values: torch.Tensor | None = None
@@ -41,6 +42,11 @@ class RolloutBatch:
 
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
+
+    def to(self, device: torch.device | str) -> "RolloutBatch":
+        """The same batch with every tensor on `device` (the trainer's model device)."""
+        moved = {f.name: getattr(self, f.name) for f in fields(self)}
+        return replace(self, **{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in moved.items()})
 
     def select(self, index: torch.Tensor) -> "RolloutBatch":
         """The rows in `index`, cut to the longest of them (a minibatch or micro-batch)."""
@@ -56,8 +62,10 @@ class RolloutBatch:
         return replace(self, **out)
 
 
-def from_trajectories(trajs: Sequence[Trajectory], groups: Sequence[int], pad_id: int) -> RolloutBatch:
-    """Right-padded tensors of the given trajectories (their order kept)."""
+def from_trajectories(trajs: Sequence[Trajectory], groups: Sequence[int], pad_id: int,
+                      index: Sequence[int] | None = None) -> RolloutBatch:  # fmt: skip
+    """Right-padded tensors of the given trajectories (their order kept); `index`: each one's
+    global episode index (default 0..B-1, a single process)."""
     width = max(len(t.token_ids) for t in trajs)
     b = len(trajs)
     ids = torch.full((b, width), pad_id, dtype=torch.long)
@@ -78,7 +86,8 @@ def from_trajectories(trajs: Sequence[Trajectory], groups: Sequence[int], pad_id
     has_turn = turn_mask.any(-1)
     process[has_turn, last[has_turn]] -= terminal[has_turn]  # the outcome is not a process reward
     return RolloutBatch(ids, attn, resp, sampler, turn_index, turn_mask.float(), terminal, process,
-                        torch.tensor(list(groups), dtype=torch.long))  # fmt: skip
+                        torch.tensor(list(groups), dtype=torch.long),
+                        torch.tensor(list(range(b) if index is None else index), dtype=torch.long))  # fmt: skip
 
 
 def policy_outputs(ac: ActorCritic, batch: RolloutBatch, temperature: float,

@@ -18,6 +18,7 @@ from pappo.env.vec import VecEnv
 from pappo.evidence.stats import bootstrap_ci, mean_pass_at_k
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine, Trajectory
+from pappo.rl.distributed import Dist
 from pappo.rl.trainer import hash_seed
 from pappo.tasks.store import TaskStore
 
@@ -64,26 +65,31 @@ class EvalResult(BaseModel):
 
 
 def evaluate(decoder: Qwen2Decoder, codec: Any, params: Params, store: TaskStore, eval_ids: Sequence[str],
-             grade_fn: Callable[..., Any], seed: int, tag: int) -> EvalResult:  # fmt: skip
-    """Greedy and sampled episodes of every eval task; `tag` (e.g. the update) varies the samples."""
+             grade_fn: Callable[..., Any], seed: int, tag: int, dist: Dist | None = None) -> EvalResult:  # fmt: skip
+    """Greedy and sampled episodes of every eval task; `tag` (e.g. the update) varies the samples.
+    With several ranks each plays a contiguous shard of the tasks (episode seeds are global) and
+    every rank returns the same aggregate."""
+    dist = dist or Dist()
     ids = sorted(eval_ids)
     k = params.eval.samples
-    greedy = _play(decoder, codec, params, store, ids, grade_fn, True, [hash_seed(seed, tag, i) for i in range(len(ids))])
-    sampled_ids = [i for i in ids for _ in range(k)]
-    seeds = [hash_seed(seed, tag, 10_000 + j) for j in range(len(sampled_ids))]
-    sampled = _play(decoder, codec, params, store, sampled_ids, grade_fn, False, seeds) if k else []
-    tasks = []
-    for n, iid in enumerate(ids):
-        g = greedy[n].metrics
-        mine = [t.metrics for t in sampled[n * k : (n + 1) * k]]
-        tasks.append(TaskOutcome(
-            instance_id=iid, success=bool(g["success"]), failed_edits=int(g["failed_edit"]),
+    mine = list(dist.shard(len(ids)))
+    greedy = _play(decoder, codec, params, store, [ids[n] for n in mine], grade_fn, True,
+                   [hash_seed(seed, tag, n) for n in mine])  # fmt: skip
+    sampled_n = [n * k + j for n in mine for j in range(k)]  # global sample index, as in one process
+    sampled = _play(decoder, codec, params, store, [ids[s // k] for s in sampled_n], grade_fn, False,
+                    [hash_seed(seed, tag, 10_000 + s) for s in sampled_n]) if k else []  # fmt: skip
+    local = []
+    for m, n in enumerate(mine):
+        g = greedy[m].metrics
+        runs = [t.metrics for t in sampled[m * k : (m + 1) * k]]
+        local.append((TaskOutcome(
+            instance_id=ids[n], success=bool(g["success"]), failed_edits=int(g["failed_edit"]),
             tool_cost=float(g["tool_cost"]), repeated_tests=int(g["repeated_test"]), turns=int(g["turns"]),
-            tokens=int(g["tokens"]), samples=k, sample_successes=sum(bool(m["success"]) for m in mine),
-            infra_errors=int(bool(g["infra_error"])) + sum(bool(m["infra_error"]) for m in mine),
-        ))  # fmt: skip
-    return aggregate(tasks, k, [greedy[n].metrics for n in range(len(ids))],
-                     sum(t.metrics["tokens"] for t in [*greedy, *sampled]), params.eval.n_boot)  # fmt: skip
+            tokens=int(g["tokens"]), samples=k, sample_successes=sum(bool(x["success"]) for x in runs),
+            infra_errors=int(bool(g["infra_error"])) + sum(bool(x["infra_error"]) for x in runs),
+        ), g, int(g["tokens"]) + sum(int(x["tokens"]) for x in runs)))  # fmt: skip
+    rows = [row for part in dist.gather(local) for row in part]  # rank order = task order
+    return aggregate([r[0] for r in rows], k, [r[1] for r in rows], sum(r[2] for r in rows), params.eval.n_boot)
 
 
 def aggregate(tasks: list[TaskOutcome], k: int, greedy: list[dict[str, Any]], tokens: int, n_boot: int) -> EvalResult:

@@ -211,12 +211,29 @@ def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.
     three 0.1s give a mean off by an ulp and a variance of ~1e-34, which would otherwise yield
     EV ~ -1e32 (verl adds 1e-5 to the denominator, which turns this case into a large negative number).
     """
+    return explained_variance_from_moments(ev_moments(values, returns, mask), values.dtype)
+
+
+def ev_moments(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(n, sum r, sum r^2, sum d, sum d^2) over the masked tokens, d = returns - values, float64
+    (5,): sums that add up across micro-batches and ranks to the whole minibatch's."""
     with torch.no_grad():
-        on = _on(mask)
-        zero = torch.zeros((), dtype=values.dtype, device=values.device)
-        v, r = torch.where(on, values, zero), torch.where(on, returns.to(values.dtype), zero)
-        var_r = masked_var(r, on)
-        var_d = masked_var(r - v, on)
-        defined = var_r > (8 * torch.finfo(r.dtype).eps) ** 2 * masked_mean(r * r, on)
-        nan = torch.full((), float("nan"), dtype=values.dtype, device=values.device)
-        return torch.where(defined, 1.0 - var_d / torch.where(defined, var_r, 1.0), nan)
+        w = mask.to(torch.float64)
+        r = returns.to(torch.float64) * w
+        d = (returns.to(torch.float64) - values.to(torch.float64)) * w
+        return torch.stack([w.sum(), r.sum(), (r * r).sum(), d.sum(), (d * d).sum()])
+
+
+def explained_variance_from_moments(m: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """`explained_variance` from summed `ev_moments` (5,); NaN where undefined, as there. The
+    rounding-noise test uses `dtype`'s eps (the dtype the values were computed in) and the
+    float64 noise of the one-pass variance (Var <= 64 eps64 mean(r^2) counts as 0)."""
+    n, sr, sr2, sd, sd2 = m.to(torch.float64).unbind()
+    n = n.clamp(min=1.0)
+    var_r = (sr2 / n - (sr / n) ** 2).clamp(min=0.0)
+    var_d = (sd2 / n - (sd / n) ** 2).clamp(min=0.0)
+    # one-pass variances carry ~eps64 * mean(r^2) of rounding noise: that floor too
+    floor = max((8 * torch.finfo(dtype).eps) ** 2, 64 * torch.finfo(torch.float64).eps)
+    defined = var_r > floor * (sr2 / n)
+    nan = torch.full((), float("nan"), dtype=torch.float64, device=m.device)
+    return torch.where(defined, 1.0 - var_d / torch.where(defined, var_r, 1.0), nan).to(dtype)

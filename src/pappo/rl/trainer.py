@@ -7,6 +7,10 @@ forward on the exact sampled ids), reference log-probs, old values and advantage
 `actor/ppo_kl` exceeds `target_kl`. A checkpoint (adapters, optimizers, RNG state, history) is
 written atomically after every update; `run` resumes from it.
 
+Data parallel (`distributed.py`): each rank rolls out a contiguous shard of the update's tasks
+(whole groups); minibatches are drawn over GLOBAL episode indices, so their composition does not
+depend on the number of processes; whitening, loss normalisers and statistics are global.
+
 - rft: masked NLL on the update's successful episodes (rejection-sampling fine-tuning).
 - grpo: group-relative advantages of the outcome, broadcast to every policy token; no critic.
 - ppo: token-level GAE of the outcome with the critic.
@@ -38,6 +42,7 @@ from pappo.policy.rollout import RolloutEngine, Trajectory
 from pappo.rl import advantages as adv_k
 from pappo.rl import losses
 from pappo.rl.batch import RolloutBatch, from_trajectories, policy_outputs, reference_log_probs, token_values
+from pappo.rl.distributed import Dist, merge_stats
 from pappo.rl.gppo import gppo_loss
 from pappo.tasks.store import TaskStore
 
@@ -45,15 +50,21 @@ Method = Literal["rft", "grpo", "ppo", "pappo"]
 METHODS: tuple[str, ...] = ("rft", "grpo", "ppo", "pappo")
 CRITIC_METHODS = ("ppo", "pappo")
 CHECKPOINT = "checkpoint"
+EV_MOMENT = "_ev_moment/"  # explained-variance sums, summed unweighted then turned into the ratio
 
 
 class Trainer:
     """Trains `ac` (policy + critic adapters over the frozen base) with `method` on `train_ids`."""
 
     def __init__(self, method: Method, params: Params, ac: ActorCritic, codec: Any, store: TaskStore,
-                 train_ids: Sequence[str], grade_fn: Callable[..., Any], out_dir: Path, seed: int) -> None:  # fmt: skip
+                 train_ids: Sequence[str], grade_fn: Callable[..., Any], out_dir: Path, seed: int,
+                 dist: Dist | None = None) -> None:  # fmt: skip
         if method not in METHODS:
             raise PappoError(f"unknown method {method!r}; use one of {list(METHODS)}")
+        self.dist = dist or Dist(device=next(ac.parameters()).device)
+        if self.dist.world_size > params.rl.tasks_per_update:
+            raise PappoError(f"rl.tasks_per_update ({params.rl.tasks_per_update}) is smaller than the number of "
+                             f"processes ({self.dist.world_size}): every rank needs a task; raise it or launch fewer")  # fmt: skip
         self.method, self.params, self.rl, self.ac, self.codec = method, params, params.rl, ac, codec
         self.store, self.train_ids, self.grade_fn = store, sorted(train_ids), grade_fn
         self.out_dir, self.seed = Path(out_dir), seed
@@ -91,14 +102,16 @@ class Trainer:
             now = time.perf_counter()
             timing[name], clock = now - clock, now
 
-        trajs, groups = self.rollouts(u)
+        trajs, groups, index = self.rollouts(u)
         lap("rollout")
-        record: dict[str, Any] = {"update": u, "rollout": rollout_stats(trajs)}
+        summaries = [s for part in self.dist.gather([episode_summary(t) for t in trajs]) for s in part]
+        record: dict[str, Any] = {"update": u, "rollout": rollout_stats(summaries)}
         kept = [i for i, t in enumerate(trajs) if not t.metrics.get("infra_error")]
-        record["rollout"]["infra_dropped"] = len(trajs) - len(kept)
-        if not kept:
-            raise PappoError(f"update {u}: every episode hit a sandbox infra error; check `pappo run-tests`")
-        batch = from_trajectories([trajs[i] for i in kept], [groups[i] for i in kept], self.codec.pad_id)
+        record["rollout"]["infra_dropped"] = sum(bool(s["infra_error"]) for s in summaries)
+        if self.dist.sum(0 if kept else 1):
+            raise PappoError(f"update {u}: every episode of a rank hit a sandbox infra error; check `pappo run-tests`")
+        batch = from_trajectories([trajs[i] for i in kept], [groups[i] for i in kept], self.codec.pad_id,
+                                  [index[i] for i in kept]).to(self.dist.device)  # fmt: skip
         if self.method == "rft":
             record["steps"] = self._rft(batch, u)
         else:
@@ -110,11 +123,15 @@ class Trainer:
         record["wall_s"] = timing  # seconds per phase: the only run-to-run noise in a record
         return record
 
-    def rollouts(self, u: int) -> tuple[list[Trajectory], list[int]]:
-        """`group_size` episodes of each of `tasks_per_update` train tasks, drawn from (seed, u)."""
+    def rollouts(self, u: int) -> tuple[list[Trajectory], list[int], list[int]]:
+        """`group_size` episodes of each of this rank's share of the `tasks_per_update` train tasks
+        drawn from (seed, u); returns the trajectories, their group (task) and global episode index."""
         ids = self.task_draw(self.params, self.seed, u, self.train_ids)
-        tasks = [self.store.task(i) for i in ids for _ in range(self.rl.group_size)]
-        groups = [g for g in range(len(ids)) for _ in range(self.rl.group_size)]
+        k = self.rl.group_size
+        mine = self.dist.shard(len(ids))  # whole groups: GRPO statistics stay on one rank
+        groups = [g for g in mine for _ in range(k)]
+        index = [g * k + j for g in mine for j in range(k)]
+        tasks = [self.store.task(ids[g]) for g in groups]
         envs = [RepairEnv(t, self.store.clean(t), self.store.buggy(t), self.params.env) for t in tasks]
         with self.ac.adapter(POLICY):
             decoder = Qwen2Decoder(self.ac.peft)  # snapshot of the current policy
@@ -122,9 +139,9 @@ class Trainer:
         trajs: list[Trajectory] = []
         bs = self.params.rollout.batch_size
         for at in range(0, len(envs), bs):
-            seeds = [hash_seed(self.seed, u, i) for i in range(at, min(at + bs, len(envs)))]
+            seeds = [hash_seed(self.seed, u, i) for i in index[at : at + bs]]
             trajs += engine.run(VecEnv(envs[at : at + bs], self.grade_fn), seed=0, episode_seeds=seeds)
-        return trajs, groups
+        return trajs, groups, index
 
     @staticmethod
     def task_draw(params: Params, seed: int, u: int, train_ids: Sequence[str] | None = None) -> list[str]:
@@ -160,10 +177,12 @@ class Trainer:
         if values_only:
             return {}
         gap = (batch.old_log_prob - batch.sampler_log_prob).abs()  # type: ignore[operator]
+        mask, d = batch.response_mask, self.dist
+        n = max(d.sum(mask.sum()), 1.0)
         return {
-            "rollout/logprob_gap_mean": float(losses.masked_mean(gap, batch.response_mask)),
-            "rollout/logprob_gap_max": float((gap * batch.response_mask).max()),
-            "critic/advantages_mean": float(losses.masked_mean(batch.advantages, batch.response_mask)),
+            "rollout/logprob_gap_mean": d.sum((gap * mask).sum()) / n,
+            "rollout/logprob_gap_max": float(d.all_reduce((gap * mask).max(), "max")),
+            "critic/advantages_mean": d.sum((batch.advantages * mask).sum()) / n,
         }
 
     def advantages(self, b: RolloutBatch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -183,19 +202,34 @@ class Trainer:
             a_n, ret_n = adv_k.turn_gae(rewards, turn_v, b.turn_mask, rl.gamma, rl.lam)
             a = adv_k.broadcast_turns(a_n, b.turn_index, mask)
             ret = adv_k.broadcast_turns(ret_n, b.turn_index, mask)
-        if rl.whiten_advantages and int(mask.sum()) >= 2:
-            a = adv_k.masked_whiten(a, mask)
+        if rl.whiten_advantages:
+            a = self._whiten(a, mask)
         return a, ret
+
+    def _whiten(self, a: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """`advantages.masked_whiten` over the policy tokens of EVERY rank (global mean and
+        unbiased variance); unchanged with fewer than 2 tokens in all."""
+        d, on = self.dist, mask.bool()
+        n = d.sum(on.sum())
+        if n < 2:
+            return a
+        zero = torch.zeros((), dtype=a.dtype, device=a.device)
+        mean = d.all_reduce(torch.where(on, a, zero).sum()) / n
+        var = d.all_reduce(torch.where(on, (a - mean) ** 2, zero).sum()) / (n - 1)
+        return torch.where(on, (a - mean) * torch.rsqrt(var + 1e-8), zero)
 
     # ------------------------------------------------------------------ optimisation
     def _optimise(self, batch: RolloutBatch, u: int) -> tuple[list[dict[str, float]], int]:
         """ppo_epochs x minibatches steps; stops after the step whose ppo_kl passes target_kl."""
         steps: list[dict[str, float]] = []
         gen = torch.Generator().manual_seed(hash_seed(self.seed, u, -1))
+        n_total = int(self.dist.all_reduce(batch.index.max() + 1, "max"))  # episodes drawn (dropped ones too)
         for epoch in range(self.rl.ppo_epochs):
-            order = torch.randperm(len(batch), generator=gen)
-            for m, idx in enumerate(order.chunk(self.rl.minibatches)):
-                stats = self._step(batch, idx)
+            order = torch.randperm(n_total, generator=gen)
+            for m, chunk in enumerate(order.chunk(self.rl.minibatches)):
+                stats = self._step(batch, self._local(batch, chunk))
+                if not stats:
+                    continue  # every episode of this minibatch was dropped
                 steps.append({"epoch": epoch, "minibatch": m, **stats})
                 if self.rl.target_kl is not None and stats["actor/ppo_kl"] > self.rl.target_kl:
                     return steps, epoch + 1
@@ -204,10 +238,12 @@ class Trainer:
     def _step(self, batch: RolloutBatch, idx: torch.Tensor) -> dict[str, float]:
         """One optimizer step of the actor (and critic) on the minibatch `idx`."""
         critic = self.method in CRITIC_METHODS
+        total = self.dist.sum(_weight(batch.response_mask[idx], self.rl.loss_agg_mode))  # the GLOBAL minibatch
+        if total == 0:
+            return {}
         self.actor_opt.zero_grad(set_to_none=True)
         self.critic_opt.zero_grad(set_to_none=True)
         sums: dict[str, float] = {}
-        total = _weight(batch.response_mask[idx], self.rl.loss_agg_mode)
         for micro in self._micro(idx):
             mb = batch.select(micro)
             share = _weight(mb.response_mask, self.rl.loss_agg_mode) / max(total, 1e-12)
@@ -218,12 +254,23 @@ class Trainer:
                 (v_loss * share).backward()
                 stats.update(v_stats)
             _accumulate(sums, stats, share)
-        sums["actor/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.ac.policy_parameters(), self.rl.grad_clip))
-        self.actor_opt.step()
+        sums = _explained_variance(merge_stats(self.dist.gather(sums)))
+        sums["actor/grad_norm"] = self._clip_and_step(self.ac.policy_parameters(), self.actor_opt)
         if critic:
-            sums["critic/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.ac.critic_parameters(), self.rl.grad_clip))
-            self.critic_opt.step()
+            sums["critic/grad_norm"] = self._clip_and_step(self.ac.critic_parameters(), self.critic_opt)
         return sums
+
+    def _clip_and_step(self, params: list[torch.nn.Parameter], opt: torch.optim.Optimizer) -> float:
+        """Sum gradients over ranks (DDP's all-reduce), clip their global norm, step."""
+        self.dist.sync_grads(params)
+        norm = float(torch.nn.utils.clip_grad_norm_(params, self.rl.grad_clip))
+        opt.step()
+        return norm
+
+    def _local(self, batch: RolloutBatch, chunk: torch.Tensor) -> torch.Tensor:
+        """Rows of this rank's batch whose global episode index is in `chunk`, in chunk order."""
+        row = {int(g): r for r, g in enumerate(batch.index.tolist())}
+        return torch.tensor([row[g] for g in chunk.tolist() if g in row], dtype=torch.long)
 
     def _actor_loss(self, mb: RolloutBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         rl, mask = self.rl, mb.response_mask
@@ -253,9 +300,9 @@ class Trainer:
         values = token_values(self.ac, mb)
         loss, st = losses.value_loss(values, mb.old_values, mb.returns, mb.response_mask,
                                      self.rl.cliprange_value, self.rl.loss_agg_mode)  # fmt: skip
-        ev = losses.explained_variance(values.detach(), mb.returns, mb.response_mask)
+        moments = losses.ev_moments(values.detach(), mb.returns, mb.response_mask)
         return loss, {"critic/value_loss": loss.detach(), "critic/vf_clipfrac": st["vf_clipfrac"],
-                      "critic/vf_explained_var": torch.nan_to_num(ev, nan=0.0)}  # fmt: skip
+                      **{f"{EV_MOMENT}{i}": m for i, m in enumerate(moments)}}  # fmt: skip
 
     def _critic_warmup(self, batch: RolloutBatch) -> list[dict[str, float]]:
         """Critic-only steps on the base policy's first batch (returns from its own values)."""
@@ -263,7 +310,7 @@ class Trainer:
         for _ in range(self.rl.critic_warmup_steps):
             self.freeze(batch, values_only=True)
             self.critic_opt.zero_grad(set_to_none=True)
-            total = _weight(batch.response_mask, self.rl.loss_agg_mode)
+            total = self.dist.sum(_weight(batch.response_mask, self.rl.loss_agg_mode))
             stats: dict[str, float] = {}
             for micro in self._micro(torch.arange(len(batch))):
                 mb = batch.select(micro)
@@ -271,23 +318,24 @@ class Trainer:
                 loss, st = self._critic_loss(mb)
                 (loss * share).backward()
                 _accumulate(stats, st, share)
-            torch.nn.utils.clip_grad_norm_(self.ac.critic_parameters(), self.rl.grad_clip)
-            self.critic_opt.step()
-            out.append(stats)
+            self._clip_and_step(self.ac.critic_parameters(), self.critic_opt)
+            out.append(_explained_variance(merge_stats(self.dist.gather(stats))))
         return out
 
     def _rft(self, batch: RolloutBatch, u: int) -> list[dict[str, float]]:
         """SFT (masked NLL of the sampled tokens) on the update's successful episodes."""
-        good = torch.nonzero(batch.terminal > 0).squeeze(-1)
+        mine = batch.index[batch.terminal > 0].tolist()
+        good = torch.tensor(sorted(g for part in self.dist.gather(mine) for g in part), dtype=torch.long)
         steps: list[dict[str, float]] = []
         if len(good) == 0:
             return steps
         gen = torch.Generator().manual_seed(hash_seed(self.seed, u, -1))
         for epoch in range(self.rl.rft_epochs):
             order = good[torch.randperm(len(good), generator=gen)]
-            for m, idx in enumerate(order.chunk(min(self.rl.minibatches, len(good)))):
+            for m, chunk in enumerate(order.chunk(min(self.rl.minibatches, len(good)))):
+                idx = self._local(batch, chunk)
                 self.actor_opt.zero_grad(set_to_none=True)
-                total = float(batch.response_mask[idx].sum())
+                total = self.dist.sum(batch.response_mask[idx].sum())
                 nll_sum = 0.0
                 for micro in self._micro(idx):
                     mb = batch.select(micro)
@@ -295,17 +343,21 @@ class Trainer:
                     nll = -(log_prob * mb.response_mask).sum() / max(total, 1.0)
                     nll.backward()
                     nll_sum += float(nll.detach())
-                norm = float(torch.nn.utils.clip_grad_norm_(self.ac.policy_parameters(), self.rl.grad_clip))
-                self.actor_opt.step()
+                nll_sum = self.dist.sum(nll_sum)
+                norm = self._clip_and_step(self.ac.policy_parameters(), self.actor_opt)
                 steps.append({"epoch": epoch, "minibatch": m, "actor/sft_nll": nll_sum, "actor/grad_norm": norm})
         return steps
 
     def _micro(self, idx: torch.Tensor) -> list[torch.Tensor]:
-        return list(idx.split(self.rl.micro_batch_size))
+        return list(idx.split(self.rl.micro_batch_size)) if len(idx) else []
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> None:
-        """adapters/, optim.pt, state.json under `out_dir/checkpoint`, replaced atomically."""
+        """adapters/, optim.pt, state.json under `out_dir/checkpoint`, replaced atomically (rank 0;
+        every rank holds the same weights and optimizer state)."""
+        if not self.dist.is_main:
+            self.dist.barrier()
+            return
         final = self.out_dir / CHECKPOINT
         tmp = self.out_dir / f".{CHECKPOINT}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -322,30 +374,34 @@ class Trainer:
             final.rename(old)
         tmp.rename(final)
         shutil.rmtree(old, ignore_errors=True)
+        self.dist.barrier()
 
     def resume(self) -> None:
         """Load `out_dir/checkpoint` if present (same method and seed, else refuse)."""
-        folder = self.out_dir / CHECKPOINT
+        folder, old = self.out_dir / CHECKPOINT, self.out_dir / f".{CHECKPOINT}.old"
+        if self.dist.is_main and not (folder / "state.json").is_file() and (old / "state.json").is_file():
+            old.rename(folder)  # killed between the two renames
+        self.dist.barrier()
         if not (folder / "state.json").is_file():
-            old = self.out_dir / f".{CHECKPOINT}.old"  # killed between the two renames
-            if not (old / "state.json").is_file():
-                return
-            old.rename(folder)
+            return
         state = json.loads((folder / "state.json").read_text())
         if (state["method"], state["seed"]) != (self.method, self.seed):
             raise PappoError(f"{folder}: checkpoint of {state['method']} seed {state['seed']}, not "
                              f"{self.method} seed {self.seed}; use another --out or delete it")  # fmt: skip
         if state.get("fingerprint", "") != self.fingerprint:
             self.log(f"{folder}: written by another configuration or code version; starting afresh")
-            shutil.rmtree(folder)
+            self.dist.barrier()  # every rank has read state.json
+            if self.dist.is_main:
+                shutil.rmtree(folder)
+            self.dist.barrier()
             return
         self.log(f"resuming from {folder} after update {state['update_index']}")
         self.ac.load_weights(folder / "adapters")
         self._optimizers()  # over the loaded tensors
-        opt = torch.load(folder / "optim.pt", weights_only=False)
+        opt = torch.load(folder / "optim.pt", weights_only=False, map_location=self.dist.device)
         self.actor_opt.load_state_dict(opt["actor"])
         self.critic_opt.load_state_dict(opt["critic"])
-        torch.set_rng_state(opt["torch_rng"])
+        torch.set_rng_state(opt["torch_rng"].cpu())
         self.update_index, self.history = int(state["update_index"]), list(state["history"])
 
 
@@ -354,31 +410,42 @@ def hash_seed(seed: int, update: int, index: int) -> int:
     return random.Random(f"{seed}/{update}/{index}").getrandbits(31)
 
 
-def rollout_stats(trajs: Sequence[Trajectory]) -> dict[str, float]:
-    """Means over the episodes of an update (infra-error episodes included, and counted)."""
-    n = max(1, len(trajs))
-    m = [t.metrics for t in trajs]
+def episode_summary(t: Trajectory) -> dict[str, Any]:
+    """What `rollout_stats` needs of one episode (small: gathered from every rank)."""
+    keys = ("success", "tokens", "turns", "failed_edit", "parse_error", "infra_error")
+    return {**{k: t.metrics.get(k, 0) for k in keys}, "process_reward": sum(t.turn_rewards) - t.terminal_reward}
+
+
+def rollout_stats(episodes: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Means over the episodes of an update (`episode_summary` of each; infra errors included)."""
+    n = max(1, len(episodes))
     return {
-        "episodes": len(trajs),
-        "success": sum(bool(x["success"]) for x in m) / n,
-        "tokens": sum(int(x["tokens"]) for x in m),
-        "turns": sum(int(x["turns"]) for x in m) / n,
-        "failed_edit": sum(int(x["failed_edit"]) for x in m) / n,
-        "parse_error": sum(int(x["parse_error"]) for x in m) / n,
-        "process_reward": sum(sum(t.turn_rewards) - t.terminal_reward for t in trajs) / n,
+        "episodes": len(episodes),
+        "success": sum(bool(x["success"]) for x in episodes) / n,
+        "tokens": sum(int(x["tokens"]) for x in episodes),
+        "turns": sum(int(x["turns"]) for x in episodes) / n,
+        "failed_edit": sum(int(x["failed_edit"]) for x in episodes) / n,
+        "parse_error": sum(int(x["parse_error"]) for x in episodes) / n,
+        "process_reward": sum(x["process_reward"] for x in episodes) / n,
     }
 
 
 def _accumulate(into: dict[str, float], stats: dict[str, torch.Tensor], share: float) -> None:
-    """Micro-batch stats into minibatch stats: min/max for ratio bounds, else a weighted mean."""
-    for k, v in stats.items():
-        x = float(v)
-        if k.endswith("ratio_min"):
-            into[k] = min(into.get(k, x), x)
-        elif k.endswith("ratio_max"):
-            into[k] = max(into.get(k, x), x)
-        else:
-            into[k] = into.get(k, 0.0) + x * share
+    """Micro-batch stats into minibatch stats: min/max for ratio bounds, else a weighted mean
+    (`merge_stats`' rule, which then merges the ranks' partial stats)."""
+    bound = ("ratio_min", "ratio_max")
+    part = {k: float(v) if k.endswith(bound) or k.startswith(EV_MOMENT) else float(v) * share for k, v in stats.items()}
+    into.update(merge_stats([into, part]))
+
+
+def _explained_variance(stats: dict[str, float]) -> dict[str, float]:
+    """Replace the summed moments by the minibatch's exact `critic/vf_explained_var` (0 where
+    undefined, e.g. equal returns). Moments add across micro-batches and ranks; ratios do not."""
+    moments = [stats.pop(f"{EV_MOMENT}{i}") for i in range(5)] if f"{EV_MOMENT}0" in stats else None
+    if moments is not None:
+        ev = losses.explained_variance_from_moments(torch.tensor(moments, dtype=torch.float64))
+        stats["critic/vf_explained_var"] = float(torch.nan_to_num(ev, nan=0.0))
+    return stats
 
 
 def _weight(mask: torch.Tensor, mode: str) -> float:

@@ -1,0 +1,156 @@
+"""benchmarks/gpu_step.py: the tiny CPU run end to end (receipt contents, printed summary), the
+7B code path at toy size in bf16 with gradient checkpointing, the MFU arithmetic by hand, the 7B
+architecture's size, and the refusal of --device cuda without CUDA."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from conftest import ROOT
+
+SCRIPT = ROOT / "benchmarks" / "gpu_step.py"
+SMALL = ["--config", "tiny", "--device", "cpu", "--episodes", "1x2", "--max-turns", "2", "--max-new-tokens-per-turn", "16"]
+CFG = SimpleNamespace(hidden_size=64, intermediate_size=160, num_hidden_layers=3, num_attention_heads=8,
+                      num_key_value_heads=2, vocab_size=1000)  # fmt: skip
+
+
+def load_bench():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("gpu_step", SCRIPT)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+gs = load_bench()
+
+
+def lora_trainable(m: dict, rank: int) -> int:
+    """Policy + critic LoRA on all 7 projections, plus the value head (weight and bias)."""
+    h, i, hd = m["hidden_size"], m["intermediate_size"], m["hidden_size"] // m["num_attention_heads"]
+    kv = m["num_key_value_heads"] * hd
+    per_layer = rank * ((h + h) + 2 * (h + kv) + (h + h) + 3 * (h + i))
+    return 2 * m["num_hidden_layers"] * per_layer + h + 1
+
+
+def check_receipt(rec: dict, out_lines: list[str]) -> None:
+    assert rec["schema"] == "pappo.gpu_step/1"
+    ro, fr, up = (rec["phases"][k] for k in ("rollout", "freeze", "update"))
+    b = rec["batch"]
+    assert 0 < rec["tokens_generated"] == ro["tokens_generated"] <= b["episodes"] * b["max_turns"] * b["max_new_tokens_per_turn"]
+    assert rec["tokens_trained"] == up["tokens_trained"] == 2 * up["epochs_used"] * fr["sequence_tokens"] > 0
+    assert up["epochs_used"] == b["ppo_epochs"] and up["optimizer_steps"] == b["ppo_epochs"] * b["minibatches"]
+    for phase in (ro, fr, up):
+        assert phase["seconds"] > 0 and phase["tokens_per_s"] > 0
+    assert up["tokens_per_s"] == pytest.approx(up["tokens_trained"] / up["seconds"])
+    assert rec["mfu"] is None and up["mfu"] is None and fr["mfu"] is None and ro["decode_mfu"] is None
+    # freeze: policy + critic (params.yaml kl_coef 0: no reference); update: the same two passes over
+    # the same rows every epoch, and LoRA training = 2x forward
+    assert fr["passes"] == 2 and fr["flops"] > 0
+    assert up["flops"] == pytest.approx(up["epochs_used"] * 2 * fr["flops"])
+    assert rec["model"]["parameters_trainable"] == lora_trainable(rec["model"], rec["lora"]["rank"])
+    assert rec["peak_memory"]["bytes"] > 2**20 and rec["peak_memory"]["measure"] == "peak RSS"
+    assert rec["hardware"]["accelerator"] == "cpu"
+    assert re.fullmatch(r"[0-9a-f]{40}", rec["source"]["git_commit"])
+    assert "update MFU: n/a (no bf16 peak known for cpu)" in out_lines
+
+
+def test_tiny_cpu_run_writes_a_receipt(tmp_path):
+    out = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, str(SCRIPT), *SMALL, "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-1] == f"receipt: {out}"
+    rec = json.loads(out.read_text())
+    check_receipt(rec, lines)
+    assert (rec["config"], rec["dtype"], rec["gradient_checkpointing"]) == ("tiny", "float32", False)
+    assert lines[0].startswith("config: tiny (1.31M params incl. embeddings, vocab 4096), device cpu fp32, LoRA r16")
+    assert str(tmp_path) not in out.read_text()  # no absolute paths in the receipt
+
+
+def test_7b_code_path_at_toy_size_in_bf16_with_checkpointing(tmp_path, capsys, monkeypatch):
+    """The 7B branch (own Qwen2Config, untied embeddings, checkpointing on by default) with the 7B
+    dims swapped for small ones; bf16 as on the GPU, so the decoder snapshot's dtype cast runs."""
+    import transformers.modeling_utils as hf  # imports torch's `checkpoint` by name; enable binds that
+
+    calls = []
+    real = hf.checkpoint
+    monkeypatch.setattr(hf, "checkpoint", lambda *a, **k: calls.append(torch.is_grad_enabled()) or real(*a, **k))
+    dims = dict(gs.QWEN25_CODER_7B, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4)
+    monkeypatch.setattr(gs, "QWEN25_CODER_7B", dims)
+    args = [*SMALL[2:], "--config", "7b", "--dtype", "bfloat16", "--out", str(tmp_path / "r.json")]
+    assert gs.main(args) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    rec = json.loads((tmp_path / "r.json").read_text())
+    check_receipt(rec, lines)
+    assert (rec["dtype"], rec["gradient_checkpointing"], rec["model"]["tie_word_embeddings"]) == ("bfloat16", True, False)
+    assert any(calls), "gradient checkpointing never ran in a forward that builds a backward"
+    m = rec["model"]
+    assert m["parameters_base_at_vocab_152064"] - m["parameters_base"] == 2 * 64 * (152064 - m["vocab_size"])
+    assert lines[1].startswith("note: the 7B architecture with the pappo tokenizer's 4096-token vocabulary")
+
+
+def test_7b_config_is_qwen25_7b_at_full_vocab_and_flops_count_its_matmuls():
+    from transformers import Qwen2ForCausalLM
+
+    class QwenSizedTokenizer:
+        bos_token_id, eos_token_id, pad_token_id = None, 1, 2
+
+        def __len__(self) -> int:
+            return 152064
+
+    cfg = gs.model_config("7b", QwenSizedTokenizer(), params=None)
+    with torch.device("meta"):
+        model = Qwen2ForCausalLM._from_config(cfg)
+    total = sum(p.numel() for p in model.parameters())
+    assert total == 7_615_616_512  # Qwen2.5-7B's published parameter count
+    h, layers = 3584, 28
+    not_matmul = 152064 * h + layers * (h + 512 + 512) + (2 * layers + 1) * h  # embedding, q/k/v biases, norms
+    assert gs.model_flops_per_token(cfg, 0, train=False, lora=False) == 2 * (total - not_matmul)
+
+
+def test_model_flops_per_token_by_hand():
+    # head_dim 8: q 64x64, k and v 64x16, o 64x64, MLP 3 x 64x160 per layer; lm_head 64x1000
+    n = 3 * (64 * 64 + 2 * 64 * 16 + 64 * 64 + 3 * 64 * 160) + 64 * 1000
+    assert n == 186_880
+    forward = 2 * n + 2 * 2 * 3 * 64 * 100
+    assert gs.model_flops_per_token(CFG, 100, train=False, lora=False) == forward == 450_560
+    assert gs.model_flops_per_token(CFG, 100, train=True, lora=True) == 2 * forward
+    assert gs.model_flops_per_token(CFG, 100, train=True, lora=False) == 3 * forward
+    assert gs.model_flops_per_token(CFG, 100, train=False, lora=True, lm_head=False) == forward - 2 * 64 * 1000
+
+
+def test_update_flops_and_mfu_arithmetic():
+    r = {"rows_tokens": [100, 40], "rows_sampled": [30, 10], "epochs": 2, "generated": 40, "steps": 4,
+         "rollout_s": 2.0, "freeze_s": 0.5, "update_s": 1.0}  # fmt: skip
+    f = lambda t, train, head=True: gs.model_flops_per_token(CFG, t, train, lora=True, lm_head=head)  # noqa: E731
+    update = 2 * sum(2 * t * f(t, True, False) + s * (f(t, True) - f(t, True, False)) for t, s in ((100, 30), (40, 10)))
+    got = gs.measures(CFG, r, peak=1e9, kl_passes=0)
+    assert got["update"]["flops"] == update and got["update"]["mfu"] == pytest.approx(update / 1.0 / 1e9)
+    assert got["rollout"]["decode_mfu"] == pytest.approx(40 * 2 * 186_880 / 2.0 / 1e9)
+    assert got["update"]["tokens_trained"] == 2 * 2 * 140 and gs.measures(CFG, r, None, 0)["update"]["mfu"] is None
+
+
+@pytest.mark.parametrize("name, peak", [("NVIDIA H200", 989.4e12), ("NVIDIA H100 80GB HBM3", 989.4e12),
+                                        ("NVIDIA H100 PCIe", 756e12), ("NVIDIA A100-SXM4-80GB", 312e12),
+                                        ("NVIDIA L40S", 362e12), ("cpu", None), ("NVIDIA GeForce RTX 4090", None)])  # fmt: skip
+def test_peak_table(name, peak):
+    assert gs.peak_bf16(name) == peak
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")
+def test_cuda_refused_without_cuda(tmp_path):
+    out = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--config", "tiny", "--device", "cuda", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2
+    assert "no CUDA device" in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == []
