@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from transformers import AutoModelForCausalLM, Qwen2Config
 
 from pappo.config import EnvParams, TinyModelParams
 from pappo.env.agents import NoisyAgent, OracleAgent, play
@@ -78,6 +79,19 @@ def test_masked_loss_matches_a_naive_loop():
                 total += -torch.log_softmax(logits[b, t - 1], -1)[ids[b, t]].item()
                 count += 1
     assert sft.masked_lm_loss(logits, ids, mask).item() == pytest.approx(total / count, rel=1e-6)
+
+
+def test_the_training_loss_equals_the_full_logits_loss(codec: ChatCodec):  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(Qwen2Config(
+        vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=128))  # fmt: skip
+    ids = torch.randint(1, 300, (3, 17))
+    attn = torch.ones_like(ids)
+    attn[2, 12:] = 0
+    mask = (torch.rand(3, 17) > 0.5).float() * attn
+    full = sft.masked_lm_loss(model(input_ids=ids, attention_mask=attn).logits, ids, mask)
+    torch.testing.assert_close(sft.model_lm_loss(model, ids, attn, mask), full, rtol=1e-5, atol=1e-6)
 
 
 def test_collate_pads_right_and_cuts():

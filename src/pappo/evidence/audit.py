@@ -297,7 +297,8 @@ def render(ok: bool, failures: list[AuditFailure], claims: list[ClaimVerdict]) -
     lines += [f"  - {f.file} [{f.field}]: {f.message} (expected {f.expected}, found {f.found})" for f in failures]
     for c in claims:
         state = "holds" if c.holds else "does NOT hold"
-        lines.append(f"claim {c.id}: {state}: {c.method} vs {c.baseline} on {c.metric}: {c.delta:+.3f} "
-                     f"[{c.lo:+.3f}, {c.hi:+.3f}], {c.seed_wins}/{c.n_seeds} seed wins")  # fmt: skip
+        lines.append(f"claim {c.id}: {state}: {c.method} vs {c.baseline} on {c.metric}: improvement "
+                     f"{c.delta:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}] (positive: {c.method} better), "
+                     f"{c.seed_wins}/{c.n_seeds} seed wins")  # fmt: skip
         lines += [f"  - {r}" for r in c.reasons]
     return "\n".join(lines)

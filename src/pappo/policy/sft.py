@@ -71,6 +71,16 @@ def masked_lm_loss(logits: torch.Tensor, ids: torch.Tensor, loss_mask: torch.Ten
     return (nll * target_mask).sum() / target_mask.sum().clamp(min=1.0)
 
 
+def model_lm_loss(model: torch.nn.Module, ids: torch.Tensor, attn: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
+    """`masked_lm_loss` of a Qwen2 causal LM with the lm_head and softmax only at the positions
+    whose target is in the loss (SFT: the assistant's tokens, a fraction of each sequence)."""
+    hidden = model.model(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state  # (B, T, H)
+    picked = loss_mask[:, 1:] != 0  # (B, T-1): position t-1 predicts token t
+    logits = model.lm_head(hidden[:, :-1][picked]).float()  # (M, V)
+    nll = torch.nn.functional.cross_entropy(logits, ids[:, 1:][picked], reduction="sum")
+    return nll / picked.sum().clamp(min=1)
+
+
 @dataclass(frozen=True)
 class Schedule:
     steps: int
@@ -97,8 +107,7 @@ def train(model: torch.nn.Module, examples: Sequence[Example], schedule: Schedul
             group["lr"] = schedule.lr * _lr_factor(step, schedule)
         pick = torch.randint(len(examples), (schedule.batch_size,), generator=gen).tolist()
         ids, attn, loss_mask = collate([examples[i] for i in pick], pad_id, schedule.max_len)
-        logits = model(input_ids=ids, attention_mask=attn).logits  # (B, T, V)
-        loss = masked_lm_loss(logits, ids, loss_mask)
+        loss = model_lm_loss(model, ids, attn, loss_mask)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

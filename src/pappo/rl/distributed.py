@@ -116,7 +116,6 @@ class Dist:
 
             td.barrier()
 
-
     @property
     def _comm_device(self) -> torch.device:
         # NCCL reduces CUDA tensors only; gloo CPU tensors.
