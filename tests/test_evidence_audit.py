@@ -16,10 +16,14 @@ def ctx(fx_params: Params, tmp_path: Path) -> _Ctx:
     return _Ctx(fx_params, tmp_path, tmp_path / "runs", tmp_path / "base", ROOT / "schemas")
 
 
-def test_a_report_of_an_older_schema_version_is_refused_with_a_fix(fx_params: Params, tmp_path: Path):
-    run = tmp_path / "runs" / "seed_0" / "ppo"
+def write_report(tmp_path: Path, method: str, data: dict) -> None:
+    run = tmp_path / "runs" / "seed_0" / method
     run.mkdir(parents=True)
-    (run / "report.json").write_text(json.dumps({"schema_version": 0, "method": "ppo"}))
+    (run / "report.json").write_text(json.dumps(data))
+
+
+def test_a_report_of_an_older_schema_version_is_refused_with_a_fix(fx_params: Params, tmp_path: Path):
+    write_report(tmp_path, "ppo", {"schema_version": 0, "method": "ppo"})
     c = ctx(fx_params, tmp_path)
     assert _load_run(c, 0, "ppo") is None
     [failure] = c.failures
@@ -34,9 +38,7 @@ def test_a_missing_run_names_the_stage_that_writes_it(fx_params: Params, tmp_pat
 
 
 def test_an_invalid_report_names_the_schema(fx_params: Params, tmp_path: Path):
-    run = tmp_path / "runs" / "seed_0" / "rft"
-    run.mkdir(parents=True)
-    (run / "report.json").write_text(json.dumps({"schema_version": 1, "method": "rft"}))
+    write_report(tmp_path, "rft", {"schema_version": 1, "method": "rft"})
     c = ctx(fx_params, tmp_path)
     assert _load_run(c, 0, "rft") is None
     assert "schemas/run_report.schema.json" in c.failures[0].expected
