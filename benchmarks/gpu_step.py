@@ -7,9 +7,10 @@ Builds the Qwen2.5-Coder-7B-Instruct architecture (`--config 7b`, the dims of it
 the params.yaml tiny profile with random weights (nothing is downloaded), wraps it in the
 trainer's ActorCritic (policy LoRA + critic LoRA + value head over one frozen base) and times the
 trainer's own phases of one PPO update: `Trainer.rollouts` (tasks x group episodes in lockstep, a
-stand-in grader, no sandbox), `Trainer.freeze` (old log-probs, values, advantages) and
-`Trainer._optimise` (ppo_epochs x minibatches steps of actor and critic; target_kl off, so the
-work is fixed). Prints tokens/s per phase, MFU and peak memory; writes a JSON receipt atomically.
+stand-in grader, no sandbox), then `Trainer.optimise`, timed in two at its freeze lap: the freeze
+(old log-probs, values, advantages) and the ppo_epochs x minibatches steps of actor and critic
+(target_kl off, so the work is fixed; no critic warm-up, which only the first update of a run
+does). Prints tokens/s per phase, MFU and peak memory; writes a JSON receipt atomically.
 
 Vocabulary: both configs use the pappo tokenizer built from the warm-up repos (Qwen's cannot be
 downloaded), so sampled ids decode. The 7B architecture is therefore run with a 4096-token
@@ -114,7 +115,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def bench_params(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     params = load_params(args.params)
-    rl = {"tasks_per_update": args.tasks, "group_size": args.group, "target_kl": None, "updates": 1}
+    # critic_warmup_steps 0: time a steady-state update, not the first update's extra critic steps
+    rl = {"tasks_per_update": args.tasks, "group_size": args.group, "target_kl": None, "updates": 1,
+          "critic_warmup_steps": 0}  # fmt: skip
     rl |= {"micro_batch_size": args.micro_batch_size} if args.micro_batch_size else {}
     rollout = {"batch_size": args.tasks * args.group}  # every episode in one lockstep batch
     rollout |= {"max_new_tokens_per_turn": args.max_new_tokens_per_turn} if args.max_new_tokens_per_turn else {}
@@ -173,15 +176,19 @@ def run_phases(trainer: Any, device: torch.device, dtype: torch.dtype) -> dict[s
     if device.type == "cuda":
         torch.cuda.empty_cache()  # hand the snapshot's and KV cache's blocks back before training
     batch = from_trajectories(trajs, groups, trainer.codec.pad_id, index).to(device)
+    marks: dict[str, float] = {}
+
+    def frozen(name: str) -> None:  # optimise's lap("freeze"): ends the freeze phase, starts the update's
+        marks["freeze_end"] = sync_time(device)
+        out["peak_bytes"]["freeze"] = peak_bytes(device, reset=True)
+        marks["update_start"] = sync_time(device)
+
     start = sync_time(device)
-    trainer.freeze(batch)
-    out["freeze_s"] = sync_time(device) - start
-    out["peak_bytes"]["freeze"] = peak_bytes(device, reset=True)
-    start = sync_time(device)
-    steps, out["epochs"] = trainer._optimise(batch, 0)
-    out["update_s"] = sync_time(device) - start
+    fields = trainer.optimise(batch, 0, lap=frozen)
+    end = sync_time(device)
+    out["freeze_s"], out["update_s"] = marks["freeze_end"] - start, end - marks["update_start"]
     out["peak_bytes"]["update"] = peak_bytes(device)
-    out["steps"] = len(steps)
+    out["steps"], out["epochs"] = len(fields["steps"]), fields["epochs_used"]
     out["rows_tokens"] = batch.attention_mask.sum(-1).tolist()
     out["rows_sampled"] = batch.response_mask.sum(-1).long().tolist()
     return out

@@ -30,11 +30,12 @@ from test_rl_trainer import actor_critic, small_params  # noqa: E402
 from pappo.policy.rollout import Trajectory  # noqa: E402
 from pappo.rl.batch import from_trajectories  # noqa: E402
 from pappo.rl.distributed import Dist  # noqa: E402
-from pappo.rl.trainer import CRITIC_METHODS, Trainer  # noqa: E402
+from pappo.rl.trainer import Trainer  # noqa: E402
 from pappo.sandbox.grading import Grade  # noqa: E402
 from pappo.tasks.store import TaskStore  # noqa: E402
 
 GROUPS, K = 4, 2
+RENAME = {"critic_warmup": "warmup", "epochs_used": "epochs"}  # Trainer.optimise's keys -> the rank JSON's
 
 
 def synthetic(seed: int = 0) -> list[Trajectory]:
@@ -88,13 +89,8 @@ def run_batch(dist: Dist, work: Path) -> dict:
         ac = actor_critic(0)
         t = Trainer(method, params, ac, ByteCodec(), None, [], None, work / method, 0, dist)  # type: ignore[arg-type]
         batch = from_trajectories([trajs[i] for i in mine], [i // K for i in mine], 0, mine)
-        rec: dict = {}
-        if method == "rft":
-            rec["steps"] = t._rft(batch, 0)
-        else:
-            rec["warmup"] = t._critic_warmup(batch) if method in CRITIC_METHODS else []
-            rec["freeze"] = t.freeze(batch)
-            rec["steps"], rec["epochs"] = t._optimise(batch, 0)
+        # warm-up (ppo, pappo), freeze and steps, as Trainer.update does them
+        rec: dict = {RENAME.get(k, k): v for k, v in t.optimise(batch, 0).items()}
         rec["policy"], rec["critic"] = weights(ac.policy_parameters()), weights(ac.critic_parameters())
         result[method] = rec
     return result

@@ -181,9 +181,15 @@ def check_audit(repo: Path) -> None:
     assert receipt["source"]["git_dirty"] is False and "report.json" in receipt["outputs"]["files"]
     sh("git", "add", "-A", cwd=repo)
     sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "evidence", cwd=repo)
+    stage_bytes = (repo / "receipts/audit.json").read_bytes()
     code, text = audit_output(repo)
     assert code == 2, text
     assert "claim pappo-beats-best-baseline: does NOT hold" in text and "needs GPU receipts" in text
+    # a plain run leaves the stage's DVC output alone (this verdict names the new HEAD: other bytes)
+    assert "verdict not written" in text and (repo / "receipts/audit.json").read_bytes() == stage_bytes
+    kept = repo.parent / "kept.json"
+    assert sh("pappo", "audit", "--out", str(kept), cwd=repo).returncode == 2
+    assert json.loads(kept.read_text())["exit_code"] == 2 and json.loads(kept.read_text())["head"] != staged["head"]
 
     def tampered(path: str, edit, expect: str) -> None:  # type: ignore[no-untyped-def]
         target = repo / path

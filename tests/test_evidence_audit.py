@@ -1,13 +1,20 @@
-"""Audit pieces that need no pipeline run: old schema versions, missing files, the claims rule.
-(The whole audit and every tamper case run on a real `dvc repro` in test_dvc_smoke.)"""
+"""Audit pieces that need no pipeline run: old schema versions, missing files, the claims rule,
+where the CLI writes the verdict. (The whole audit and every tamper case run on a real
+`dvc repro` in test_dvc_smoke.)"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from pappo.cli import app
 from pappo.config import ClaimParams, Params
-from pappo.evidence.audit import _Ctx, _load_run, render
+from pappo.evidence import audit as audit_mod
+from pappo.evidence.audit import AuditVerdict, _Ctx, _load_run, render
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,3 +59,26 @@ def test_the_verdict_text_gives_numbers_and_reasons(fx_params: Params, tmp_path:
     text = render(True, [], [claim])
     assert "integrity: OK" in text and "claim x: does NOT hold" in text and "+0.100 [-0.050, +0.200]" in text
     assert ClaimParams(id="ok-id", metric="success", method="ppo").baseline == "best_non_ppo"
+
+
+def test_a_plain_pappo_audit_writes_nothing_and_out_writes_the_verdict(fx_params: Params, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch):  # fmt: skip
+    # receipts/audit.json is the audit stage's DVC output: a reviewer's plain run must leave it alone
+    verdict = AuditVerdict(exit_code=2, integrity_ok=True, head="0" * 40, runs_checked=0, failures=[], claims=[],
+                           verdict="integrity: OK")  # fmt: skip
+    monkeypatch.setattr(audit_mod, "audit", lambda *args: verdict)  # the CLI's output, not the checks
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(fx_params.model_dump(mode="json")))
+    monkeypatch.chdir(tmp_path)
+    plain = CliRunner().invoke(app, ["audit"])
+    assert plain.exit_code == 2 and "verdict not written; pass --out FILE to keep it" in plain.output
+    assert "integrity: OK" in plain.output and not (tmp_path / "receipts").exists()
+    kept = CliRunner().invoke(app, ["audit", "--out", "kept/verdict.json"])
+    assert kept.exit_code == 2 and "verdict written to kept/verdict.json" in kept.output
+    assert AuditVerdict.model_validate_json((tmp_path / "kept/verdict.json").read_text()) == verdict
+    assert not (tmp_path / "receipts").exists()
+
+
+def test_the_audit_stage_writes_its_metrics_file_explicitly():
+    stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["audit"]
+    assert "--out receipts/audit.json" in stage["cmd"] and "--stage" in stage["cmd"]
+    assert "receipts/audit.json" in stage["metrics"]

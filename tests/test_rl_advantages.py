@@ -24,6 +24,7 @@ from pappo.rl.advantages import (
     turn_gae,
     turn_index_from_spans,
     turn_values_from_tokens,
+    whiten_with_moments,
 )
 
 F64 = torch.float64
@@ -465,6 +466,50 @@ def test_masked_whiten_moments(batch: Batch, shift_mean: bool) -> None:
         assert abs(out[on].mean().item()) < 1e-9
         if var > 1e-3:
             assert out[on].var().item() == pytest.approx(1.0, rel=1e-5)
+
+
+def naive_whiten(x: list[float], m: list[bool], mean: float, var: float, shift_mean: bool,
+                 eps: float = 1e-8) -> list[float]:  # fmt: skip
+    """Element by element: (x - mean) / sqrt(var + eps) (+ mean) on the mask, 0 elsewhere."""
+    return [(v - mean) / math.sqrt(var + eps) + (0.0 if shift_mean else mean) if on else 0.0 for v, on in zip(x, m)]
+
+
+@PROP
+@given(token_batches(), st.booleans())
+def test_masked_whiten_equals_naive_loop(batch: Batch, shift_mean: bool) -> None:
+    on = batch.mask.reshape(-1).tolist()
+    xs = batch.values.reshape(-1).tolist()
+    members = [v for v, m in zip(xs, on) if m]
+    if len(members) < 2:
+        return  # raises; test_masked_whiten_moments covers it
+    mean, var = statistics.fmean(members), statistics.variance(members)  # unbiased
+    want = torch.tensor(naive_whiten(xs, on, mean, var, shift_mean), dtype=F64).reshape(batch.mask.shape)
+    close(masked_whiten(batch.values, batch.mask, shift_mean=shift_mean), want)
+
+
+@PROP
+@given(token_batches(), FLOAT, st.floats(0.0, 4.0), st.booleans())
+def test_whiten_with_moments_equals_naive_loop(batch: Batch, mean: float, var: float, shift_mean: bool) -> None:
+    # any moments, not only x's own: the trainer passes moments all-reduced over ranks
+    out = whiten_with_moments(batch.values, batch.mask, torch.tensor(mean, dtype=F64), torch.tensor(var, dtype=F64),
+                              shift_mean=shift_mean)  # fmt: skip
+    want = naive_whiten(batch.values.reshape(-1).tolist(), batch.mask.reshape(-1).tolist(), mean, var, shift_mean)
+    close(out, torch.tensor(want, dtype=F64).reshape(batch.mask.shape))
+
+
+@PROP
+@given(token_batches(), st.booleans(), st.sampled_from([torch.float32, F64]))
+def test_whiten_with_moments_fed_masked_whitens_moments_is_masked_whiten(batch: Batch, shift_mean: bool,
+                                                                        dtype: torch.dtype) -> None:  # fmt: skip
+    x, on = batch.values.to(dtype), batch.mask
+    n = int(on.sum())
+    if n < 2:
+        return
+    zero = torch.zeros((), dtype=dtype)
+    mean = torch.where(on, x, zero).sum() / n  # masked_whiten's moments, computed as it does
+    var = torch.where(on, (x - mean) ** 2, zero).sum() / (n - 1)
+    kernel = whiten_with_moments(x, on, mean, var, shift_mean=shift_mean)
+    assert torch.equal(kernel, masked_whiten(x, on, shift_mean=shift_mean))  # bit for bit
 
 
 def test_masked_whiten_matches_the_chapters_ppo_prepare() -> None:

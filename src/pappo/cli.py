@@ -302,7 +302,8 @@ def experiment(
 def audit(
     runs: Path = typer.Option(Path("reports/runs"), help="Seed matrix runs."),
     base: Path = typer.Option(Path("models/base"), help="Base checkpoint folder."),
-    out: Path = typer.Option(Path("receipts/audit.json"), help="Where the verdict is written."),
+    out: Path = typer.Option(None, help="Write the verdict (JSON) here; default: print it, write nothing "
+                                        "(receipts/audit.json is the audit stage's DVC output)."),
     stage: bool = typer.Option(False, help="DVC stage mode: exit 0 when only claims fail (integrity still exits 1)."),
     params_path: Path = ParamsOpt,
 ) -> None:
@@ -317,9 +318,11 @@ def audit(
     except PappoError as e:
         _fail(str(e))
         return
-    atomic_write_json(out, verdict.model_dump(mode="json"))
+    if out is not None:
+        atomic_write_json(out, verdict.model_dump(mode="json"))
     typer.echo(verdict.verdict)
-    typer.echo(f"verdict written to {out}; exit code {verdict.exit_code}")
+    where = f"verdict written to {out}" if out is not None else "verdict not written; pass --out FILE to keep it"
+    typer.echo(f"{where}; exit code {verdict.exit_code}")
     code = verdict.exit_code
     raise typer.Exit(code=0 if stage and code == 2 else code)
 

@@ -192,6 +192,9 @@ class BaseModelParams(_Section):
     lr: float = Field(3e-3, gt=0, description="Peak AdamW learning rate (warm-up, cosine decay).")
     max_len: int = Field(2048, ge=64, description="Longest training sequence; longer ones are cut.")
     demos_per_task: int = Field(6, ge=1, description="Noisy demonstration episodes per warm-up task.")
+    demo_agent: Literal["oracle", "grounded"] = Field(
+        "oracle", description="Demonstrator: the noisy oracle (knows where the bug is; p_* set its "
+        "mistakes) or the transcript-only procedure of env/grounded.py (search, view, flip, test, undo).")
     p_wrong_edit: float = Field(0.15, ge=0, le=1, description="Noisy demonstrator: wrong-edit rate.")
     p_failed_edit: float = Field(0.15, ge=0, le=1, description="Noisy demonstrator: failed-edit rate.")
     p_repeated_test: float = Field(0.15, ge=0, le=1, description="Noisy demonstrator: repeated-test rate.")

@@ -2,7 +2,8 @@
 
 Exit code: 0 integrity holds and every claim holds; 2 integrity holds but a claim does not; 1
 integrity fails. Each integrity failure names the file, the field, what was expected and what
-was found. The verdict is written to `receipts/audit.json`.
+was found. The CLI prints the verdict and writes it only with `--out` (the `audit` stage writes
+`receipts/audit.json`).
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def check_ready(repo_root: Path, audit_path: Path) -> tuple[str, Any]:
     try:
         verdict = AuditVerdict.model_validate_json(Path(audit_path).read_bytes())
     except ValueError as e:
-        raise PappoError(f"{audit_path} is not a valid audit verdict ({str(e).splitlines()[0]}); rerun `pappo audit`") from None
+        raise PappoError(f"{audit_path} is not a valid audit verdict ({str(e).splitlines()[0]}); rerun `pappo audit --out {audit_path}`") from None
     if not verdict.integrity_ok:
         first = verdict.failures[0].message if verdict.failures else "no failure listed"
         raise PappoError(f"{audit_path} says integrity_ok is false ({len(verdict.failures)} failures; first: {first}): "

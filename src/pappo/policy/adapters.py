@@ -10,6 +10,7 @@ Shapes: B batch, T tokens, V vocabulary, H hidden size.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -76,7 +77,9 @@ class ActorCritic(nn.Module):
         # get_peft_model wraps `base` in place: its Linear layers become LoRA layers whose
         # `base_layer` is the original Linear (same tensors). peft docs: "Load adapters" /
         # PeftModel.add_adapter, which adds a second adapter next to the first.
-        self.peft: PeftModel = get_peft_model(base, lora_config(lora), adapter_name=POLICY)
+        with warnings.catch_warnings():  # peft reads transformers' deprecated alias: noise in every log
+            warnings.filterwarnings("ignore", "`is_gradient_checkpointing` is deprecated", FutureWarning)
+            self.peft: PeftModel = get_peft_model(base, lora_config(lora), adapter_name=POLICY)
         self.peft.add_adapter(CRITIC, lora_config(lora))
         self.peft.set_adapter(POLICY)
         for name, param in self.peft.named_parameters():

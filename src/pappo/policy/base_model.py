@@ -18,8 +18,9 @@ from typing import Any
 import torch
 
 from pappo.config import Params
-from pappo.env.agents import NoisyAgent
+from pappo.env.agents import Agent, NoisyAgent
 from pappo.env.episode import RepairEnv
+from pappo.env.grounded import GroundedAgent
 from pappo.env.vec import VecEnv
 from pappo.io import PappoError, atomic_write_json
 from pappo.policy import sft
@@ -30,7 +31,7 @@ from pappo.policy.rollout import RolloutEngine
 from pappo.policy.tokenizer import build_tokenizer, corpus_files
 from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import SandboxPool
-from pappo.tasks.models import ManifestLock
+from pappo.tasks.models import ManifestLock, Task
 from pappo.tasks.store import TaskStore
 
 TINY_ID = "pappo/tiny-qwen2"
@@ -109,15 +110,22 @@ def demonstrations(params: Params, pool: SandboxPool) -> list[dict[str, Any]]:
         for k in range(bm.demos_per_task):
             buggy = store.buggy(task)
             envs.append(RepairEnv(task, store.clean(task), buggy, params.env))
-            agents.append(NoisyAgent(task, buggy, seed=bm.seed * 1000 + k, p_wrong_edit=bm.p_wrong_edit,
-                                     p_failed_edit=bm.p_failed_edit, p_repeated_test=bm.p_repeated_test,
-                                     p_parse_error=bm.p_parse_error, view_max_lines=params.env.view_max_lines))  # fmt: skip
+            agents.append(_demonstrator(params, task, buggy, seed=bm.seed * 1000 + k))
     vec = VecEnv(envs, functools.partial(grade_many, pool))
     vec.reset()
     while not all(vec.done):
         vec.step([None if e.done else a.act(e.transcript) for e, a in zip(envs, agents)])
     return [{"instance_id": e.task.instance_id, "transcript": e.transcript, "success": e.metrics.success}
             for e in envs]  # fmt: skip
+
+
+def _demonstrator(params: Params, task: Task, buggy: dict[str, bytes], seed: int) -> Agent:
+    bm = params.base_model
+    if bm.demo_agent == "grounded":
+        return GroundedAgent(seed=seed, order="shuffle")
+    return NoisyAgent(task, buggy, seed=seed, p_wrong_edit=bm.p_wrong_edit, p_failed_edit=bm.p_failed_edit,
+                      p_repeated_test=bm.p_repeated_test, p_parse_error=bm.p_parse_error,
+                      view_max_lines=params.env.view_max_lines)  # fmt: skip
 
 
 def eval_tasks(params: Params) -> tuple[TaskStore, list[str]]:

@@ -216,6 +216,21 @@ def grpo_advantages(scores: Tensor, group_index: Tensor | None = None, norm_by_s
     return torch.where(live, dev, zero).reshape(shape)
 
 
+def whiten_with_moments(x: Tensor, mask: Tensor, mean: Tensor, var: Tensor, shift_mean: bool = True,
+                        eps: float = 1e-8) -> Tensor:
+    """(x - mean) * rsqrt(var + eps) on the mask, 0 off it; with shift_mean False the mean is added back.
+
+    The whitening formula alone: the caller supplies the moments, so `masked_whiten` (moments of x)
+    and the trainer (moments all-reduced over ranks) whiten identically. mean and var are tensors
+    (0-dim, or broadcastable to x); x may hold anything off the mask (NaN included).
+    """
+    zero = torch.zeros((), dtype=x.dtype, device=x.device)
+    out = (x - mean) * torch.rsqrt(var + eps)
+    if not shift_mean:
+        out = out + mean
+    return torch.where(mask.bool(), out, zero)
+
+
 def masked_whiten(x: Tensor, mask: Tensor, shift_mean: bool = True, eps: float = 1e-8) -> Tensor:
     """Whiten x over the masked entries (verl's `masked_whiten`): (x - mean) * rsqrt(var + eps),
     mean and unbiased variance over the mask; with shift_mean False the mean is added back.
@@ -227,13 +242,9 @@ def masked_whiten(x: Tensor, mask: Tensor, shift_mean: bool = True, eps: float =
     if n < 2:
         raise ValueError(f"masked_whiten needs at least 2 masked entries, got {n}")
     zero = torch.zeros((), dtype=x.dtype, device=x.device)
-    on = torch.where(mask, x, zero)
-    mean = on.sum() / n
-    var = torch.where(mask, (x - mean) ** 2, zero).sum() / (n - 1)
-    out = (x - mean) * torch.rsqrt(var + eps)
-    if not shift_mean:
-        out = out + mean
-    return torch.where(mask, out, zero)
+    mean = torch.where(mask, x, zero).sum() / n
+    var = torch.where(mask, (x - mean) ** 2, zero).sum() / (n - 1)  # two-pass: no cancellation
+    return whiten_with_moments(x, mask, mean, var, shift_mean, eps)
 
 
 def _last_index(mask: Tensor) -> Tensor:

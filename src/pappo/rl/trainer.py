@@ -112,16 +112,25 @@ class Trainer:
             raise PappoError(f"update {u}: every episode of a rank hit a sandbox infra error; check `pappo run-tests`")
         batch = from_trajectories([trajs[i] for i in kept], [groups[i] for i in kept], self.codec.pad_id,
                                   [index[i] for i in kept]).to(self.dist.device)  # fmt: skip
-        if self.method == "rft":
-            record["steps"] = self._rft(batch, u)
-        else:
-            record["critic_warmup"] = self._critic_warmup(batch) if u == 0 and self.method in CRITIC_METHODS else []
-            record["freeze"] = self.freeze(batch)
-            lap("freeze")
-            record["steps"], record["epochs_used"] = self._optimise(batch, u)
+        record |= self.optimise(batch, u, lap)
         lap("optimise")
         record["wall_s"] = timing  # seconds per phase: the only run-to-run noise in a record
         return record
+
+    def optimise(self, batch: RolloutBatch, u: int, lap: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """Learn from update `u`'s batch: rft's SFT steps, or the critic warm-up (update 0 of ppo and
+        pappo), `freeze` and the PPO steps. Returns the update record's fields: `steps` (rft), or
+        `critic_warmup`, `freeze`, `steps` and `epochs_used`. `lap("freeze")` is called once the
+        batch is frozen, before the first step (`update` times its phases with it)."""
+        if self.method == "rft":
+            return {"steps": self._rft(batch, u)}
+        out: dict[str, Any] = {}
+        out["critic_warmup"] = self._critic_warmup(batch) if u == 0 and self.method in CRITIC_METHODS else []
+        out["freeze"] = self.freeze(batch)  # after the warm-up: old values from the warmed-up critic
+        if lap is not None:
+            lap("freeze")
+        out["steps"], out["epochs_used"] = self._optimise(batch, u)
+        return out
 
     def rollouts(self, u: int) -> tuple[list[Trajectory], list[int], list[int]]:
         """`group_size` episodes of each of this rank's share of the `tasks_per_update` train tasks
@@ -207,16 +216,18 @@ class Trainer:
         return a, ret
 
     def _whiten(self, a: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """`advantages.masked_whiten` over the policy tokens of EVERY rank (global mean and
-        unbiased variance); unchanged with fewer than 2 tokens in all."""
+        """`advantages.masked_whiten` over the policy tokens of EVERY rank: its kernel
+        `whiten_with_moments` fed the global mean and unbiased variance; unchanged with fewer than
+        2 tokens in all."""
         d, on = self.dist, mask.bool()
         n = d.sum(on.sum())
         if n < 2:
             return a
         zero = torch.zeros((), dtype=a.dtype, device=a.device)
         mean = d.all_reduce(torch.where(on, a, zero).sum()) / n
+        # two passes, as masked_whiten: the global mean first, then squared deviations from it
         var = d.all_reduce(torch.where(on, (a - mean) ** 2, zero).sum()) / (n - 1)
-        return torch.where(on, (a - mean) * torch.rsqrt(var + 1e-8), zero)
+        return adv_k.whiten_with_moments(a, on, mean, var)
 
     # ------------------------------------------------------------------ optimisation
     def _optimise(self, batch: RolloutBatch, u: int) -> tuple[list[dict[str, float]], int]:
