@@ -10,13 +10,14 @@ its success rate is a ceiling for a policy that has learned the procedure but no
 
 from __future__ import annotations
 
+import json
 import random
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from pappo.env.protocol import OPEN, format_tool_call
+from pappo.env.protocol import CLOSE, OPEN, format_tool_call
 
 VIEW_LINES = 20  # viewed lines, from the definition on, whose flips are tried: where its code starts
 
@@ -66,7 +67,7 @@ class GroundedAgent:
     """
 
     seed: int = 0
-    order: str = "line"
+    order: Literal["line", "shuffle"] = "line"
     view_lines: int = VIEW_LINES
     _rng: random.Random = field(init=False, repr=False)
 
@@ -95,19 +96,17 @@ class GroundedAgent:
         last, reply = calls[-1], replies[-1]
         if last.get("name") == "run_tests" and "All tests pass" in reply:
             return format_tool_call("submit", {}, "The tests pass; submit.")
-        edits = [c["arguments"] for c in calls if c.get("name") == "str_replace"]
-        undoing = len(edits) >= 2 and (edits[-1]["old_str"], edits[-1]["new_str"]) == (edits[-2]["new_str"], edits[-2]["old_str"])
-        if last.get("name") == "str_replace" and reply.startswith("Edited") and not undoing:
+        edits = [(c["arguments"]["old_str"], c["arguments"]["new_str"]) for c in calls if c.get("name") == "str_replace"]
+        undone = len(edits) >= 2 and edits[-1] == edits[-2][::-1]  # the last edit undid the one before
+        if last.get("name") == "str_replace" and reply.startswith("Edited") and not undone:
             return format_tool_call("run_tests", {}, "Check whether that fixed it.")
         if last.get("name") == "run_tests" and calls[-2].get("name") == "str_replace":
             undo = calls[-2]["arguments"]
             return format_tool_call("str_replace", {"path": undo["path"], "old_str": undo["new_str"],
                                                     "new_str": undo["old_str"]}, "That did not fix it; undo.")  # fmt: skip
         path = calls[1].get("arguments", {}).get("path", "")
-        tried = {(c["arguments"].get("old_str"), c["arguments"].get("new_str"))
-                 for c in calls if c.get("name") == "str_replace"}  # fmt: skip
         for old, new in self._candidates(replies[1]):
-            if (old, new) not in tried and (new, old) not in tried:
+            if (old, new) not in edits and (new, old) not in edits:
                 return format_tool_call("str_replace", {"path": path, "old_str": old, "new_str": new},
                                         "Try flipping this line.")  # fmt: skip
         return format_tool_call("submit", {}, "No more ideas; submit.")
@@ -123,11 +122,10 @@ class GroundedAgent:
 
 
 def _call(text: str) -> dict[str, Any]:
-    import json
-
+    """The JSON object of an assistant turn's tool call ({} if none); the agent's own turns parse."""
     if OPEN not in text:
         return {}
-    body = text.split(OPEN, 1)[1].split("</tool_call>", 1)[0]
+    body = text.split(OPEN, 1)[1].split(CLOSE, 1)[0]
     try:
         obj = json.loads(body)
     except ValueError:
@@ -136,14 +134,9 @@ def _call(text: str) -> dict[str, Any]:
 
 
 def _first_library_hit(search_output: str) -> tuple[str, int] | None:
-    for path, line in _hits(search_output):
-        if not path.startswith("tests/"):
-            return path, line
-    return None
-
-
-def _hits(search_output: str) -> Iterator[tuple[str, int]]:
+    """(path, line) of the first `path:line: text` row of a search outside tests/."""
     for row in search_output.splitlines():
         m = re.match(r"^([^:\s]+):(\d+): ", row)
-        if m:
-            yield m.group(1), int(m.group(2))
+        if m and not m.group(1).startswith("tests/"):
+            return m.group(1), int(m.group(2))
+    return None
