@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pappo.config import load_params
-from pappo.env.agents import OracleAgent, SubmitAgent
+from pappo.env.agents import OracleAgent, SubmitAgent, play_all
 from pappo.env.episode import RepairEnv
 from pappo.env.grounded import GroundedAgent
 from pappo.env.vec import VecEnv
@@ -34,14 +34,10 @@ from pappo.sandbox.pool import SandboxPool
 from pappo.tasks.store import TaskStore
 
 
-def play_all(store: Any, ids: list[str], make_agent: Any, params: Any, pool: SandboxPool) -> dict[str, Any]:
+def run_agent(store: Any, ids: list[str], make_agent: Any, params: Any, pool: SandboxPool) -> dict[str, Any]:
     """One episode per task, in lockstep (grades batched per step); per-task outcome and turns."""
     envs = [RepairEnv(store.task(i), store.clean(store.task(i)), store.buggy(store.task(i)), params.env) for i in ids]
-    agents = [make_agent(k, env) for k, env in enumerate(envs)]
-    vec = VecEnv(envs, functools.partial(grade_many, pool))
-    vec.reset()
-    while not all(vec.done):
-        vec.step([None if e.done else a.act(e.transcript) for e, a in zip(envs, agents)])
+    play_all(VecEnv(envs, functools.partial(grade_many, pool)), [make_agent(k, env) for k, env in enumerate(envs)])
     infra = [e.task.instance_id for e in envs if e.metrics.infra_error]
     if infra:
         raise SystemExit(f"sandbox infra errors on {infra}: rerun (`pappo run-tests` checks the sandbox)")
@@ -68,11 +64,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     start = time.perf_counter()
     runs: dict[str, Any] = {}
     with SandboxPool(params.sandbox) as pool:
-        runs["oracle"] = play_all(store, ids, lambda k, e: OracleAgent(e.task, e.buggy_tree), params, pool)
-        runs["submit"] = play_all(store, ids, lambda k, e: SubmitAgent(), params, pool)
-        runs["grounded_line"] = play_all(store, ids, lambda k, e: GroundedAgent(order="line"), params, pool)
+        runs["oracle"] = run_agent(store, ids, lambda k, e: OracleAgent(e.task, e.buggy_tree), params, pool)
+        runs["submit"] = run_agent(store, ids, lambda k, e: SubmitAgent(), params, pool)
+        runs["grounded_line"] = run_agent(store, ids, lambda k, e: GroundedAgent(order="line"), params, pool)
         for s in range(args.seeds):
-            runs[f"grounded_shuffle_{s}"] = play_all(
+            runs[f"grounded_shuffle_{s}"] = run_agent(
                 store, ids, lambda k, e, s=s: GroundedAgent(seed=s * 1_000_003 + k, order="shuffle"), params, pool)
     shuffled = [r["success_rate"] for name, r in runs.items() if name.startswith("grounded_shuffle")]
     out = {"tasks": args.tasks, "split": args.split, "n_tasks": len(ids), "max_turns": params.env.max_turns,

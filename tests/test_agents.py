@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from conftest import ROOT
 from pappo.config import EnvParams, load_params
-from pappo.env.agents import NoisyAgent, OracleAgent, SubmitAgent, fix_edits, oracle_plan, play
+from pappo.env.agents import NoisyAgent, OracleAgent, SubmitAgent, fix_edits, oracle_plan, play, play_all
 from pappo.env.episode import RepairEnv
 from pappo.env.protocol import ParseError, parse_tool_call
 from pappo.env.vec import VecEnv
@@ -167,10 +167,7 @@ def test_oracle_real_sandbox(fx_params):
             for i in ids * 2]  # fmt: skip
     agents = [OracleAgent(e.task, e.buggy_tree) if k < len(ids) else SubmitAgent() for k, e in enumerate(envs)]
     with SandboxPool(fx_params.sandbox) as pool:
-        vec = VecEnv(envs, functools.partial(grade_many, pool))
-        vec.reset()
-        while not all(vec.done):
-            vec.step([None if e.done else a.act(e.transcript) for e, a in zip(envs, agents)])
+        play_all(VecEnv(envs, functools.partial(grade_many, pool)), agents)
     for k, env in enumerate(envs):
         assert not env.metrics.infra_error and not env.metrics.hack_attempt, env.final_grade
         assert env.metrics.success == (k < len(ids)), (env.task.instance_id, env.final_grade)

@@ -18,6 +18,7 @@ from pappo.config import EnvParams
 from pappo.env.episode import EpisodeMetrics, RepairEnv
 from pappo.env.protocol import format_tool_call
 from pappo.env.tools import Workspace, count_occurrences
+from pappo.env.vec import VecEnv
 from pappo.tasks.models import Task
 from pappo.tasks.patches import apply_patch
 
@@ -46,6 +47,13 @@ def play(env: RepairEnv, agent: Agent) -> tuple[EpisodeMetrics, list[dict[str, A
     while not env.done:
         env.step(agent.act(list(env.transcript)))
     return env.metrics, env.transcript
+
+
+def play_all(vec: VecEnv, agents: Sequence[Agent]) -> None:
+    """Run one episode per env of `vec` in lockstep, agent i playing env i (grades batched per step)."""
+    vec.reset()
+    while not all(vec.done):
+        vec.step([None if e.done else a.act(e.transcript) for e, a in zip(vec.envs, agents)])
 
 
 # -- the oracle's script

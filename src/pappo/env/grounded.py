@@ -10,14 +10,13 @@ its success rate is a ceiling for a policy that has learned the procedure but no
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pappo.env.protocol import CLOSE, OPEN, format_tool_call
+from pappo.env.protocol import ToolCall, format_tool_call, parse_tool_call
 
 VIEW_LINES = 20  # viewed lines, from the definition on, whose flips are tried: where its code starts
 
@@ -122,15 +121,9 @@ class GroundedAgent:
 
 
 def _call(text: str) -> dict[str, Any]:
-    """The JSON object of an assistant turn's tool call ({} if none); the agent's own turns parse."""
-    if OPEN not in text:
-        return {}
-    body = text.split(OPEN, 1)[1].split(CLOSE, 1)[0]
-    try:
-        obj = json.loads(body)
-    except ValueError:
-        return {}
-    return obj if isinstance(obj, dict) else {}
+    """An assistant turn's tool call as {"name", "arguments"} ({} if it does not parse)."""
+    call = parse_tool_call(text)
+    return {"name": call.name, "arguments": call.arguments} if isinstance(call, ToolCall) else {}
 
 
 def _first_library_hit(search_output: str) -> tuple[str, int] | None:

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from pappo.config import Params
-from pappo.env.agents import Agent, NoisyAgent
+from pappo.env.agents import Agent, NoisyAgent, play_all
 from pappo.env.episode import RepairEnv
 from pappo.env.grounded import GroundedAgent
 from pappo.env.vec import VecEnv
@@ -111,10 +111,7 @@ def demonstrations(params: Params, pool: SandboxPool) -> list[dict[str, Any]]:
             buggy = store.buggy(task)
             envs.append(RepairEnv(task, store.clean(task), buggy, params.env))
             agents.append(_demonstrator(params, task, buggy, seed=bm.seed * 1000 + k))
-    vec = VecEnv(envs, functools.partial(grade_many, pool))
-    vec.reset()
-    while not all(vec.done):
-        vec.step([None if e.done else a.act(e.transcript) for e, a in zip(envs, agents)])
+    play_all(VecEnv(envs, functools.partial(grade_many, pool)), agents)
     return [{"instance_id": e.task.instance_id, "transcript": e.transcript, "success": e.metrics.success}
             for e in envs]  # fmt: skip
 
