@@ -50,6 +50,7 @@ from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
 from pappo.config import load_params
 from pappo.evidence import receipt as rc
+from pappo.numerics import collect as collect_numerics
 from pappo.io import atomic_write_json
 from pappo.policy.adapters import ActorCritic
 from pappo.policy.chat import ChatCodec
@@ -280,7 +281,7 @@ def receipt(args: argparse.Namespace, device: torch.device, dtype: torch.dtype, 
         "params_file": rc.sanitise(str(args.params), ROOT), "seed": args.seed,
         "hardware": hardware.model_dump(mode="json"), "software": rc.collect_software().model_dump(mode="json"),
         "source": rc.collect_source(ROOT, SOURCE_PATHS).model_dump(mode="json"),
-        "determinism": rc.collect_determinism(args.seed).model_dump(mode="json"),
+        "determinism": rc.collect_determinism(args.seed, collect_numerics(params.numerics)).model_dump(mode="json"),
         "timing": clock.stop().model_dump(mode="json"),
     }  # fmt: skip
 

@@ -41,9 +41,11 @@ def _module(prefix: str = "", body: str = "") -> dict[str, str]:
     return out
 
 
+# The checkout's path goes in hex: this case tests runtime containment, so the static scan must not
+# see it (a clone under a folder named after the project would spell a forbidden word).
 WRITE_OUT = f"""
 import os
-for _p in ["/tmp/{MARK}", "/dev/shm/{MARK}", "/var/tmp/{MARK}", "{ROOT}/{MARK}",
+for _p in ["/tmp/{MARK}", "/dev/shm/{MARK}", "/var/tmp/{MARK}", bytes.fromhex("{str(ROOT).encode().hex()}").decode() + "/{MARK}",
            os.path.expanduser("~/../{MARK}"), os.path.join(os.getcwd(), "..", "{MARK}"),
            os.path.join(os.getcwd(), "tests", "test_{MARK}.py"), os.path.join(os.getcwd(), "conftest.py")]:
     try:

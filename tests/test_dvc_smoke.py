@@ -179,6 +179,11 @@ def check_audit(repo: Path) -> None:
     receipt = json.loads((repo / "reports/runs/seed_0/ppo/receipt.json").read_text())
     assert receipt["hardware"]["accelerator"] == "cpu" and len(receipt["source"]["git_commit"]) == 40
     assert receipt["source"]["git_dirty"] is False and "report.json" in receipt["outputs"]["files"]
+    # every stage computed under the pinned numerics, the same as the base model's (src/pappo/numerics.py)
+    numerics = receipt["determinism"]["numerics"]
+    assert numerics["pinned"] and numerics["requested"]["ATEN_CPU_CAPABILITY"] == "avx2"
+    assert numerics == json.loads((repo / "reports/base_model.json").read_text())["numerics"]
+    assert staged["numerics"]["comparison"] == "bitwise" and len(staged["numerics"]["groups"]) == 1
     sh("git", "add", "-A", cwd=repo)
     sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "evidence", cwd=repo)
     stage_bytes = (repo / "receipts/audit.json").read_bytes()

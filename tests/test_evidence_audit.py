@@ -56,7 +56,7 @@ def test_the_verdict_text_gives_numbers_and_reasons(fx_params: Params, tmp_path:
 
     claim = ClaimVerdict(id="x", holds=False, metric="success", method="pappo", baseline="grpo", delta=0.1,
                          lo=-0.05, hi=0.2, seed_wins=1, n_seeds=3, reasons=["1/3 seed wins < 2"])  # fmt: skip
-    text = render(True, [], [claim])
+    text = render(True, [], [claim], None)
     assert "integrity: OK" in text and "claim x: does NOT hold" in text and "+0.100 [-0.050, +0.200]" in text
     assert ClaimParams(id="ok-id", metric="success", method="ppo").baseline == "best_non_ppo"
 
@@ -65,7 +65,7 @@ def test_a_plain_pappo_audit_writes_nothing_and_out_writes_the_verdict(fx_params
                                                                       monkeypatch: pytest.MonkeyPatch):  # fmt: skip
     # receipts/audit.json is the audit stage's DVC output: a reviewer's plain run must leave it alone
     verdict = AuditVerdict(exit_code=2, integrity_ok=True, head="0" * 40, runs_checked=0, failures=[], claims=[],
-                           verdict="integrity: OK")  # fmt: skip
+                           numerics=None, verdict="integrity: OK")  # fmt: skip
     monkeypatch.setattr(audit_mod, "audit", lambda *args: verdict)  # the CLI's output, not the checks
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(fx_params.model_dump(mode="json")))
     monkeypatch.chdir(tmp_path)

@@ -14,6 +14,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
+from pappo.config import NumericsParams
 from pappo.evidence import receipt as rc
 from pappo.evidence.receipt import (
     CheckpointInfo,
@@ -34,6 +35,7 @@ from pappo.evidence.receipt import (
     write_receipt,
 )
 from pappo.io import sha256_bytes, sha256_file
+from pappo.numerics import NumericsInfo, requested_env
 from pappo.policy.checkpoint import hash_files
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
@@ -75,6 +77,10 @@ def run_dir(tmp_path: Path) -> Path:
     return out
 
 
+NUMERICS = NumericsInfo(pinned=True, requested=requested_env(NumericsParams()), cpu_capability="AVX2",
+                        mkl_branch="COMPATIBLE,STRICT", threads=2, deterministic_algorithms=True, fingerprint="0" * 16)  # fmt: skip
+
+
 def make(run_dir: Path, repo: Path, error: BaseException | str | None = None) -> Receipt:
     checkpoint = CheckpointInfo(model_id="pappo/tiny-qwen2", revision="r" * 40, files={"model.safetensors": H},
                                 adapters=hash_files(run_dir / "adapters"))  # fmt: skip
@@ -82,7 +88,7 @@ def make(run_dir: Path, repo: Path, error: BaseException | str | None = None) ->
                         claims_sha256=None)  # fmt: skip
     return new_receipt(run_id="seed_0/pappo", stage="train@0-pappo", seed=0, method="pappo", profile="tiny",
                        run_dir=run_dir, clock=Clock.start(), repo_root=repo, source_paths=["src/pkg"],
-                       checkpoint=checkpoint, inputs=inputs, error=error)  # fmt: skip
+                       checkpoint=checkpoint, inputs=inputs, numerics=NUMERICS, error=error)  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------ source
@@ -152,16 +158,16 @@ def test_hardware_software_determinism_and_resources_on_this_machine():
     assert socket.gethostname() not in sw.os.split()
     res = collect_resources()
     assert res.peak_rss_mb > 10 and (res.peak_device_memory_mb is None) == (not cuda)
-    det = collect_determinism(7)
+    det = collect_determinism(7, NUMERICS)
     assert (det.seed, det.num_threads) == (7, torch.get_num_threads())
 
 
 def test_determinism_follows_torch_settings():
-    assert collect_determinism(0).torch_deterministic_algorithms is torch.are_deterministic_algorithms_enabled()
+    assert collect_determinism(0, NUMERICS).torch_deterministic_algorithms is torch.are_deterministic_algorithms_enabled()
     previous = torch.are_deterministic_algorithms_enabled()
     try:
         torch.use_deterministic_algorithms(not previous)
-        assert collect_determinism(0).torch_deterministic_algorithms is (not previous)
+        assert collect_determinism(0, NUMERICS).torch_deterministic_algorithms is (not previous)
     finally:
         torch.use_deterministic_algorithms(previous)
 

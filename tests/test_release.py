@@ -32,6 +32,7 @@ from pappo.evidence.summary import Comparison, MethodSummary, Summary
 from pappo.evidence.zenodo import BASE_URLS, token_from_env, upload
 from pappo.io import PappoError
 from pappo.rl.evaluate import Interval
+from test_evidence_receipt import NUMERICS
 
 RUN = "reports/runs/seed_0/pappo"
 DATE = "2026-01-02T03:04:05+00:00"
@@ -105,7 +106,7 @@ def receipt(run: Path) -> rc.Receipt:
         timing=rc.TimingInfo(started="2026-01-01T00:00:00+00:00", ended="2026-01-01T00:01:00+00:00", wall_s=60.0, device_s=None),
         resources=rc.ResourceInfo(peak_rss_mb=100.0, peak_device_memory_mb=None),
         determinism=rc.DeterminismInfo(torch_deterministic_algorithms=True, cudnn_deterministic=False,
-                                       cudnn_benchmark=False, num_threads=1, seed=0),
+                                       cudnn_benchmark=False, num_threads=1, seed=0, numerics=NUMERICS),
         ranks_devices=["cpu"],
     )  # fmt: skip
 
@@ -117,7 +118,7 @@ def verdict(head: str | None, integrity_ok: bool = True) -> AuditVerdict:
     holds = ClaimVerdict(id="pappo-fewer-failed-edits-than-ppo", holds=True, metric="failed_edit_rate", method="pappo",
                          baseline="ppo", delta=0.031, lo=0.01, hi=0.05, seed_wins=3, n_seeds=3, reasons=[])  # fmt: skip
     return AuditVerdict(exit_code=2 if integrity_ok else 1, integrity_ok=integrity_ok, head=head, runs_checked=1,
-                        failures=[], claims=[fails, holds], verdict="integrity: OK")  # fmt: skip
+                        failures=[], claims=[fails, holds], numerics=None, verdict="integrity: OK")  # fmt: skip
 
 
 def write(root: Path, rel: str, data: str | bytes) -> Path:

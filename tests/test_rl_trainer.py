@@ -100,25 +100,32 @@ def test_target_kl_stops_the_epochs_early(fx_params: Params, tmp_path: Path):
     assert record["steps"][-1]["actor/ppo_kl"] > 1e-4
 
 
-def test_critic_explained_variance_rises_on_a_fixed_batch(fx_params: Params, tmp_path: Path):
-    params = small_params(fx_params, critic_lr=0.02, cliprange_value=None)
+def test_critic_fits_a_fixed_batch(fx_params: Params, tmp_path: Path):
+    # A stable step size (0.01) converges to EV ~0.99 under every kernel setting we measured
+    # (ATen avx2/default/avx512, MKL COMPATIBLE/AUTO): EV 0.95 after 20 steps. At 0.02 the fit is
+    # chaotic (EV 0.81 or 0.00 after 40 steps depending on kernel rounding), so no margin holds there.
+    params = small_params(fx_params, critic_lr=0.01, cliprange_value=None)
     t = trainer("ppo", params, tmp_path)
     trajs, groups, index = t.rollouts(0)
     batch = from_trajectories(trajs, groups, 0, index)
     t.freeze(batch)
     returns = batch.returns.clone()
+    assert returns[batch.response_mask.bool()].std() > 0.1  # mixed outcomes: there is variance to explain
 
-    def ev() -> float:
+    def fit() -> tuple[float, float]:
         with torch.no_grad():
-            return float(losses.explained_variance(token_values(t.ac, batch), returns, batch.response_mask))
+            values = token_values(t.ac, batch)
+            loss, _ = losses.value_loss(values, batch.old_values, returns, batch.response_mask)
+            return float(losses.explained_variance(values, returns, batch.response_mask)), float(loss)
 
-    start = ev()
-    for _ in range(40):
+    ev0, loss0 = fit()
+    for _ in range(60):
         t.critic_opt.zero_grad()
         loss, _ = losses.value_loss(token_values(t.ac, batch), batch.old_values, returns, batch.response_mask)
         loss.backward()
         t.critic_opt.step()
-    assert ev() > start + 0.2
+    ev1, loss1 = fit()
+    assert ev0 < 0.5 and ev1 > 0.9 and loss1 < loss0 / 10
 
 
 @pytest.mark.parametrize("method", ["rft", "grpo", "pappo"])

@@ -23,6 +23,16 @@ def _params(path: Path) -> Params:
         raise  # unreachable
 
 
+def _pinned(path: Path) -> Params:
+    """Params, with the CPU numerics pinned before anything loads torch (commands that train or evaluate)."""
+    from pappo.numerics import pin
+
+    params = _params(path)
+    for warning in pin(params.numerics):
+        typer.echo(f"warning: numerics not pinned as asked: {warning}", err=True)
+    return params
+
+
 def _fail(message: str) -> None:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code=1)
@@ -219,9 +229,9 @@ def base_model(
     report: Path = typer.Option(Path("reports/base_model.json"), help="Stage report (replaced)."),
 ) -> None:
     """Resolve the pinned hub checkpoint, or build and warm-start the tiny one; report its success."""
+    params = _pinned(params_path)
     from pappo.policy.base_model import run_stage
 
-    params = _params(params_path)
     try:
         run_stage(params, out, report, log=typer.echo)
     except PappoError as e:
@@ -251,6 +261,34 @@ def profile(
 
 
 @app.command()
+def numerics(
+    params_path: Path = ParamsOpt,
+    against: Path = typer.Option(None, help="A receipt.json or reports/base_model.json to compare with."),
+    as_json: bool = typer.Option(False, "--json", help="Print this machine's numerics as JSON."),
+) -> None:
+    """This machine's CPU numerics under the pin, and whether a rerun here can match the evidence bit for bit."""
+    import json
+
+    from pappo.numerics import NumericsInfo, collect, comparison
+
+    params = _pinned(params_path)
+    here = collect(params.numerics)
+    typer.echo(here.model_dump_json() if as_json else f"this machine: {here.describe()}")
+    if against is None:
+        return
+    try:
+        data = json.loads(against.read_text())
+        theirs = NumericsInfo.model_validate(data["determinism"]["numerics"] if "determinism" in data else data["numerics"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        _fail(f"{against}: no numerics to compare with ({type(e).__name__}: {e}); pass --against a receipt.json "
+              "or reports/base_model.json written by this version")  # fmt: skip
+        return
+    kind, why = comparison(here, theirs)
+    typer.echo(f"{against}: {theirs.describe()}")
+    typer.echo(f"a rerun here is {'expected to be bitwise identical' if kind == 'bitwise' else kind}: {why}")
+
+
+@app.command()
 def train(
     method: str = typer.Option(..., help="base, rft, grpo, ppo or pappo."),
     seed: int = typer.Option(..., help="Seed: its split (from the manifest lock) and its sampling."),
@@ -259,10 +297,10 @@ def train(
     params_path: Path = ParamsOpt,
 ) -> None:
     """Train one method on one seed from the base checkpoint and evaluate it on the held-out families."""
+    params = _pinned(params_path)
     from pappo.experiment.report import RUN_METHODS
     from pappo.experiment.run import run_method
 
-    params = _params(params_path)
     if method not in RUN_METHODS:
         _fail(f"--method {method!r}: use one of {list(RUN_METHODS)}")
     try:
@@ -285,9 +323,9 @@ def experiment(
     params_path: Path = ParamsOpt,
 ) -> None:
     """Every method on params `seed` (`dvc exp run -S seed=N`); identical matrix runs are reused."""
+    params = _pinned(params_path)
     from pappo.experiment.single_seed import run_experiment
 
-    params = _params(params_path)
     try:
         metrics = run_experiment(params, out, runs, base, log=typer.echo)
     except PappoError as e:

@@ -287,6 +287,21 @@ class ClaimParams(_Section):
     needs_gpu: bool = Field(True, description="Only CUDA receipts can support it (CPU runs cannot).")
 
 
+class NumericsParams(_Section):
+    """CPU numerics pinned before torch loads (src/pappo/numerics.py, docs/numerics.md)."""
+
+    pin: bool = Field(True, description="Pin the settings below in every command that trains or evaluates; "
+                      "false: the machine chooses (recorded, and runs are then bitwise comparable only with "
+                      "runs of the same fingerprint).")  # fmt: skip
+    threads: int = Field(2, ge=1, le=256, description="Intra-op threads of torch, OpenMP and MKL (reductions "
+                         "are split by it, so it is part of the result; not the machine's core count).")  # fmt: skip
+    cpu_capability: Literal["avx2", "default"] = Field("avx2", description="ATEN_CPU_CAPABILITY: ATen's vector "
+                                                       "kernels (avx2: any x86-64 with AVX2; default: scalar-width, slower).")  # fmt: skip
+    mkl_cbwr: Literal["COMPATIBLE,STRICT", "COMPATIBLE", "AVX2,STRICT", "AVX2", "AUTO"] = Field(
+        "COMPATIBLE,STRICT", description="MKL_CBWR: MKL's code branch. COMPATIBLE is the one MKL documents as the same on "
+        "Intel and non-Intel CPUs; AVX2 holds across Intel CPUs only (MKL runs AUTO on others).")  # fmt: skip
+
+
 class ValidateParams(_Section):
     """`pappo validate`: how strictly each task is checked."""
 
@@ -309,6 +324,7 @@ class Params(_Section):
     rl: RLParams = RLParams()
     eval: EvalParams = EvalParams()
     claims: list[ClaimParams] = Field(default_factory=list, description="Pre-registered claims (pappo audit).")
+    numerics: NumericsParams = NumericsParams()
     validate_: ValidateParams = Field(ValidateParams(), alias="validate")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)

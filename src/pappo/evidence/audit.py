@@ -26,6 +26,7 @@ from pappo.evidence.summary import pick_best_baseline, task_values
 from pappo.experiment.report import RUN_METHODS, RunReport
 from pappo.experiment.run import SOURCE_PATHS, claims_sha256, params_subset
 from pappo.io import canonical_json, sha256_bytes, sha256_file
+from pappo.numerics import Comparison, NumericsInfo, comparison
 from pappo.policy.checkpoint import read_record
 from pappo.tasks.models import ManifestLock
 
@@ -56,6 +57,21 @@ class ClaimVerdict(BaseModel):
     reasons: list[str] = Field(description="Why it does not hold (empty when it holds).")
 
 
+class NumericsGroup(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    numerics: NumericsInfo
+    members: list[str] = Field(description="Runs ('seed_0/ppo') and 'base_model' that computed with these numerics.")
+
+
+class NumericsVerdict(BaseModel):
+    """Whether the evidence's results can be compared bit for bit with each other (one numerics)."""
+
+    model_config = ConfigDict(extra="forbid")
+    comparison: Comparison
+    groups: list[NumericsGroup] = Field(description="One per distinct numerics (src/pappo/numerics.py key).")
+    reason: str
+
+
 class AuditVerdict(BaseModel):
     """The audit's result, as written to receipts/audit.json."""
 
@@ -67,6 +83,7 @@ class AuditVerdict(BaseModel):
     runs_checked: int
     failures: list[AuditFailure]
     claims: list[ClaimVerdict]
+    numerics: NumericsVerdict | None = Field(description="The CPU numerics the evidence was computed with; None without runs.")
     verdict: str = Field(description="The readable verdict.")
 
 
@@ -99,11 +116,12 @@ def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path)
     _check_inputs(ctx, reports, receipts)
     _check_budgets(ctx, reports)
     claims = [] if ctx.failures else [evaluate_claim(c, reports, receipts, params.seeds) for c in params.claims]
+    num = numerics_verdict(ctx, receipts)
     ok = not ctx.failures
     code: Literal[0, 1, 2] = 1 if not ok else (0 if all(c.holds for c in claims) else 2)
     return AuditVerdict(exit_code=code, integrity_ok=ok, head=_git(ctx.root, "rev-parse", "HEAD"),
-                        runs_checked=len(reports), failures=ctx.failures, claims=claims,
-                        verdict=render(ok, ctx.failures, claims))  # fmt: skip
+                        runs_checked=len(reports), failures=ctx.failures, claims=claims, numerics=num,
+                        verdict=render(ok, ctx.failures, claims, num))  # fmt: skip
 
 
 def _load_run(ctx: _Ctx, seed: int, method: str) -> tuple[RunReport, rc.Receipt] | None:
@@ -222,6 +240,31 @@ def _check_inputs(ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts
             ctx.fail(path, "final_eval.tasks", "the eval split's tasks", "other tasks", "evaluated on other tasks")
 
 
+def numerics_verdict(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> NumericsVerdict | None:
+    """Group the base model and the runs by the numerics they computed with. Results made with
+    different numerics are reported as not bitwise comparable, never compared bit for bit."""
+    found: list[tuple[str, NumericsInfo]] = [(f"seed_{s}/{m}", r.determinism.numerics) for (s, m), r in sorted(receipts.items())]
+    base_report = ctx.root / "reports" / "base_model.json"
+    try:
+        found.insert(0, ("base_model", NumericsInfo.model_validate(json.loads(base_report.read_text())["numerics"])))
+    except (OSError, ValueError, KeyError, TypeError, ValidationError):
+        ctx.fail(base_report, "numerics", "the base model's numerics", "missing or invalid", "rerun dvc repro base_model")
+    if not found:
+        return None
+    groups: dict[tuple[Any, ...], NumericsGroup] = {}
+    for member, info in found:
+        groups.setdefault(info.key(), NumericsGroup(numerics=info, members=[])).members.append(member)
+    first = next(iter(groups.values()))
+    if len(groups) == 1:
+        pin = "pinned" if all(i.pinned for _, i in found) else "not pinned (the machine chose the kernels)"
+        return NumericsVerdict(comparison="bitwise", groups=[first], reason=f"all {len(found)} computed with one "
+                               f"numerics, {pin}: {first.numerics.describe()}")  # fmt: skip
+    other = next(g for g in groups.values() if g is not first)
+    _, why = comparison(first.numerics, other.numerics)
+    return NumericsVerdict(comparison="not bitwise comparable", groups=list(groups.values()),
+                           reason=f"{len(groups)} different numerics ({first.members[0]} vs {other.members[0]}: {why})")
+
+
 def _check_budgets(ctx: _Ctx, reports: dict[tuple[int, str], RunReport]) -> None:
     """Every trained method of a seed: the same limits and task draws, and within them."""
     for seed in ctx.params.seeds:
@@ -292,9 +335,11 @@ def _git(root: Path, *args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def render(ok: bool, failures: list[AuditFailure], claims: list[ClaimVerdict]) -> str:
+def render(ok: bool, failures: list[AuditFailure], claims: list[ClaimVerdict], num: NumericsVerdict | None) -> str:
     """The verdict as a reviewer reads it."""
     lines = [f"integrity: {'OK' if ok else f'FAILED ({len(failures)} problems)'}"]
+    if num is not None:
+        lines.append(f"numerics: {num.comparison}: {num.reason}")
     lines += [f"  - {f.file} [{f.field}]: {f.message} (expected {f.expected}, found {f.found})" for f in failures]
     for c in claims:
         state = "holds" if c.holds else "does NOT hold"

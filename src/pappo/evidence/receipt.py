@@ -34,12 +34,14 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from pappo.io import atomic_write_json, canonical_json, sha256_bytes, sha256_file
+from pappo.numerics import PINNED_ENV, NumericsInfo
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 _ABS_PATH = re.compile(r"(?<![\w/.~<>-])/(?!/)[^\s'\"`,;:()\[\]{}<>|]+|\b[A-Za-z]:\\[^\s'\"`,;]+")
 _GIT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
 OUTPUT_EXCLUDE = ("receipt.json", "failure.json", "failure-*.json", ".*.tmp", ".gitignore", "*/.gitignore")  # DVC writes .gitignore files after the run (fnmatch: * spans /)
-_BENIGN_ENV = ("LANG", "LANGUAGE", "LC_*", "TERM", "COLORTERM", "SHLVL", "DEBIAN_FRONTEND")
+_BENIGN_ENV = ("LANG", "LANGUAGE", "LC_*", "TERM", "COLORTERM", "SHLVL", "DEBIAN_FRONTEND",
+               *PINNED_ENV)  # the pinned numerics: recorded on purpose
 
 
 def _relative(path: str) -> str:
@@ -132,6 +134,7 @@ class DeterminismInfo(_Model):
     cudnn_benchmark: bool = Field(description="torch.backends.cudnn.benchmark.")
     num_threads: int = Field(ge=1, description="torch.get_num_threads().")
     seed: int = Field(description="The seed the run set.")
+    numerics: NumericsInfo = Field(description="CPU numerics pinned and in force, with their fingerprint (src/pappo/numerics.py).")
 
 
 class Receipt(_Model):
@@ -259,13 +262,13 @@ def collect_software() -> SoftwareInfo:
                         peft=_version("peft"), dvc=_version("dvc"), os=f"{platform.system()} {platform.release()}")  # fmt: skip
 
 
-def collect_determinism(seed: int) -> DeterminismInfo:
+def collect_determinism(seed: int, numerics: NumericsInfo) -> DeterminismInfo:
     import torch
 
     return DeterminismInfo(torch_deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
                            cudnn_deterministic=bool(torch.backends.cudnn.deterministic),
                            cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
-                           num_threads=torch.get_num_threads(), seed=seed)  # fmt: skip
+                           num_threads=torch.get_num_threads(), seed=seed, numerics=numerics)  # fmt: skip
 
 
 def collect_resources() -> ResourceInfo:
@@ -377,7 +380,8 @@ def leaks(receipt: Receipt, repo_root: Path | str | None = None, allow: Sequence
 # -------------------------------------------------------------------------------- write/check
 def new_receipt(*, run_id: str, stage: str, seed: int, method: str, profile: Literal["tiny", "hub"],
                 run_dir: Path, clock: Clock, repo_root: Path, source_paths: Sequence[str],
-                checkpoint: CheckpointInfo | None, inputs: InputsInfo | None, error: BaseException | str | None = None,
+                checkpoint: CheckpointInfo | None, inputs: InputsInfo | None, numerics: NumericsInfo,
+                error: BaseException | str | None = None,
                 world_size: int = 1, ranks_devices: Sequence[str] | None = None, device_s: float | None = None) -> Receipt:  # fmt: skip
     """Collect everything and build a receipt: a failure when `error` is given (sanitised here)."""
     hardware = collect_hardware()
@@ -389,7 +393,7 @@ def new_receipt(*, run_id: str, stage: str, seed: int, method: str, profile: Lit
                    status="failure" if error else "success", error=sanitise(error, repo_root)[:4000] if error else None,
                    source=collect_source(repo_root, source_paths), checkpoint=checkpoint, inputs=inputs,
                    outputs=OutputsInfo(files=hash_outputs(run_dir)), hardware=hardware, software=collect_software(),
-                   timing=clock.stop(device_s), resources=collect_resources(), determinism=collect_determinism(seed),
+                   timing=clock.stop(device_s), resources=collect_resources(), determinism=collect_determinism(seed, numerics),
                    world_size=world_size, ranks_devices=devices)  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import torch
 
+from pappo import numerics
 from pappo.config import Params
 from pappo.evidence import receipt as rc
 from pappo.experiment.report import Budget, RunReport, Timing, UpdateEval, flat_metrics
@@ -38,7 +39,7 @@ from pappo.sandbox.pool import default_pool
 from pappo.tasks.models import ManifestLock
 from pappo.tasks.store import TaskStore
 
-PARAM_SECTIONS = ("model", "lora", "rollout", "env", "rl", "eval", "sandbox")
+PARAM_SECTIONS = ("model", "lora", "rollout", "env", "rl", "eval", "sandbox", "numerics")
 SOURCE_PATHS = ("src/pappo", "dvc.yaml", "pyproject.toml", "requirements.lock")  # the pipeline code a receipt binds
 CHECKPOINTS = Path(".pappo/checkpoints")
 
@@ -85,7 +86,7 @@ def run_method(params: Params, seed: int, method: str, out_dir: Path, base_dir: 
     dist = Dist.from_env(params.model.device)
     receipt_args = dict(run_id=f"seed_{seed}/{method}", stage=f"train@{seed}-{method}", seed=seed, method=method,
                         profile=params.model.profile, clock=clock, repo_root=Path.cwd(), source_paths=SOURCE_PATHS,
-                        world_size=dist.world_size)  # fmt: skip
+                        world_size=dist.world_size, numerics=numerics.collect(params.numerics))  # fmt: skip
     devices = [str(d) for d in dist.gather(dist.device)]
     try:
         report = _run(params, seed, method, out_dir, base_dir, log, dist)

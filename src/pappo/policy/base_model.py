@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from pappo import numerics
 from pappo.config import Params
 from pappo.env.agents import Agent, NoisyAgent, play_all
 from pappo.env.episode import RepairEnv
@@ -46,6 +47,7 @@ def run_stage(params: Params, out_dir: Path, report_path: Path, log: Any = print
         atomic_write_json(Path(out_dir) / "checkpoint.json", record.model_dump(mode="json"))
     else:
         report = _tiny(params, Path(out_dir), log)
+    report["numerics"] = numerics.collect(params.numerics).model_dump(mode="json")
     atomic_write_json(report_path, report)
     return report
 

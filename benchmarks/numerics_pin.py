@@ -1,0 +1,99 @@
+"""What the pinned CPU numerics cost: the tiny profile's training and decoding, pinned vs not.
+
+    python benchmarks/numerics_pin.py [--params params.yaml] [--repeats 3]
+
+Each setting runs in a fresh process (the settings only count before torch loads), interleaved
+over the repeats so machine noise hits every setting alike:
+  * machine: nothing pinned (the kernels this CPU picks);
+  * pinned: params.yaml `numerics` (what every `pappo` stage runs with);
+  * avx2-auto: ATen avx2 and the thread count pinned, MKL left on AUTO (shows what the MKL
+    COMPATIBLE branch costs on its own).
+Workload: the default tiny model (params `model.tiny`), 4 AdamW steps on 4 x 512 tokens, then 64
+decoding steps of a batch of 32 with a KV cache. Prints each setting's median seconds, its
+fingerprint (src/pappo/numerics.py), and `ratio pinned/machine: X.XX` last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pappo.config import NumericsParams, load_params
+from pappo.numerics import PINNED_ENV, requested_env
+
+
+def workload(tiny: dict) -> dict[str, float]:  # type: ignore[type-arg]
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    cfg = Qwen2Config(**{k: v for k, v in tiny.items() if k != "seed"})
+    model = Qwen2ForCausalLM(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randint(0, cfg.vocab_size, (4, 512))
+    t0 = time.perf_counter()
+    for _ in range(4):
+        loss = model(input_ids=x, labels=x).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    t1 = time.perf_counter()
+    with torch.no_grad():
+        out = model(input_ids=x[:, :256].repeat(8, 1), use_cache=True)
+        cache, tok = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        for _ in range(64):
+            out = model(input_ids=tok, past_key_values=cache, use_cache=True)
+            cache, tok = out.past_key_values, out.logits[:, -1:].argmax(-1)
+    return {"train_s": t1 - t0, "decode_s": time.perf_counter() - t1}
+
+
+def child(settings: NumericsParams, tiny: dict) -> None:  # type: ignore[type-arg]
+    from pappo.numerics import collect, pin
+
+    pin(settings)
+    result = workload(tiny)
+    print(json.dumps({**result, "numerics": collect(settings).describe()}))
+
+
+def run(name: str, env: dict[str, str], args: argparse.Namespace) -> dict:  # type: ignore[type-arg]
+    clean = {k: v for k, v in os.environ.items() if k not in PINNED_ENV}
+    out = subprocess.run([sys.executable, __file__, "--child", name, "--params", str(args.params)],
+                         env={**clean, **env}, capture_output=True, text=True, check=True)  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--params", type=Path, default=Path("params.yaml"))
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    params = load_params(args.params)
+    pinned = params.numerics.model_copy(update={"pin": True})
+    settings = {"machine": NumericsParams(pin=False), "pinned": pinned,
+                "avx2-auto": pinned.model_copy(update={"mkl_cbwr": "AUTO"})}  # fmt: skip
+    tiny = params.model.tiny.model_dump()
+    if args.child:
+        child(settings[args.child], tiny)
+        return
+    results: dict[str, list[dict]] = {name: [] for name in settings}  # type: ignore[type-arg]
+    for _ in range(args.repeats):
+        for name, s in settings.items():
+            results[name].append(run(name, requested_env(s), args))
+    median = {}
+    for name, rows in results.items():
+        median[name] = statistics.median(r["train_s"] + r["decode_s"] for r in rows)
+        train, decode = (statistics.median(r[k] for r in rows) for k in ("train_s", "decode_s"))
+        print(f"{name:9s} total {median[name]:6.2f} s (train {train:5.2f} s, decode {decode:5.2f} s)  {rows[-1]['numerics']}")
+    print(f"ratio avx2-auto/machine: {median['avx2-auto'] / median['machine']:.2f}")
+    print(f"ratio pinned/machine: {median['pinned'] / median['machine']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
