@@ -82,7 +82,9 @@ class _Worker:
         if not hello or not hello.get("hello"):
             self.kill()
             why = (hello or {}).get("error", "no answer")
-            raise PappoError(f"sandbox worker did not start: {why}" + _hint(limits, why))
+            if limits.isolation != "rlimits" and hello is not None:  # could not isolate: fail closed
+                raise PappoError(fail_closed_message(why))
+            raise PappoError(f"sandbox worker did not start: {why}")
         self.isolation: str = hello["isolation"]
         self.base: str = hello["base"]
         self.notes: list[str] = hello["notes"]
@@ -238,10 +240,16 @@ def _to_run(reply: dict[str, Any], test_ids: Sequence[str] | None, elapsed: floa
     )  # fmt: skip
 
 
-def _hint(limits: SandboxParams, why: str) -> str:
-    if limits.isolation == "namespaces":
-        return "; sandbox.isolation is 'namespaces', which needs root: set it to 'auto' to allow the fallback"
-    return ""
+def fail_closed_message(why: str) -> str:
+    """Why no run is contained here, and the two ways forward (the error `auto` stops with)."""
+    return (
+        f"the sandbox cannot contain untrusted code on this machine ({why}); nothing was run. "
+        "Allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0; on Ubuntu 23.10+ "
+        "also kernel.apparmor_restrict_unprivileged_userns=0; in a container, a seccomp profile "
+        "that permits unshare) or run as root. To run without containment of network, files and "
+        "daemons instead, set `sandbox.isolation: rlimits` in params.yaml (the manifest lock and "
+        "every grade record it)."
+    )
 
 
 _DEFAULT: dict[SandboxParams, SandboxPool] = {}
