@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,29 @@ needs_namespaces = pytest.mark.skipif(NS_MISSING is not None, reason=f"no namesp
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
+UNPRIVILEGED_UID = 1001  # an ordinary account, as a researcher's; it needs no passwd entry
+
+
+def as_user(home: Path, args: list[str], *, no_userns: bool = False, env: dict[str, str] | None = None,
+            timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run `python ARGS` as UNPRIVILEGED_UID with HOME=home (pappo.sandbox.as_user; needs root)."""
+    cmd = [sys.executable, "-m", "pappo.sandbox.as_user", "--uid", str(UNPRIVILEGED_UID), "--home", str(home),
+           "--keep", str(ROOT), *(["--no-userns"] if no_userns else []), "--", sys.executable, *args]  # fmt: skip
+    full_env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
+    return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout, check=False)
+
+
+@pytest.fixture
+def unprivileged_home() -> Iterator[Path]:
+    """A HOME owned by UNPRIVILEGED_UID outside /tmp (as a real home is), removed afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip(f"switching to uid {UNPRIVILEGED_UID} needs root; this suite runs as uid {os.geteuid()}")
+    home = Path(tempfile.mkdtemp(prefix="zzhome-", dir="/home" if os.path.isdir("/home") else None))
+    os.chown(home, UNPRIVILEGED_UID, UNPRIVILEGED_UID)
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def marked_processes(marker: str) -> list[int]:
