@@ -240,6 +240,16 @@ def _to_run(reply: dict[str, Any], test_ids: Sequence[str] | None, elapsed: floa
     )  # fmt: skip
 
 
+def containment_problem(limits: SandboxParams) -> str | None:
+    """The fail-closed error where `limits` ask for containment that this machine cannot give."""
+    if limits.isolation == "rlimits":
+        return None
+    from pappo.sandbox.isolation import unavailable
+
+    why = unavailable()
+    return None if why is None else fail_closed_message(why)
+
+
 def fail_closed_message(why: str) -> str:
     """Why no run is contained here, and the two ways forward (the error `auto` stops with)."""
     return (
