@@ -170,7 +170,9 @@ def test_fallback_isolation_is_logged_and_still_grades(caplog: pytest.LogCapture
 @needs_namespaces
 def test_namespaces_are_used_where_available(pool: SandboxPool):
     assert pool.isolation == "namespaces"
-    probe = ("import os\ndef test_env():\n    assert os.getpid() == 1\n    assert os.getuid() != 0\n"
+    probe = ("import os, socket\ndef test_env():\n    assert os.getpid() == 1\n    assert os.getuid() != 0\n"
+             "    try:\n        socket.socket(socket.AF_UNIX)\n        assert False, 'AF_UNIX allowed'\n"
+             "    except PermissionError:\n        pass\n"
              "    assert os.listdir('/proc') and sorted(p for p in os.listdir('/proc') if p.isdigit()) == ['1']\n")  # fmt: skip
     run = pool.run(suite(probe))
     assert run.outcomes == {"tests/test_pkg.py::test_env": "passed"}, run.failures

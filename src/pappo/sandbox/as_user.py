@@ -1,6 +1,6 @@
 """Run a command as an ordinary uid, as a researcher's account would (root only; for tests and benchmarks).
 
-    python -m pappo.sandbox.as_user --uid 1001 --home DIR [--keep PATH]... [--no-userns] -- CMD...
+    python -m pappo.sandbox.as_user --uid 1001 --home DIR [--keep PATH]... [--cwd DIR] [--no-userns] -- CMD...
 
 The interpreter and the project may live where that uid cannot go (e.g. under a 0700 /root).
 Permissions cannot be widened without touching the host, so the command gets a private mount
@@ -56,6 +56,7 @@ def main() -> None:
     ap.add_argument("--uid", type=int, required=True)
     ap.add_argument("--home", required=True, help="HOME of the command (owned by --uid).")
     ap.add_argument("--keep", action="append", default=[], help="Another path the command must reach.")
+    ap.add_argument("--cwd", help="Working directory of the command (default: HOME).")
     ap.add_argument("--no-userns", action="store_true", help="Forbid user namespaces to the command.")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     args = ap.parse_args()
@@ -69,7 +70,7 @@ def main() -> None:
     os.setresgid(args.uid, args.uid, args.uid)
     os.setresuid(args.uid, args.uid, args.uid)  # from root to non-root: every capability is dropped
     os.environ.update(HOME=args.home, USER=f"uid{args.uid}", LOGNAME=f"uid{args.uid}")
-    os.chdir(args.home)
+    os.chdir(args.cwd or args.home)
     os.execvp(cmd[0], cmd)
 
 
