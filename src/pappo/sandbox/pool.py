@@ -71,6 +71,7 @@ class _Worker:
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
             "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "PYTHONPATH": src,
+            "HOME": os.path.expanduser("~"),  # the worker hides it from runs wherever it is
             # Installed plugins (hypothesis, xdist...) are neither needed nor trusted in a run.
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         }  # fmt: skip
