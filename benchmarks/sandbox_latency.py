@@ -1,6 +1,9 @@
 """Grading latency of the warm fork server against a cold `python -m pytest` subprocess.
 
-    python benchmarks/sandbox_latency.py [--tasks 20] [--repeats 5] [--params params.yaml]
+    python benchmarks/sandbox_latency.py [--tasks 20] [--repeats 5] [--params params.yaml] [--as-uid 1001]
+
+With --as-uid (run as root), the whole benchmark runs as that ordinary uid, as a researcher's
+account would, through `pappo.sandbox.as_user`: the pool then uses rootless namespaces.
 
 On a sample of tasks (one per family, spread over the manifest), each repeat grades the task's
 buggy tree twice, interleaved so machine noise hits both sides alike:
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -42,12 +46,29 @@ def cold_run(tree: dict[str, bytes], autoload: bool) -> float:
         return time.perf_counter() - start
 
 
+def as_uid(uid: int) -> int:
+    """This script again, as `uid`, with a fresh HOME outside /tmp; returns its exit status."""
+    home = tempfile.mkdtemp(prefix="zzhome-", dir="/home" if os.path.isdir("/home") else None)
+    os.chown(home, uid, uid)
+    argv = [a for i, a in enumerate(sys.argv) if a != "--as-uid" and sys.argv[i - 1] != "--as-uid"]
+    root = str(Path(__file__).resolve().parents[1])
+    cmd = [sys.executable, "-m", "pappo.sandbox.as_user", "--uid", str(uid), "--home", home, "--keep", root,
+           "--cwd", os.getcwd(), "--", sys.executable, *argv]  # fmt: skip
+    try:
+        return subprocess.run(cmd, check=False).returncode
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--params", type=Path, default=Path("params.yaml"))
     ap.add_argument("--tasks", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--as-uid", type=int, help="Run the benchmark as this ordinary uid (needs root).")
     args = ap.parse_args()
+    if args.as_uid is not None:
+        sys.exit(as_uid(args.as_uid))
     params = load_params(args.params)
     store = TaskStore.from_params(params, "repofix")
     by_family: dict[str, list[str]] = {}
@@ -56,7 +77,7 @@ def main() -> None:
     sample = [store.task(ids[i % len(ids)]) for i, ids in enumerate(by_family.values())][: args.tasks]
     warm, cold, autoload = [], [], []
     with SandboxPool(params.sandbox, workers=1) as pool:
-        print(f"isolation: {pool.isolation}; {len(sample)} tasks x {args.repeats} repeats")
+        print(f"isolation: {pool.isolation} (uid {os.getuid()}); {len(sample)} tasks x {args.repeats} repeats")
         for task in sample:
             clean, buggy = store.clean(task), store.buggy(task)
             tree, _ = trusted_tree(clean, buggy)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,52 @@ needs_namespaces = pytest.mark.skipif(NS_MISSING is not None, reason=f"no namesp
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
+UNPRIVILEGED_UID = 1001  # an ordinary account, as a researcher's; it needs no passwd entry
+
+
+def as_user(home: Path, args: list[str], *, no_userns: bool = False, env: dict[str, str] | None = None,
+            timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run `python ARGS` as UNPRIVILEGED_UID with HOME=home (pappo.sandbox.as_user; needs root)."""
+    cmd = [sys.executable, "-m", "pappo.sandbox.as_user", "--uid", str(UNPRIVILEGED_UID), "--home", str(home),
+           "--keep", str(ROOT), *(["--no-userns"] if no_userns else []), "--", sys.executable, *args]  # fmt: skip
+    full_env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
+    return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout, check=False)
+
+
+@pytest.fixture
+def unprivileged_home() -> Iterator[Path]:
+    """A HOME owned by UNPRIVILEGED_UID outside /tmp (as a real home is), removed afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip(f"switching to uid {UNPRIVILEGED_UID} needs root; this suite runs as uid {os.geteuid()}")
+    home = Path(tempfile.mkdtemp(prefix="zzhome-", dir="/home" if os.path.isdir("/home") else None))
+    os.chown(home, UNPRIVILEGED_UID, UNPRIVILEGED_UID)
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _grading_without_namespaces() -> Iterator[None]:
+    """Where namespaces are impossible, `isolation: auto` fails closed. Tests that grade only the
+    suite's own trusted fixtures then run with isolation=rlimits; tests of containment are marked
+    `needs_namespaces` and skip, saying why."""
+    if NS_MISSING is None:
+        yield
+        return
+    from pappo.sandbox import pool
+
+    original = pool._Worker.__init__
+
+    def explicit_rlimits(self: pool._Worker, limits: Params) -> None:  # type: ignore[name-defined]
+        original(self, limits.model_copy(update={"isolation": "rlimits"}) if limits.isolation == "auto" else limits)
+
+    pool._Worker.__init__ = explicit_rlimits  # type: ignore[method-assign]
+    saved, pool.containment_problem = pool.containment_problem, lambda limits: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        pool._Worker.__init__, pool.containment_problem = original, saved  # type: ignore[method-assign]
 
 
 def marked_processes(marker: str) -> list[int]:

@@ -9,23 +9,26 @@ containment is tested on its own. The one case defended only by the static scan 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sys
 import threading
+import tempfile
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT, marked_processes, needs_namespaces
+from conftest import FIXTURES, ROOT, UNPRIVILEGED_UID, as_user, marked_processes, needs_namespaces
 from pappo.config import SandboxParams
 from pappo.sandbox.grading import _grade, grade, trusted_tree
 from pappo.sandbox.pool import SandboxPool
 from pappo.tasks.store import TaskStore
 
 LIMITS = SandboxParams(timeout_s=5, test_timeout_s=1, memory_mb=512, max_procs=64, workers=1)
-MARK = f"zzadv{uuid.uuid4().hex[:10]}"  # in every file name and command line a case creates
+# In every file name and command line a case creates; the unprivileged run is given its parent's.
+MARK = os.environ.get("PAPPO_ADVERSARIAL_MARK") or f"zzadv{uuid.uuid4().hex[:10]}"
 FIX = "    return sum(values) / len(values)\n"
 BUG = "    return sum(values) * len(values)\n"
 HOST_DIRS = [Path("/tmp"), Path("/dev/shm"), Path("/var/tmp"), ROOT, Path.home()]
@@ -51,6 +54,27 @@ for _p in ["/tmp/{MARK}", "/dev/shm/{MARK}", "/var/tmp/{MARK}", bytes.fromhex("{
     try:
         with open(_p, "w") as _f:
             _f.write("def test_x():\\n    pass\\n")
+    except OSError:
+        pass
+"""
+# The host's HOME, spelled so that no string constant names it (the scan is not what is tested).
+WRITE_HOME = f"""
+import os
+_home = bytes.fromhex("{str(Path.home()).encode().hex()}").decode()
+for _p in [os.path.join(_home, "{MARK}"), os.path.join(_home, ".{MARK}rc")]:
+    try:
+        with open(_p, "w") as _f:
+            _f.write("leak")
+    except OSError:
+        pass
+"""
+UNIX_SOCKETS = """
+import socket
+for _addr in ["\\0{sockname}", "{sockpath}"]:  # the host's abstract and named sockets
+    try:
+        _s = socket.socket(socket.AF_UNIX)
+        _s.connect(_addr.replace("\\0", "\\x00"))
+        _s.sendall(b"leak")
     except OSError:
         pass
 """
@@ -111,6 +135,8 @@ CASES: dict[str, tuple[dict[str, str], dict[str, bytes | None], bool | None]] = 
     "forge_result_channel": (_module(FORGE), {}, None),
     "write_outside_workspace": (_module(WRITE_OUT), {}, False),
     "network_connection": (_module(NETWORK), {}, False),
+    "write_home": (_module(WRITE_HOME), {}, False),
+    "unix_sockets": (_module(UNIX_SOCKETS), {}, False),
     "background_process": (_module(BACKGROUND), {}, False),
 }
 # Reaching the plugin's key in-process can forge valid records; only the static scan stops it.
@@ -135,15 +161,24 @@ def pool():
 
 @pytest.fixture(scope="module")
 def listener():
-    """A TCP server on the host's loopback that records any connection."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    server.settimeout(0.2)
+    """TCP, abstract and named unix servers on the host that record any connection.
+
+    The named socket lives in a folder the sandbox's mount view shows (read-only), mode 0666:
+    only the seccomp filter keeps a run from it. The unprivileged run is handed such a folder.
+    """
+    folder = os.environ.get("PAPPO_ADVERSARIAL_SOCKDIR") or tempfile.mkdtemp(prefix=".zzsock-", dir=ROOT)
+    os.chmod(folder, 0o755)  # any run's uid may reach the socket
+    servers = [socket.socket(), socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX)]
+    servers[0].bind(("127.0.0.1", 0))
+    servers[1].bind(f"\0{MARK}-abstract{os.getpid()}")  # the unprivileged run binds its own
+    servers[2].bind(f"{folder}/host.sock")
+    os.chmod(f"{folder}/host.sock", 0o666)
     seen: list[bytes] = []
     stop = threading.Event()
 
-    def serve() -> None:
+    def serve(server: socket.socket) -> None:
+        server.listen()
+        server.settimeout(0.2)
         while not stop.is_set():
             try:
                 conn, _ = server.accept()
@@ -152,24 +187,34 @@ def listener():
             except OSError:
                 pass
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1], seen
+    threads = [threading.Thread(target=serve, args=(s,), daemon=True) for s in servers]
+    for thread in threads:
+        thread.start()
+    yield servers[0].getsockname()[1], seen, f"{MARK}-abstract{os.getpid()}", f"{folder}/host.sock"
     stop.set()
-    thread.join()
-    server.close()
+    for thread, server in zip(threads, servers):
+        thread.join()
+        server.close()
+    os.unlink(f"{folder}/host.sock")
+    if "PAPPO_ADVERSARIAL_SOCKDIR" not in os.environ:
+        os.rmdir(folder)
 
 
-def candidate(store: TaskStore, name: str, port: int) -> tuple[object, dict[str, bytes], dict[str, bytes]]:
+def candidate(store: TaskStore, name: str, listener: tuple, control: bool = False) -> tuple[object, dict[str, bytes], dict[str, bytes]]:
     edits, files, _ = {**CASES, **STATIC_ONLY}[name]
     task = store.task("tinycalc-001")
     clean, buggy = store.clean(task), dict(store.buggy(task))
     core = buggy["tinycalc/core.py"].decode()
     assert BUG in core
+    ran = f"print('{MARK}-ran', flush=True)\n"  # proof in the run's log that the attack started
     if "body" in edits:
-        core = core.replace(BUG, edits["body"] + BUG)
+        core = core.replace(BUG, "    " + ran + edits["body"] + BUG)
     if "prefix" in edits:
-        core = edits["prefix"].replace("{port}", str(port)) + core
+        tcp, _, sockname, sockpath = listener
+        prefix = edits["prefix"].replace("{port}", str(tcp)).replace("{sockname}", sockname).replace("{sockpath}", sockpath)
+        core = ran + prefix + core
+    if control:  # the attack never runs: its checks must then fail
+        core = f"raise RuntimeError('{MARK}-control')\n" + core
     buggy["tinycalc/core.py"] = core.encode()
     for path, data in files.items():
         if data is None:
@@ -200,8 +245,8 @@ needs_ns = needs_namespaces
 @needs_ns
 @pytest.mark.parametrize("name", [*CASES, *STATIC_ONLY])
 def test_graded_as_failure(store: TaskStore, pool: SandboxPool, listener, name: str):  # type: ignore[no-untyped-def]
-    port, seen = listener
-    task, clean, cand = candidate(store, name, port)
+    seen = listener[1]
+    task, clean, cand = candidate(store, name, listener)
     start = time.monotonic()
     g = grade(pool, task, clean, cand)  # type: ignore[arg-type]
     assert not g.success and g.infra_error is None, g
@@ -213,19 +258,37 @@ def test_graded_as_failure(store: TaskStore, pool: SandboxPool, listener, name: 
     assert seen == []
 
 
-@needs_ns
-@pytest.mark.parametrize("name", list(CASES))
-def test_contained_without_the_static_scan(store: TaskStore, pool: SandboxPool, listener, name: str):  # type: ignore[no-untyped-def]
-    port, seen = listener
-    task, clean, cand = candidate(store, name, port)
+def check_contained(store: TaskStore, pool: SandboxPool, listener, name: str, control: bool = False) -> None:  # type: ignore[no-untyped-def]
+    """The runtime containment of one case, static scan bypassed; code cases must show they ran."""
+    seen = listener[1]
+    task, clean, cand = candidate(store, name, listener, control)
     tree, restored = trusted_tree(clean, cand)
     start = time.monotonic()
     run = pool.run(tree, [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])  # type: ignore[attr-defined]
     g = _grade(task, run, restored)  # type: ignore[arg-type]
     assert not g.success and run.infra_error is None, (run.outcomes, run.log_tail)
     assert run.duration_s < LIMITS.timeout_s + 1 and time.monotonic() - start < LIMITS.timeout_s + 5
+    if CASES[name][0]:
+        assert f"{MARK}-ran" in run.log_tail, f"the attack code of {name} never ran: {run.log_tail[-500:]}"
     assert_clean()
     assert seen == []
+
+
+@needs_ns
+@pytest.mark.parametrize("name", list(CASES))
+def test_contained_without_the_static_scan(store: TaskStore, pool: SandboxPool, listener, name: str):  # type: ignore[no-untyped-def]
+    check_contained(store, pool, listener, name)
+
+
+@needs_ns
+@pytest.mark.parametrize("name", [n for n, case in CASES.items() if case[0]])
+def test_control_patch_that_raises_at_import_fails_the_check(store: TaskStore, pool: SandboxPool, listener, name: str):  # type: ignore[no-untyped-def]
+    """With the module raising before the attack, the same check fails: the attack code does run."""
+    with pytest.raises(AssertionError, match="never ran"):
+        check_contained(store, pool, listener, name, control=True)
+    task, clean, cand = candidate(store, name, listener, control=True)
+    run = pool.run(trusted_tree(clean, cand)[0], [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])  # type: ignore[attr-defined]
+    assert run.outcomes and "passed" not in run.outcomes.values()  # every test of the task fails
 
 
 @needs_ns
@@ -241,18 +304,26 @@ def test_the_fix_itself_passes(store: TaskStore, pool: SandboxPool):
 @needs_ns
 def test_the_leak_checks_can_fail(store: TaskStore, listener):  # type: ignore[no-untyped-def]
     """Without containment (isolation=rlimits) the same checks see the leaks; then clean up."""
-    port, seen = listener
+    seen = listener[1]
     try:
         with SandboxPool(LIMITS.model_copy(update={"isolation": "rlimits"})) as p:
-            for name in ("write_outside_workspace", "background_process", "network_connection"):
-                task, clean, cand = candidate(store, name, port)
+            for name in ("write_outside_workspace", "write_home", "background_process", "network_connection"):
+                task, clean, cand = candidate(store, name, listener)
                 p.run(trusted_tree(clean, cand)[0])  # type: ignore[arg-type]
         found = leftovers()
         assert any(x.startswith("process") for x in found) and any(x.startswith("/tmp/") for x in found)
+        assert any(x.startswith(str(Path.home())) for x in found), found
         deadline = time.monotonic() + 3
         while not seen and time.monotonic() < deadline:
             time.sleep(0.05)
         assert seen == [b"leak"]
+        for address in ("\0" + listener[2], listener[3]):  # the unix servers record a connection too
+            with socket.socket(socket.AF_UNIX) as client:
+                client.connect(address)
+                client.sendall(b"unix")
+        while len(seen) < 3 and time.monotonic() < deadline + 3:
+            time.sleep(0.05)
+        assert seen == [b"leak", b"unix", b"unix"]
     finally:
         for x in leftovers():
             if x.startswith("process"):
@@ -261,6 +332,28 @@ def test_the_leak_checks_can_fail(store: TaskStore, listener):  # type: ignore[n
                 Path(x).unlink(missing_ok=True)
         seen.clear()
     assert_clean()
+
+
+def test_the_suite_as_an_unprivileged_user(unprivileged_home: Path):
+    """This module again, its pools started by an ordinary uid: rootless namespaces, same verdicts."""
+    probe = as_user(unprivileged_home, ["-c", "from pappo.sandbox.isolation import unavailable; print(unavailable())"])
+    if probe.returncode != 0:
+        pytest.skip(f"cannot run as uid {UNPRIVILEGED_UID} here: {probe.stderr.strip()[-300:]}")
+    if probe.stdout.strip() != "None":
+        pytest.skip(f"no rootless namespaces for uid {UNPRIVILEGED_UID} here: {probe.stdout.strip()}")
+    args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "not unprivileged", __file__]
+    sockets = tempfile.mkdtemp(prefix=".zzsock-", dir=ROOT)  # visible to runs, writable by the user
+    os.chown(sockets, UNPRIVILEGED_UID, UNPRIVILEGED_UID)
+    try:
+        out = as_user(unprivileged_home, args, env={"PAPPO_ADVERSARIAL_MARK": MARK, "PAPPO_ADVERSARIAL_SOCKDIR": sockets})
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
+    summary = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr[-2000:]
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert "skipped" not in summary and "deselected" in summary, summary
+    assert int(summary.split(" passed")[0].split()[-1]) >= 2 * len(CASES), summary
+    assert_clean()  # with the same marker: nothing in /tmp, /dev/shm, /var/tmp, the repository...
+    assert list(unprivileged_home.iterdir()) == []  # ... nor in the user's own home
 
 
 def test_no_marker_left_from_the_whole_module():

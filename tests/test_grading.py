@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, needs_namespaces
 from pappo.config import EnvParams, load_params
 from pappo.env.agents import OracleAgent, SubmitAgent
 from pappo.env.episode import RepairEnv
@@ -122,6 +122,7 @@ def _pappo(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
+@needs_namespaces  # the command's own process: `isolation: auto` fails closed without namespaces
 def test_cli_run_tests_grades_buggy_fixed_and_hacked_trees(tmp_path: Path):
     store = TaskStore.from_params(load_params(ROOT / "params.yaml"), "repofix")
     task = store.task("romannum-001")
@@ -152,6 +153,7 @@ def test_cli_run_tests_bad_input_fails_loudly(tmp_path: Path):
 
 
 @pytest.mark.slow
+@needs_namespaces  # as above
 @pytest.mark.parametrize("agent", ["oracle", "noisy"])
 def test_cli_play_prints_transcript_and_metrics(agent: str):
     res = _pappo("play", "--task", "ledger-002", "--agent", agent, "--seed", "5")

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
-from conftest import marked_processes, needs_namespaces
+from conftest import as_user, fixture_params, marked_processes, needs_namespaces, write_params
 from pappo.config import SandboxParams
 from pappo.sandbox.pool import SandboxPool
 from pappo.sandbox.runner import run_many, run_tests
@@ -168,7 +170,9 @@ def test_fallback_isolation_is_logged_and_still_grades(caplog: pytest.LogCapture
 @needs_namespaces
 def test_namespaces_are_used_where_available(pool: SandboxPool):
     assert pool.isolation == "namespaces"
-    probe = ("import os\ndef test_env():\n    assert os.getpid() == 1\n    assert os.getuid() != 0\n"
+    probe = ("import os, socket\ndef test_env():\n    assert os.getpid() == 1\n    assert os.getuid() != 0\n"
+             "    try:\n        socket.socket(socket.AF_UNIX)\n        assert False, 'AF_UNIX allowed'\n"
+             "    except PermissionError:\n        pass\n"
              "    assert os.listdir('/proc') and sorted(p for p in os.listdir('/proc') if p.isdigit()) == ['1']\n")  # fmt: skip
     run = pool.run(suite(probe))
     assert run.outcomes == {"tests/test_pkg.py::test_env": "passed"}, run.failures
@@ -248,3 +252,34 @@ def test_test_file_changed_during_the_run_is_tampering():
         run = p.run(files)
     assert any("test file tests/test_z.py" in t for t in run.tamper), run.tamper
     assert run.outcomes.get("tests/test_z.py::test_b") != "passed"
+
+
+FAIL_CLOSED_POOL = """
+from pappo.config import SandboxParams
+from pappo.io import PappoError
+from pappo.sandbox.pool import SandboxPool
+try:
+    SandboxPool(SandboxParams(workers=1))
+    print("auto: started")
+except PappoError as e:
+    print("auto:", e)
+with SandboxPool(SandboxParams(workers=1, isolation="rlimits")) as p:
+    run = p.run({"tests/test_a.py": b"def test_a():\\n    pass\\n"})
+    print("rlimits:", run.isolation, run.outcomes)
+"""
+
+
+def test_auto_fails_closed_where_no_namespace_is_possible(unprivileged_home, tmp_path):  # type: ignore[no-untyped-def]
+    """An ordinary account on a machine without user namespaces: no silent fallback, a clear way out."""
+    pool = as_user(unprivileged_home, ["-c", FAIL_CLOSED_POOL], no_userns=True)
+    assert pool.returncode == 0, pool.stderr[-2000:]
+    lines = dict(line.split(": ", 1) for line in pool.stdout.splitlines())
+    assert "cannot contain untrusted code" in lines["auto"] and "sandbox.isolation: rlimits" in lines["auto"]
+    assert "user namespaces" in lines["auto"]  # the cause, named
+    assert lines["rlimits"].startswith("rlimits ")  # asked for explicitly, it runs and says so
+    params = write_params(fixture_params(tmp_path), unprivileged_home / "params.yaml")
+    task_id = json.loads(Path(fixture_params(tmp_path).tasks.repofix.manifest).read_text().splitlines()[0])["instance_id"]
+    cli = as_user(unprivileged_home, ["-m", "pappo.cli", "run-tests", "--task", task_id, "--params", str(params)],
+                  no_userns=True)  # fmt: skip
+    assert cli.returncode == 1 and "cannot contain untrusted code" in cli.stderr, cli.stderr[-2000:]
+    assert "sandbox.isolation: rlimits" in cli.stderr and cli.stdout == ""

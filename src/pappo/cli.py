@@ -38,6 +38,15 @@ def _fail(message: str) -> None:
     raise typer.Exit(code=1)
 
 
+def _require_sandbox(params: Params) -> None:
+    """Commands that run untrusted code stop before any work where the sandbox cannot contain it."""
+    from pappo.sandbox.pool import containment_problem
+
+    problem = containment_problem(params.sandbox)
+    if problem:
+        _fail(problem)
+
+
 @app.command()
 def synthesize(
     params_path: Path = ParamsOpt,
@@ -74,6 +83,7 @@ def validate(params_path: Path = ParamsOpt) -> None:
     from pappo.tasks.validate import ValidationFailed, validate_set, write_lock
 
     params = _params(params_path)
+    _require_sandbox(params)
     locks = {}
     problems: list[str] = []
     for name in ("repofix", "warmup"):
@@ -178,6 +188,7 @@ def run_tests_cmd(
             if not patch.is_file():
                 _fail(f"--patch {patch}: no such file")
             candidate = apply_git_patch(candidate, patch.read_text())
+        _require_sandbox(params)
         with SandboxPool(params.sandbox, workers=1) as pool:
             result = grade(pool, task, store.clean(task), candidate)
     except PappoError as e:
@@ -206,6 +217,7 @@ def play(
         _fail(f"--agent {agent!r}: choose oracle, noisy or submit")
     try:
         store, task = _find_task(params, task_id)
+        _require_sandbox(params)
         buggy, view = store.buggy(task), params.env.view_max_lines
         bot = (OracleAgent(task, buggy, view_max_lines=view) if agent == "oracle"
                else NoisyAgent(task, buggy, seed=seed, view_max_lines=view) if agent == "noisy"
@@ -303,6 +315,7 @@ def train(
 
     if method not in RUN_METHODS:
         _fail(f"--method {method!r}: use one of {list(RUN_METHODS)}")
+    _require_sandbox(params)
     try:
         report = run_method(params, seed, method, out, base, log=typer.echo)
     except PappoError as e:

@@ -59,9 +59,10 @@ class SandboxParams(_Section):
     workers: int = Field(2, ge=1, description="Warm fork-server workers serving runs in parallel.")
     isolation: Literal["auto", "namespaces", "rlimits"] = Field(
         "auto",
-        description="namespaces: Linux namespaces + unprivileged user (needs root); rlimits: limits "
-        "and process groups only (no network or filesystem containment); auto: namespaces where "
-        "available, else rlimits with a logged warning.",
+        description="auto and namespaces: Linux namespaces + an unprivileged id, as root or, without "
+        "root, from an unprivileged user namespace; where neither works the run stops with an error "
+        "(fail closed). rlimits: limits and process groups only (no network or filesystem "
+        "containment), only when asked for.",
     )
 
     @model_validator(mode="after")

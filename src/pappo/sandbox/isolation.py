@@ -2,7 +2,8 @@
 
 The worker calls `isolate_worker` once: a private mount namespace in which every mount is
 read-only except a fresh tmpfs at /tmp that holds the workspace, plus its own (empty) network,
-IPC and UTS namespaces. Per run, `new_pid_namespace` makes the next fork PID 1 of a fresh PID
+IPC and UTS namespaces. Without root it first enters a user namespace (`userns`), which gives
+the same namespaces to an ordinary account. Per run, the next fork is PID 1 of a fresh PID
 namespace, so when that child dies the kernel kills every process it left. Children drop to an
 unprivileged uid. Kept import-light: the worker must not pay for pydantic, yaml or torch.
 """
@@ -11,9 +12,12 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import os
 import stat
 import sys
+
+from pappo.sandbox import userns
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -29,10 +33,16 @@ MS_BIND = 0x1000
 MS_MOVE = 0x2000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
+MS_NOATIME = 0x400
+MS_NODIRATIME = 0x800
+MS_STRICTATIME = 0x1000000
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 WORKSPACE = "/tmp/workspace"  # the same path in every run, so code objects can be cached
 SCRATCH = ("/tmp", "/dev/shm", "/var/tmp", "/run/lock")
+# Covered by an empty read-only tmpfs (needed paths bound back): users' files, and /run, where
+# the host's unix sockets (D-Bus, journal, container engines) live.
+PRIVATE = ("/home", "/root", "/run", "/mnt", "/media")
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -70,12 +80,12 @@ def prctl(option: int, arg: int) -> None:
 
 def unavailable() -> str | None:
     """Why namespace isolation cannot work here (None when it can), probed in a throwaway child."""
-    if os.geteuid() != 0:
-        return f"namespaces need root (this process runs as uid {os.geteuid()})"
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
+            if os.geteuid() != 0:
+                userns.enter_as_root()
             unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID)
             mount(None, "/", None, MS_REC | MS_PRIVATE)
             mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=4k")
@@ -91,13 +101,15 @@ def unavailable() -> str | None:
 
 def isolate_worker() -> list[str]:
     """Enter private namespaces and build the worker's filesystem view; returns notes to log."""
+    needed, notes = _needed_paths(), []
+    private = _private_dirs(needed)  # resolved before the mounts hide anything
     if os.geteuid() != 0:
-        raise IsolationError(1, "namespaces need root (this process runs as uid %d)" % os.geteuid())
+        notes.append(userns.enter_as_root())
+        _become_pid1()
     unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    needed, notes = _needed_paths(), []
-    for folder in SCRATCH:  # world-writable places: covered by an empty tmpfs
-        if os.path.isdir(folder):
+    for folder in (*SCRATCH, *private):  # world-writable or private places: an empty tmpfs
+        if os.path.isdir(folder) and not os.path.islink(folder):
             size = "512m" if folder == "/tmp" else "1m"
             notes += _cover(folder, size, [p for p in needed if p.startswith(folder + "/")])
     for closed, paths in _closed_groups(needed).items():
@@ -105,6 +117,73 @@ def isolate_worker() -> list[str]:
     os.mkdir(WORKSPACE)
     notes += _remount_read_only(keep="/tmp")  # the workspace's tmpfs, and nothing else, stays writable
     return notes
+
+
+def _become_pid1() -> None:
+    """Continue as PID 1 of a PID namespace owned by our user namespace; the caller only waits.
+
+    A run's PID namespace is made by `unshare(CLONE_NEWPID)` before each fork, and the worker
+    then returns to its own with `setns`, which needs privilege over the namespace it returns
+    to: without root, that must be one our user namespace owns. The caller stays the process the
+    pool knows: it holds no pipe of the pool, exits with us, and takes us with it if killed.
+    """
+    unshare(CLONE_NEWPID)
+    alive_r, alive_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        prctl(PR_SET_PDEATHSIG, 9)
+        os.close(alive_w)
+        os.set_blocking(alive_r, False)
+        try:
+            if os.read(alive_r, 1) == b"":  # the caller died before PDEATHSIG was set
+                os._exit(1)
+        except BlockingIOError:
+            pass
+        os.close(alive_r)
+        return
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        if fd not in (2, alive_w, devnull):
+            try:
+                os.dup2(devnull, fd) if fd < 2 else os.close(fd)
+            except OSError:
+                pass
+    status = os.waitpid(pid, 0)[1]
+    os._exit(os.waitstatus_to_exitcode(status) % 256)
+
+
+def _private_dirs(needed: list[str]) -> list[str]:
+    """PRIVATE plus the caller's home wherever it is: outermost first, none inside a needed path."""
+    homes = (os.path.expanduser("~"), os.environ.get("HOME", ""))
+    found = {os.path.realpath(p) for p in (*PRIVATE, *homes) if p and os.path.isabs(p)} - {"/", *SCRATCH}
+    found = {p for p in found if not any(p == n or p.startswith(n + "/") for n in needed)}
+    return sorted(p for p in found if not any(p.startswith(q + "/") for q in found))
+
+
+def protect_workspace(workspace: str, writable: list[str]) -> None:
+    """In a run's own mount namespace: /tmp read-only but for the `writable` workspace folders.
+
+    Without root the run has the worker's host uid, so file modes cannot keep it from the
+    workspace root, its tests or the worker's files; read-only mounts can, once the run has
+    left the namespace that owns them (`userns.leave_worker_namespace`).
+    """
+    for name in writable:
+        path = os.path.join(workspace, name)
+        mount(path, path, None, MS_BIND)
+    flags = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
+    mount(None, "/tmp", None, flags | _atime_flags(dict(_mount_points())["/tmp"]))
+
+
+def _atime_flags(options: str) -> int:
+    """The mount's atime mode: a remount from a user namespace must keep it (the kernel locks it)."""
+    opts = options.split(",")
+    if "noatime" in opts:
+        flags = MS_NOATIME
+    elif "relatime" in opts:
+        flags = 0  # the kernel's default when no atime flag is given
+    else:
+        flags = MS_STRICTATIME
+    return flags | (MS_NODIRATIME if "nodiratime" in opts else 0)
 
 
 def _mount_points() -> list[tuple[str, str]]:
@@ -124,7 +203,7 @@ def _remount_read_only(keep: str) -> list[str]:
     for point, options in _mount_points():
         if point == keep or "ro" in options.split(","):  # mounts below `keep` are made read-only too
             continue
-        flags = MS_BIND | MS_REMOUNT | MS_RDONLY
+        flags = MS_BIND | MS_REMOUNT | MS_RDONLY | _atime_flags(options)
         for opt in options.split(","):
             flags |= flag_of.get(opt, 0)
         try:
@@ -132,7 +211,8 @@ def _remount_read_only(keep: str) -> list[str]:
         except IsolationError as e:
             if point == "/":
                 raise
-            failed.append(f"{point}: {e.strerror}")
+            if e.errno != errno.ENOENT:  # a mount point gone under a cover needs nothing
+                failed.append(f"{point}: {e.strerror}")
     return [f"could not make read-only: {', '.join(failed)}"] if failed else []
 
 

@@ -71,6 +71,7 @@ class _Worker:
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
             "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "PYTHONPATH": src,
+            "HOME": os.path.expanduser("~"),  # the worker hides it from runs wherever it is
             # Installed plugins (hypothesis, xdist...) are neither needed nor trusted in a run.
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         }  # fmt: skip
@@ -82,7 +83,9 @@ class _Worker:
         if not hello or not hello.get("hello"):
             self.kill()
             why = (hello or {}).get("error", "no answer")
-            raise PappoError(f"sandbox worker did not start: {why}" + _hint(limits, why))
+            if limits.isolation != "rlimits" and hello is not None:  # could not isolate: fail closed
+                raise PappoError(fail_closed_message(why))
+            raise PappoError(f"sandbox worker did not start: {why}")
         self.isolation: str = hello["isolation"]
         self.base: str = hello["base"]
         self.notes: list[str] = hello["notes"]
@@ -238,10 +241,26 @@ def _to_run(reply: dict[str, Any], test_ids: Sequence[str] | None, elapsed: floa
     )  # fmt: skip
 
 
-def _hint(limits: SandboxParams, why: str) -> str:
-    if limits.isolation == "namespaces":
-        return "; sandbox.isolation is 'namespaces', which needs root: set it to 'auto' to allow the fallback"
-    return ""
+def containment_problem(limits: SandboxParams) -> str | None:
+    """The fail-closed error where `limits` ask for containment that this machine cannot give."""
+    if limits.isolation == "rlimits":
+        return None
+    from pappo.sandbox.isolation import unavailable
+
+    why = unavailable()
+    return None if why is None else fail_closed_message(why)
+
+
+def fail_closed_message(why: str) -> str:
+    """Why no run is contained here, and the two ways forward (the error `auto` stops with)."""
+    return (
+        f"the sandbox cannot contain untrusted code on this machine ({why}); nothing was run. "
+        "Allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0; on Ubuntu 23.10+ "
+        "also kernel.apparmor_restrict_unprivileged_userns=0; in a container, a seccomp profile "
+        "that permits unshare) or run as root. To run without containment of network, files and "
+        "daemons instead, set `sandbox.isolation: rlimits` in params.yaml (the manifest lock and "
+        "every grade record it)."
+    )
 
 
 _DEFAULT: dict[SandboxParams, SandboxPool] = {}

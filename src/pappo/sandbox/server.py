@@ -39,7 +39,7 @@ import _pytest.python
 import pytest  # noqa: F401  (pre-imported on purpose: children must not pay for it)
 
 from pappo.io import write_tree
-from pappo.sandbox import channel, isolation, pytest_plugin
+from pappo.sandbox import channel, isolation, pytest_plugin, seccomp, userns
 
 for _name in _pytest.config.default_plugins:  # import every builtin plugin once, pre-fork
     try:
@@ -115,7 +115,11 @@ class Worker:
     def __init__(self, mode: str, uid: int, rfd: int, wfd: int) -> None:
         self.rfd, self.wfd = rfd, wfd
         self.notes: list[str] = []
+        self.rootless = False  # namespaces entered from an ordinary account (userns.enter_as_root)
         self.isolation, self.uid = self._isolate(mode, uid)
+        if not seccomp.enabled:
+            self.notes.append(f"no seccomp filter for {os.uname().machine}: runs cannot be kept from unix "
+                              "sockets that their mount view shows")  # fmt: skip
         self.base = "/tmp" if self.isolation == "namespaces" else tempfile.mkdtemp(prefix="pappo-worker-")
         self.workspace = isolation.WORKSPACE if self.isolation == "namespaces" else f"{self.base}/workspace"
         os.makedirs(self.workspace, exist_ok=True)
@@ -129,15 +133,10 @@ class Worker:
             self.notes.append("isolation=rlimits by configuration: network and writes outside the "
                               "workspace are NOT contained")  # fmt: skip
             return "rlimits", None
-        try:
-            self.notes += isolation.isolate_worker()
-        except (isolation.IsolationError, OSError) as e:
-            if mode == "namespaces":
-                raise
-            self.notes.append(f"Linux namespaces unavailable ({e}); falling back to isolation=rlimits: "
-                              "network and writes outside the workspace are NOT contained")  # fmt: skip
-            return "rlimits", None
-        if not _can_drop_to(uid):
+        # `auto` and `namespaces` fail closed: an error here stops the pool (pool._fail_closed).
+        self.rootless = os.geteuid() != 0
+        self.notes += isolation.isolate_worker()
+        if not self.rootless and not _can_drop_to(uid):
             self.notes.append(f"uid {uid} cannot read the interpreter; children keep uid 0 inside "
                               "read-only mounts")  # fmt: skip
             return "namespaces", None
@@ -209,7 +208,7 @@ class Worker:
         root = Path(self.workspace)
         write_tree(root, files)
         os.mkdir(root / ".tmp")
-        if self.uid is not None:  # the root and tests/ stay root's: tests cannot be moved or edited
+        if self.uid is not None and not self.rootless:  # the root and tests/ stay root's: tests cannot be moved or edited
             for entry in root.iterdir():
                 if entry.name != "tests":
                     isolation.chown_tree(str(entry), self.uid)
@@ -286,10 +285,15 @@ class Worker:
             else:
                 os.setpgid(0, 0)
             _set_limits(limits)
-            if self.uid is not None:
+            if seccomp.enabled:  # no unix sockets: the host's named ones stay out of reach
+                seccomp.install()
+            if self.uid is not None and not self.rootless:
                 isolation.drop_privileges(self.uid)
             go = json.loads(channel.read_all(4))  # blocks until the run starts
             os.close(4)
+            if self.rootless:  # one host uid: read-only mounts, then no capability (userns.py)
+                isolation.protect_workspace(self.workspace, _writable(self.workspace))
+                userns.leave_worker_namespace(self.uid if self.uid is not None else 65534)
             _enter_workspace(self.workspace)
             pytest_plugin.begin_run(3, bytes.fromhex(go["key"]), go["test_timeout"], go["trusted"])
         except BaseException as e:  # setup failed before any code under test ran: infra_error
@@ -309,6 +313,11 @@ def _run_session(config: pytest.Config, session: pytest.Session) -> NoReturn:
         config.hook.pytest_sessionfinish(session=session, exitstatus=status)
     finally:
         os._exit(0)
+
+
+def _writable(ws: str) -> list[str]:
+    """What a run may write: the workspace's folders but tests/ (its root and files stay read-only)."""
+    return [e.name for e in os.scandir(ws) if e.is_dir(follow_symlinks=False) and e.name != "tests"]
 
 
 def _enter_workspace(ws: str) -> None:
@@ -346,9 +355,6 @@ def _can_drop_to(uid: int) -> bool:
     return os.waitpid(pid, 0)[1] == 0
 
 
-
-
-
 def _clear(root: str) -> None:
     for entry in os.scandir(root):
         if entry.is_dir(follow_symlinks=False):
@@ -362,9 +368,6 @@ def _killpg(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-
 
 
 def main() -> None:
