@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, fixture_params_raw
 
 BIN = Path(sys.executable).parent
 
@@ -37,7 +37,7 @@ def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
          else shutil.copy(src, dst))  # fmt: skip
     for name in ("repofix", "warmup"):
         shutil.copytree(FIXTURES / name, repo / "data" / name, ignore=shutil.ignore_patterns("*.lock.json"))
-    params = yaml.safe_load((FIXTURES / "params.yaml").read_text())
+    params = fixture_params_raw()
     for name in ("repofix", "warmup"):
         params["tasks"][name] = {k: v.replace("tests/fixtures/", "data/") for k, v in params["tasks"][name].items()}
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
