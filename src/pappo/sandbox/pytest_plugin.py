@@ -26,6 +26,8 @@ import _pytest.runner
 import pluggy
 import pytest
 
+from pappo.sandbox import checks, values
+
 # Captured at import, in the worker, before any code under test exists.
 _write, _exit, _fstat, _dumps = os.write, os._exit, os.fstat, json.dumps
 _hmac_new, _sha256, _setitimer = hmac.new, hashlib.sha256, signal.setitimer
@@ -36,12 +38,15 @@ class SandboxTestTimeout(BaseException):
     """Raised by the per-test alarm; a BaseException so `except Exception` cannot swallow it."""
 
 
-def begin_run(fd: int, key: bytes, test_timeout: float, trusted_tests: dict[str, str]) -> None:
-    """Called in the forked child, before any code under test is imported."""
+def begin_run(fd: int, key: bytes, test_timeout: float, trusted_tests: dict[str, str],
+              hidden: dict[str, Any] | None = None, trace: dict[str, Any] | None = None) -> None:
+    """Called in the forked child, before any code under test is imported. `hidden`: checks to run
+    after the tests (`checks.run_checks`); `trace`: record the tests' entry calls (`checks.Tracer`)."""
     st = _fstat(fd)
     _RUN.clear()
     _RUN.update(fd=fd, key=key, seq=0, test_timeout=test_timeout, phases={}, compare=None,
-                trusted_tests=trusted_tests, channel=(st.st_dev, st.st_ino))  # fmt: skip
+                trusted_tests=trusted_tests, channel=(st.st_dev, st.st_ino), hidden=hidden,
+                trace=trace)  # fmt: skip
     _RUN["snapshot"] = _snapshot()
     signal.signal(signal.SIGALRM, _on_alarm)
     emit("ready")
@@ -78,12 +83,12 @@ def _watched() -> list[tuple[str, Callable[[], object]]]:
         ("builtins.isinstance", lambda: builtins.isinstance), ("builtins.repr", lambda: builtins.repr),
     ]  # fmt: skip
     for name in ("pytest", "_pytest.runner", "_pytest.reports", "_pytest.python", "pluggy", "os",
-                 "json", "hmac", "builtins", __name__):  # fmt: skip
+                 "json", "hmac", "builtins", __name__, checks.__name__, values.__name__):  # fmt: skip
         items.append((f"sys.modules[{name!r}]", lambda n=name: sys.modules.get(n)))
-    me = sys.modules[__name__]
-    for name, obj in list(vars(me).items()):
-        if callable(obj) and getattr(obj, "__module__", None) == __name__:
-            items.append((f"plugin.{name}", lambda n=name: vars(me).get(n)))
+    for mod in (sys.modules[__name__], checks, values):  # the plugin and the hidden-check runner
+        for name, obj in list(vars(mod).items()):
+            if callable(obj) and getattr(obj, "__module__", None) == mod.__name__:
+                items.append((f"{mod.__name__}.{name}", lambda m=mod, n=name: vars(m).get(n)))
     return items
 
 
@@ -137,6 +142,20 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     _setitimer(signal.ITIMER_REAL, 0)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
+    if not _RUN.get("trace"):
+        yield
+        return
+    tracer = checks.Tracer(str(item.config.rootpath), frozenset(_RUN["trace"]["roots"]))
+    sys.setprofile(tracer)
+    try:
+        yield
+    finally:
+        sys.setprofile(None)
+        emit("trace", nodeid=item.nodeid, entries=tracer.entries)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -206,5 +225,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if _RUN:
-        emit("done")
+    if not _RUN:
+        return
+    if _RUN.get("hidden"):  # after every visible test, in the same process: no second start-up
+        results = checks.run_checks(_RUN["hidden"], _RUN["test_timeout"])
+        _check_integrity("after hidden checks")
+        emit("hidden", results=results)
+    emit("done")

@@ -220,7 +220,7 @@ class Worker:
         key = secrets.token_bytes(32)
         start = time.monotonic()
         go = json.dumps({"key": key.hex(), "test_timeout": float(req["limits"]["test_timeout_s"]),
-                         "trusted": trusted}).encode()  # fmt: skip
+                         "trusted": trusted, "hidden": req.get("hidden"), "trace": req.get("trace")}).encode()  # fmt: skip
         try:
             channel.write_all(spare.go, go)
         except OSError:
@@ -291,7 +291,8 @@ class Worker:
             go = json.loads(channel.read_all(4))  # blocks until the run starts
             os.close(4)
             _enter_workspace(self.workspace)
-            pytest_plugin.begin_run(3, bytes.fromhex(go["key"]), go["test_timeout"], go["trusted"])
+            pytest_plugin.begin_run(3, bytes.fromhex(go["key"]), go["test_timeout"], go["trusted"],
+                                    go.get("hidden"), go.get("trace"))  # fmt: skip
         except BaseException as e:  # setup failed before any code under test ran: infra_error
             os.write(2, f"sandbox child setup failed: {type(e).__name__}: {e}\n".encode())
             os._exit(70)
