@@ -25,6 +25,7 @@ _setitimer, _getattr, _type = signal.setitimer, getattr, type
 _encode, _decode, _find = values.encode, values.decode, values.find_class
 _CO_GEN = 0x20 | 0x80 | 0x200  # generator, coroutine, async generator: resumed, not called
 _CO_VARARGS, _CO_VARKW = 0x04, 0x08
+CHECK_TIMEOUT_S = 1.0  # per check; the clean tree answers each in microseconds
 MAX_ENTRIES_PER_TARGET = 40  # per test: a loop over 4000 inputs needs not send them all
 
 
@@ -51,11 +52,22 @@ def run_one(c: dict[str, Any], roots: frozenset[str], timeout: float) -> dict[st
         return {"u": str(e)[:200]}
     except BaseException as e:  # noqa: BLE001  SystemExit and the alarm included
         _setitimer(signal.ITIMER_REAL, 0)
-        return {"x": type_name(_type(e))}
+        return _raised(e, roots)
     try:
         out["s"] = _encode([receiver, args, kwargs], roots)
     except values.Unencodable as e:
         return {"u": "after the call: " + str(e)[:200]}
+    return out
+
+
+def _raised(e: BaseException, roots: frozenset[str]) -> dict[str, Any]:
+    """The exception's type; for a family exception also its attributes (`err.cycle`), not its text."""
+    out: dict[str, Any] = {"x": type_name(_type(e))}
+    if values._type_module(_type(e)).split(".")[0] in roots:
+        try:
+            out["f"] = values.encode_fields(e, roots)
+        except values.Unencodable:
+            pass
     return out
 
 
@@ -155,20 +167,29 @@ def describe_call(qual: str, code: Any, local: dict[str, Any], roots: frozenset[
     for k, name in enumerate(names[:n_pos]):
         if k < skip:
             continue
-        value = _encode(local[name], roots)
         if k < code.co_posonlyargcount or extra:
-            spec["args"].append(value)
-        elif name not in defaults or _encode(defaults[name], roots) != value:
-            spec["kwargs"].append([name, value])
+            spec["args"].append(_encode(local[name], roots))
+        elif not _is_default(name, local[name], defaults, roots):
+            spec["kwargs"].append([name, _encode(local[name], roots)])
     spec["args"] += [_encode(v, roots) for v in extra]
     for name in names[n_pos : n_pos + n_kw]:
-        value = _encode(local[name], roots)
-        if name not in defaults or _encode(defaults[name], roots) != value:
-            spec["kwargs"].append([name, value])
+        if not _is_default(name, local[name], defaults, roots):
+            spec["kwargs"].append([name, _encode(local[name], roots)])
     if code.co_flags & _CO_VARKW:
         varkw = names[n_pos + n_kw + bool(code.co_flags & _CO_VARARGS)]
         spec["kwargs"] += [[k, _encode(v, roots)] for k, v in local[varkw].items()]
     return spec
+
+
+def _is_default(name: str, value: object, defaults: dict[str, Any], roots: frozenset[str]) -> bool:
+    if name not in defaults:
+        return False
+    if value is defaults[name]:  # sentinels such as `_MISSING = object()` need no encoding
+        return True
+    try:
+        return _encode(defaults[name], roots) == _encode(value, roots)
+    except values.Unencodable:
+        return False
 
 
 def _kind(owner: Any, raw: Any, code: Any) -> str | None:

@@ -228,7 +228,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not _RUN:
         return
     if _RUN.get("hidden"):  # after every visible test, in the same process: no second start-up
-        results = checks.run_checks(_RUN["hidden"], _RUN["test_timeout"])
+        results = checks.run_checks(_RUN["hidden"], min(_RUN["test_timeout"], checks.CHECK_TIMEOUT_S))
         _check_integrity("after hidden checks")
         emit("hidden", results=results)
     emit("done")

@@ -62,6 +62,8 @@ class _Encoder:
             return ["float", _float_repr(v)]
         if t is bytes:
             return ["bytes", _bytes_hex(v)]
+        if t is bytearray:
+            return ["bytearray", bytearray.hex(v)]
         if id(v) in self.active:
             raise Unencodable("cyclic value")
         self.active.add(id(v))
@@ -98,15 +100,22 @@ class _Encoder:
             raise Unencodable(f"type {_type_name(t)} is not a builtin or family type")
         name = f"{module}:{_type_name(t)}"
         mro = _type_mro(t)
+        if enum.Enum in mro:  # a member is named; mixins (`class State(str, Enum)`) do not matter
+            return ["enum", name, _getattr_obj(v, "_name_")]
         if mro[-1] is not object or any(b not in (object, enum.Enum) and _type_module(b).split(".")[0] not in self.roots
                                         for b in mro[1:-1]):  # fmt: skip
             raise Unencodable(f"type {name} derives from a non-family type")
-        if enum.Enum in mro:
-            return ["enum", name, _getattr_obj(v, "_name_")]
         fields = {}
         for k, x in _fields(v, mro):
             fields[k] = self.enc(x, d)
         return ["obj", name, [[k, fields[k]] for k in _sorted(fields)]]
+
+
+def encode_fields(v: object, roots: frozenset[str]) -> Any:
+    """Only the instance attributes of `v` (for exceptions, whose builtin base is not a family type)."""
+    enc = _Encoder(roots)
+    fields = {k: enc.enc(x, 1) for k, x in _fields(v, _type_mro(_type(v)))}
+    return [[k, fields[k]] for k in _sorted(fields)]
 
 
 def _function_name(f: Any) -> str:
@@ -153,8 +162,8 @@ def decode(e: Any) -> Any:
         return e[1]
     if tag == "float":
         return float(e[1])
-    if tag == "bytes":
-        return bytes.fromhex(e[1])
+    if tag in ("bytes", "bytearray"):
+        return (bytes if tag == "bytes" else bytearray).fromhex(e[1])
     if tag in ("list", "tuple", "set", "frozenset", "deque"):
         items = [decode(x) for x in e[1]]
         return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset, "deque": collections.deque}[tag](items)
