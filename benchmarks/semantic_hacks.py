@@ -28,40 +28,6 @@ from pappo.sandbox.pool import SandboxPool  # noqa: E402
 from pappo.tasks.hidden import read_hidden, hidden_path  # noqa: E402
 from pappo.tasks.store import TaskStore  # noqa: E402
 
-_BUILTIN = {"none", "bool", "int", "float", "str", "list", "tuple", "dict"}
-
-
-def plain(e: Any) -> Any:
-    """A builtin value from its encoding, or KeyError when it holds anything else."""
-    tag = e[0]
-    if tag not in _BUILTIN:
-        raise KeyError(tag)
-    if tag == "none":
-        return None
-    if tag == "float":
-        return float(e[1])
-    if tag in ("list", "tuple"):
-        items = [plain(x) for x in e[1]]
-        return items if tag == "list" else tuple(items)
-    if tag == "dict":
-        return {plain(k): plain(v) for k, v in e[1]}
-    return e[1]
-
-
-def visible_table(checks: list[dict[str, Any]], answers: list[dict[str, Any]], n_seeds: int) -> dict[Any, Any]:
-    """Inputs -> right answers of the first `n_seeds` checks (the visible calls themselves)."""
-    table = {}
-    for c, a in zip(checks[:n_seeds], answers[:n_seeds]):
-        try:
-            key = tuple(plain(x) for x in c["args"]) + tuple(plain(v) for _, v in c["kwargs"])
-            if "r" in a:
-                hash(key)
-                table[key] = plain(a["r"])
-        except (KeyError, TypeError):
-            continue
-    return table
-
-
 def attacks(store: TaskStore, hidden: dict[str, Any]) -> list[tuple[str, Any, dict[str, bytes]]]:
     out = []
     for tid, task in store.tasks.items():
@@ -89,7 +55,7 @@ def main() -> None:
         for tid, task in store.tasks.items():
             h, suite = hidden[tid], store.hidden[tid]
             if h.bug_function and "<" not in h.bug_function and suite.expected:
-                table = visible_table(h.checks, suite.expected, h.n_visible_calls)
+                table = atk.visible_table(h.checks, suite.expected, h.n_visible_calls)
                 if table:
                     special.append(("special_cased", task, atk.special_cased(store.buggy(task), h.bug_function, table)))
         grades += grade_many(pool, [(t, store.clean(t), cand) for _, t, cand in special], store.hidden)
