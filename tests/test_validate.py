@@ -162,7 +162,7 @@ def test_bad_params_file(tmp_path: Path, field: str, value: object, needle: str)
 
 def _edit_hidden(tmp_path: Path, edit) -> Path:  # type: ignore[no-untyped-def]
     params = fixture_params(tmp_path, copy_data=True)
-    path = Path(params.tasks.repofix.manifest).with_name("hidden_checks.jsonl")
+    path = Path(params.tasks.repofix.manifest).with_name("manifest.hidden_checks.jsonl")
     lines = path.read_text().splitlines()
     edit(lines)
     path.write_text("".join(line + "\n" for line in lines))
@@ -174,7 +174,7 @@ def test_lock_binds_the_hidden_checks(tmp_path: Path):
     code, out = run_validate(write_params(params, tmp_path / "params.yaml"))
     assert code == 0, out
     lock = ManifestLock.model_validate_json(Path(params.tasks.repofix.lock).read_text())
-    hidden = Path(params.tasks.repofix.manifest).with_name("hidden_checks.jsonl")
+    hidden = Path(params.tasks.repofix.manifest).with_name("manifest.hidden_checks.jsonl")
     import hashlib
 
     assert lock.hidden_checks_sha256 == hashlib.sha256(hidden.read_bytes()).hexdigest()
@@ -212,7 +212,7 @@ def test_hidden_checks_that_pass_on_the_bug_are_refused(tmp_path: Path):
     from pappo.tasks.store import TaskStore
 
     store = TaskStore.from_params(params, "repofix")
-    path = Path(params.tasks.repofix.manifest).with_name("hidden_checks.jsonl")
+    path = Path(params.tasks.repofix.manifest).with_name("manifest.hidden_checks.jsonl")
     lines = path.read_text().splitlines()
     h = json.loads(lines[0])
     task = store.task(h["instance_id"])

@@ -41,7 +41,7 @@ API_ERRORS = ("builtins:ValueError", "builtins:TypeError", "builtins:KeyError", 
 
 
 class HiddenChecks(BaseModel):
-    """One line of `hidden_checks.jsonl`: a task's hidden checks (inputs only)."""
+    """One line of `<manifest>.hidden_checks.jsonl`: a task's hidden checks (inputs only)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -60,7 +60,7 @@ class HiddenChecks(BaseModel):
 
 def hidden_path(manifest: Path) -> Path:
     """Where a task set's hidden checks live: next to its manifest, outside every family tree."""
-    return Path(manifest).with_name("hidden_checks.jsonl")
+    return Path(manifest).with_name(Path(manifest).stem + ".hidden_checks.jsonl")
 
 
 def read_hidden(path: Path) -> dict[str, HiddenChecks]:
