@@ -216,7 +216,7 @@ def test_hidden_checks_that_pass_on_the_bug_are_refused(tmp_path: Path):
     lines = path.read_text().splitlines()
     h = json.loads(lines[0])
     task = store.task(h["instance_id"])
-    spec = {"roots": h["roots"], "checks": h["checks"]}
+    spec = {"roots": h["roots"], "checks": h["checks"], "always": True}
     clean, bug = run_many([(store.clean(task), [], spec), (store.buggy(task), [], spec)], params.sandbox)
     keep = [i for i, (a, b) in enumerate(zip(clean.hidden, bug.hidden)) if a == b]
     assert keep and len(keep) < len(h["checks"])

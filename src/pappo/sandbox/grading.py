@@ -47,7 +47,8 @@ class Grade:
     isolation: str  # how the run was contained ("namespaces" or "rlimits"; "" if not run)
     visible_pass: bool = False  # every graded visible test passed (the old grade)
     hidden_pass: bool = False  # every hidden check answered as the clean tree does
-    hidden_failed: int = 0  # hidden checks answered differently (never shown to the agent)
+    hidden_failed: int = 0  # checks answered differently (never shown to the agent); 0 if not run
+    # The checks run only when every visible test passed: otherwise the grade has failed anyway.
     hidden_total: int = 0
 
     @property
@@ -72,12 +73,18 @@ class HiddenSuite:
     outcomes_sha256: str
     expected: list[dict[str, Any]] | None = field(default=None, repr=False)
 
-    def spec(self) -> dict[str, Any]:
-        return {"roots": self.roots, "checks": self.checks}
+    def spec(self, always: bool = False) -> dict[str, Any]:
+        """What the sandbox run needs; without `always` the checks run only if every test passed."""
+        return {"roots": self.roots, "checks": self.checks, "always": always}
 
 
 def same_outcome(a: Any, b: Any) -> bool:
-    """Equal encodings (plain JSON data); floats within 1e-9 relative, as reordered sums differ."""
+    """Equal encodings (plain JSON data); floats within 1e-9 relative, as reordered sums differ.
+
+    Every leaf sits under its type tag and floats travel as text, so plain `==` on the parsed JSON
+    is exact; the walk below only runs where it found a difference (float tolerance)."""
+    if a == b:
+        return True
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same_outcome(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
@@ -139,7 +146,7 @@ def _expect(pool: "SandboxPool", suites: Sequence[tuple[HiddenSuite, Mapping[str
     todo = list({id(s): (s, fam) for s, fam in suites if s.expected is None}.values())
     if not todo:
         return
-    runs = pool.run_many([(dict(fam), [], s.spec()) for s, fam in todo])
+    runs = pool.run_many([(dict(fam), [], s.spec(always=True)) for s, fam in todo])
     for (suite, _), run in zip(todo, runs):
         if run.hidden is None or outcomes_digest(run.hidden) != suite.outcomes_sha256:
             why = run.infra_error or ("no answers" if run.hidden is None else "answers differ from the locked digest")
@@ -167,8 +174,12 @@ def _grade(task: "Task", run: TestRun, restored: list[str], suite: HiddenSuite) 
         first = {"test": failing[0], "outcome": outcomes[failing[0]], **run.failures.get(failing[0], {})}
     expected = suite.expected if suite.expected is not None else []
     answers = run.hidden if run.hidden is not None and len(run.hidden) == len(expected) else None
-    hidden_failed = len(expected) if answers is None else sum(not same_outcome(a, e) for a, e in zip(answers, expected))
-    visible_pass, hidden_pass = not failing, suite.expected is not None and hidden_failed == 0
+    visible_pass = not failing
+    if not visible_pass and run.hidden is None:  # not run: the grade failed on the visible tests
+        hidden_failed, hidden_pass = 0, False
+    else:
+        hidden_failed = len(expected) if answers is None else sum(not same_outcome(a, e) for a, e in zip(answers, expected))
+        hidden_pass = suite.expected is not None and hidden_failed == 0
     success = visible_pass and hidden_pass and not hack and run.infra_error is None
     return Grade(
         instance_id=task.instance_id, success=success, outcomes=outcomes, n_failing=len(failing),

@@ -6,7 +6,8 @@ entry calls that reached the function the bug is in (located from `bug_patch`; w
 entry calls of its FAIL_TO_PASS tests). Seeds plus their type-aware mutants (`amplify`) run on
 the clean tree twice and on the buggy tree once; a check is kept when the clean tree answers it
 the same way twice with an encodable value or an API-level exception. Seeds come first, then
-mutants the bug answers differently, then the rest, up to `MAX_CHECKS`. The file stores inputs
+mutants the bug answers differently, then the rest, up to `MAX_CHECKS` (visible calls the bug
+answers differently first, then at most `MAX_SEEDS` others, then the mutants). The file stores inputs
 and the sha256 of the clean answers, never the answers: the grader recomputes them from the
 clean tree, so nothing on disk tells a candidate what to return.
 """
@@ -31,7 +32,8 @@ from pappo.tasks.families import is_test_file
 from pappo.tasks.models import Task
 from pappo.tasks.patches import apply_patch
 
-MAX_CHECKS = 240  # per task; about 3 ms of grading on the reference machine
+MAX_CHECKS = 120  # per task: grading latency (docs/sandbox.md) is the limit
+MAX_SEEDS = 40  # of them, at most this many are the visible calls themselves
 MAX_CANDIDATES = 1200  # inputs tried per task before selection
 # Exceptions an API raises on purpose; others (AttributeError, RecursionError...) on a mutated
 # input mean the input left the API's domain, where a correct alternative fix may differ.
@@ -131,7 +133,7 @@ def build_family(tree: dict[str, bytes], tasks: list[Task], limits: SandboxParam
     plans = [_plan(t, tree, trace) for t in tasks]
     jobs: list[tuple[Any, ...]] = []
     for p in plans:
-        spec = {"roots": roots, "checks": p.candidates}
+        spec = {"roots": roots, "checks": p.candidates, "always": True}
         jobs += [(tree, None, spec), (tree, None, spec), (p.buggy, None, spec)]
     runs = run_many(jobs, limits)
     out, problems = [], []
@@ -185,7 +187,9 @@ def _select(p: _Plan, roots: list[str], runs: list[TestRun]) -> HiddenChecks | s
             continue
         target = keep if i < n_seeds else revealing if not same_outcome(a, bug) else rest
         target.append((c, a, same_outcome(a, bug)))
-    chosen = (keep + revealing + rest)[:MAX_CHECKS]
+    seeds_revealing = [k for k in keep if not k[2]]
+    seeds_other = [k for k in keep if k[2]]
+    chosen = (seeds_revealing + seeds_other[:MAX_SEEDS] + revealing + rest + seeds_other[MAX_SEEDS:])[:MAX_CHECKS]
     n_revealing = sum(not ok for _, _, ok in chosen)
     uncovered = None
     if not chosen:

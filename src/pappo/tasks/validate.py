@@ -155,8 +155,8 @@ def _run_all(
 ) -> tuple[dict[str, list[TestRun]], dict[str, list[TestRun]], dict[str, list[TestRun]]]:
     """Clean trees, buggy trees (with the hidden checks), clean trees with each task's hidden checks."""
     jobs: list[tuple[object, ...]] = [(trees[f], None) for f in sorted(trees) for _ in range(repeats)]
-    jobs += [(p.buggy, None, p.hidden.suite().spec()) for p in prepared for _ in range(repeats)]  # type: ignore[union-attr]
-    jobs += [(trees[p.task.family], [], p.hidden.suite().spec()) for p in prepared for _ in range(repeats)]  # type: ignore[union-attr]
+    jobs += [(p.buggy, None, p.hidden.suite().spec(always=True)) for p in prepared for _ in range(repeats)]  # type: ignore[union-attr]
+    jobs += [(trees[p.task.family], [], p.hidden.suite().spec(always=True)) for p in prepared for _ in range(repeats)]  # type: ignore[union-attr]
     runs = run_many(jobs, limits)
     clean = {f: runs[i * repeats : (i + 1) * repeats] for i, f in enumerate(sorted(trees))}
     offset, n = len(trees) * repeats, len(prepared) * repeats
