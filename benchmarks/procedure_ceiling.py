@@ -37,7 +37,7 @@ from pappo.tasks.store import TaskStore
 def run_agent(store: Any, ids: list[str], make_agent: Any, params: Any, pool: SandboxPool) -> dict[str, Any]:
     """One episode per task, in lockstep (grades batched per step); per-task outcome and turns."""
     envs = [RepairEnv(store.task(i), store.clean(store.task(i)), store.buggy(store.task(i)), params.env) for i in ids]
-    play_all(VecEnv(envs, functools.partial(grade_many, pool)), [make_agent(k, env) for k, env in enumerate(envs)])
+    play_all(VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden)), [make_agent(k, env) for k, env in enumerate(envs)])
     infra = [e.task.instance_id for e in envs if e.metrics.infra_error]
     if infra:
         raise SystemExit(f"sandbox infra errors on {infra}: rerun (`pappo run-tests` checks the sandbox)")

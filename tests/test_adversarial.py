@@ -248,7 +248,7 @@ def test_graded_as_failure(store: TaskStore, pool: SandboxPool, listener, name: 
     seen = listener[1]
     task, clean, cand = candidate(store, name, listener)
     start = time.monotonic()
-    g = grade(pool, task, clean, cand)  # type: ignore[arg-type]
+    g = grade(pool, task, clean, cand, store.hidden)  # type: ignore[arg-type]
     assert not g.success and g.infra_error is None, g
     assert time.monotonic() - start < LIMITS.timeout_s + 5
     expected_hack = {**CASES, **STATIC_ONLY}[name][2]
@@ -264,8 +264,10 @@ def check_contained(store: TaskStore, pool: SandboxPool, listener, name: str, co
     task, clean, cand = candidate(store, name, listener, control)
     tree, restored = trusted_tree(clean, cand)
     start = time.monotonic()
-    run = pool.run(tree, [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])  # type: ignore[attr-defined]
-    g = _grade(task, run, restored)  # type: ignore[arg-type]
+    grade(pool, task, clean, store.buggy(task), store.hidden)  # type: ignore[arg-type]  (fills the expected answers)
+    suite = store.hidden[task.instance_id]  # type: ignore[attr-defined]
+    run = pool.run(tree, [*task.FAIL_TO_PASS, *task.PASS_TO_PASS], suite.spec())  # type: ignore[attr-defined]
+    g = _grade(task, run, restored, suite)  # type: ignore[arg-type]
     assert not g.success and run.infra_error is None, (run.outcomes, run.log_tail)
     assert run.duration_s < LIMITS.timeout_s + 1 and time.monotonic() - start < LIMITS.timeout_s + 5
     if CASES[name][0]:
@@ -297,7 +299,7 @@ def test_the_fix_itself_passes(store: TaskStore, pool: SandboxPool):
     task = store.task("tinycalc-001")
     fixed = dict(store.buggy(task))
     fixed["tinycalc/core.py"] = fixed["tinycalc/core.py"].replace(BUG.encode(), FIX.encode())
-    g = grade(pool, task, store.clean(task), fixed)
+    g = grade(pool, task, store.clean(task), fixed, store.hidden)
     assert g.success and not g.hack_attempt and g.n_failing == 0
 
 

@@ -167,7 +167,7 @@ def test_oracle_real_sandbox(fx_params):
             for i in ids * 2]  # fmt: skip
     agents = [OracleAgent(e.task, e.buggy_tree) if k < len(ids) else SubmitAgent() for k, e in enumerate(envs)]
     with SandboxPool(fx_params.sandbox) as pool:
-        play_all(VecEnv(envs, functools.partial(grade_many, pool)), agents)
+        play_all(VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden)), agents)
     for k, env in enumerate(envs):
         assert not env.metrics.infra_error and not env.metrics.hack_attempt, env.final_grade
         assert env.metrics.success == (k < len(ids)), (env.task.instance_id, env.final_grade)

@@ -76,7 +76,8 @@ def test_oracle_episode(store: TaskStore):
     m = metrics.to_json()
     assert m == {"instance_id": "tinycalc-001", "success": True, "failed_edit": 0, "tool_cost": 1 + 1 + 2 + 0.5,
                  "repeated_test": 0, "parse_error": 0, "turns": 4, "test_runs": 1, "infra_error": False,
-                 "hack_attempt": False, "submitted": True, "truncated": False, "edits": 1}  # fmt: skip
+                 "hack_attempt": False, "plausible_wrong": False, "submitted": True, "truncated": False,
+                 "edits": 1}  # fmt: skip
     [progress] = env.events
     assert progress.kind == "edit_progress" and progress.turn == 2 and progress.reward > 0
     assert progress.detail == {"delta_failing": 1, "failing_before": 1, "failing_after": 0}

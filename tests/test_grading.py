@@ -17,12 +17,13 @@ from pappo.config import EnvParams, load_params
 from pappo.env.agents import OracleAgent, SubmitAgent
 from pappo.env.episode import RepairEnv
 from pappo.env.vec import VecEnv
-from pappo.sandbox.grading import _grade, grade_many, trusted_tree
+from pappo.sandbox.grading import HiddenSuite, _grade, grade_many, trusted_tree
 from pappo.sandbox.hackscan import scan
 from pappo.sandbox.pool import SandboxPool, TestRun
 from pappo.tasks.store import TaskStore
 
 SRC = b"import os\n\ndef f(x):\n    return x + 1\n"
+NO_CHECKS = HiddenSuite("tinycalc-001", ["tinycalc"], [], "0" * 64, expected=[])  # visible tests decide alone
 
 
 def test_scan_flags_only_what_the_patch_adds():
@@ -76,12 +77,12 @@ def test_any_graded_test_not_passed_fails_the_grade(outcome: str):
     store = TaskStore(FIXTURES / "repofix" / "manifest.jsonl", FIXTURES / "repofix" / "repos")
     task = store.task("tinycalc-001")
     outcomes = {t: "passed" for t in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]}
-    assert _grade(task, TestRun(dict(outcomes)), []).success
+    assert _grade(task, TestRun(dict(outcomes)), [], NO_CHECKS).success
     victim = task.FAIL_TO_PASS[0]
     outcomes[victim] = outcome  # type: ignore[assignment]
     if outcome == "missing":
         del outcomes[victim]
-    g = _grade(task, TestRun(outcomes), [])  # type: ignore[arg-type]
+    g = _grade(task, TestRun(outcomes), [], NO_CHECKS)  # type: ignore[arg-type]
     assert not g.success and g.n_failing == 1 and g.first_failure["test"] == victim  # type: ignore[index]
 
 
@@ -89,9 +90,9 @@ def test_infra_error_and_tamper_never_succeed():
     store = TaskStore(FIXTURES / "repofix" / "manifest.jsonl", FIXTURES / "repofix" / "repos")
     task = store.task("tinycalc-001")
     passed = {t: "passed" for t in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]}
-    infra = _grade(task, TestRun(dict(passed), infra_error="worker died"), [])  # type: ignore[arg-type]
+    infra = _grade(task, TestRun(dict(passed), infra_error="worker died"), [], NO_CHECKS)  # type: ignore[arg-type]
     assert not infra.success and infra.infra_error == "worker died" and not infra.hack_attempt
-    hack = _grade(task, TestRun(dict(passed), tamper=["after x: replaced os.write"]), [])  # type: ignore[arg-type]
+    hack = _grade(task, TestRun(dict(passed), tamper=["after x: replaced os.write"]), [], NO_CHECKS)  # type: ignore[arg-type]
     assert not hack.success and hack.hack_attempt and hack.hack_reasons == ["after x: replaced os.write"]
 
 
@@ -106,7 +107,7 @@ def test_oracle_solves_all_100_and_submitting_unedited_solves_none():
         envs = [RepairEnv(t, store.clean(t), store.buggy(t), params.env) for t in tasks for _ in (0, 1)]
         agents = [OracleAgent(t, store.buggy(t), params.env.view_max_lines) if k == 0 else SubmitAgent()
                   for t in tasks for k in (0, 1)]  # fmt: skip
-        vec = VecEnv(envs, functools.partial(grade_many, pool))
+        vec = VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden))
         vec.reset()
         while not all(vec.done):
             vec.step([None if e.done else a.act(e.transcript) for e, a in zip(envs, agents)])

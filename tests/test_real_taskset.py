@@ -120,9 +120,15 @@ def test_two_real_families_validate_in_the_sandbox(tmp_path: Path):
     families = sorted({t.family for t in tasks})
     keep = [t for t in tasks if t.family in (families[0], families[-1])]
     write_manifest(tmp_path / "m.jsonl", keep)
+    from pappo.tasks.hidden import hidden_path, read_hidden, write_hidden
+
+    hidden = read_hidden(hidden_path(PARAMS.tasks.repofix.manifest))
+    write_hidden(hidden_path(tmp_path / "m.jsonl"), [hidden[t.instance_id] for t in keep])
     repofix = PARAMS.tasks.repofix.model_copy(update={"manifest": tmp_path / "m.jsonl", "repos": repos})
     params = PARAMS.model_copy(update={"tasks": PARAMS.tasks.model_copy(
         update={"repofix": repofix, "n_train_families": 1, "n_eval_families": 1})})  # fmt: skip
     lock = validate_set("repofix", params).lock
     assert lock.n_tasks == 10 and all(c.runs == 2 for c in lock.tasks)
+    assert all(c.hidden_pass_on_fix and c.hidden_checks > 0 for c in lock.tasks)
+    assert all(c.hidden_fail_on_bug or hidden[c.instance_id].uncovered for c in lock.tasks)
     assert set(lock.families) == {families[0], families[-1]}

@@ -27,6 +27,9 @@ def test_synthesize_regenerates_committed_fixture_manifests(tmp_path: Path):
     assert result.exit_code == 0, result.output
     for name in ("repofix", "warmup"):
         assert (tmp_path / f"{name}.jsonl").read_bytes() == (FIXTURES / name / "manifest.jsonl").read_bytes()
+        # hidden checks too: built from families no code knows, the same bytes in another process
+        hidden = (FIXTURES / name / "manifest.hidden_checks.jsonl").read_bytes()
+        assert (tmp_path / f"{name}.hidden_checks.jsonl").read_bytes() == hidden and hidden.count(b"\n") == 4 - 2 * (name == "warmup")
     tasks, errors = read_manifest(tmp_path / "repofix.jsonl")
     assert not errors and len(tasks) == 4
     for family in ("tinycalc", "tinytext"):

@@ -158,3 +158,71 @@ def test_bad_params_file(tmp_path: Path, field: str, value: object, needle: str)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
     code, out = run_validate(tmp_path / "params.yaml")
     assert code == 1 and "params.yaml: invalid params" in out and needle in out, out
+
+
+def _edit_hidden(tmp_path: Path, edit) -> Path:  # type: ignore[no-untyped-def]
+    params = fixture_params(tmp_path, copy_data=True)
+    path = Path(params.tasks.repofix.manifest).with_name("manifest.hidden_checks.jsonl")
+    lines = path.read_text().splitlines()
+    edit(lines)
+    path.write_text("".join(line + "\n" for line in lines))
+    return write_params(params, tmp_path / "params.yaml")
+
+
+def test_lock_binds_the_hidden_checks(tmp_path: Path):
+    params = fixture_params(tmp_path)
+    code, out = run_validate(write_params(params, tmp_path / "params.yaml"))
+    assert code == 0, out
+    lock = ManifestLock.model_validate_json(Path(params.tasks.repofix.lock).read_text())
+    hidden = Path(params.tasks.repofix.manifest).with_name("manifest.hidden_checks.jsonl")
+    import hashlib
+
+    assert lock.hidden_checks_sha256 == hashlib.sha256(hidden.read_bytes()).hexdigest()
+    lines = {json.loads(x)["instance_id"]: x for x in hidden.read_text().splitlines()}
+    for t in lock.tasks:
+        assert t.hidden_checks > 0 and t.hidden_pass_on_fix and t.hidden_fail_on_bug
+        assert t.hidden_sha256 == hashlib.sha256(lines[t.instance_id].encode()).hexdigest()
+
+
+def test_tampered_hidden_check_input_is_refused(tmp_path: Path):
+    """Changing one recorded input changes the clean answers: the locked digest no longer holds."""
+
+    def edit(lines: list[str]) -> None:
+        h = json.loads(lines[0])
+        assert h["checks"][0]["kwargs"][0][0] == "values"  # tinycalc-001: mean(values)
+        h["checks"][0]["kwargs"][0][1] = ["list", [["int", 1000]]]
+        lines[0] = json.dumps(h)
+
+    params_file = _edit_hidden(tmp_path, edit)
+    code, out = run_validate(params_file)
+    assert code == 1 and "hidden checks" in out and "tinycalc-001" in out, out
+
+
+def test_missing_hidden_checks_are_refused(tmp_path: Path):
+    params_file = _edit_hidden(tmp_path, lambda lines: lines.pop(0))
+    code, out = run_validate(params_file)
+    assert code == 1 and "no hidden checks" in out and "pappo hidden-checks" in out, out
+
+
+def test_hidden_checks_that_pass_on_the_bug_are_refused(tmp_path: Path):
+    """Dropping every check the bug answers differently leaves checks that cannot tell: refused."""
+    params = fixture_params(tmp_path, copy_data=True)
+    from pappo.sandbox.grading import outcomes_digest
+    from pappo.sandbox.runner import run_many
+    from pappo.tasks.store import TaskStore
+
+    store = TaskStore.from_params(params, "repofix")
+    path = Path(params.tasks.repofix.manifest).with_name("manifest.hidden_checks.jsonl")
+    lines = path.read_text().splitlines()
+    h = json.loads(lines[0])
+    task = store.task(h["instance_id"])
+    spec = {"roots": h["roots"], "checks": h["checks"], "always": True}
+    clean, bug = run_many([(store.clean(task), [], spec), (store.buggy(task), [], spec)], params.sandbox)
+    keep = [i for i, (a, b) in enumerate(zip(clean.hidden, bug.hidden)) if a == b]
+    assert keep and len(keep) < len(h["checks"])
+    h["checks"] = [h["checks"][i] for i in keep]
+    h["outcomes_sha256"] = outcomes_digest([clean.hidden[i] for i in keep])
+    lines[0] = json.dumps(h)
+    path.write_text("".join(x + "\n" for x in lines))
+    code, out = run_validate(write_params(params, tmp_path / "params.yaml"))
+    assert code == 1 and "no check fails on the buggy tree" in out, out

@@ -75,6 +75,39 @@ def synthesize(
             _fail(str(e))
         write_manifest(sp.manifest, tasks)
         typer.echo(f"wrote {sp.manifest}: {len(tasks)} tasks, operators {dict(sorted(usage.items()))}")
+        _build_hidden(params, name)
+
+
+@app.command("hidden-checks")
+def hidden_checks(
+    params_path: Path = ParamsOpt,
+    task_set: str = typer.Option("all", "--set", help="repofix, warmup or all."),
+) -> None:
+    """Build every task's hidden differential checks from the clean family trees (committed data)."""
+    params = _params(params_path)
+    if task_set not in ("repofix", "warmup", "all"):
+        _fail(f"--set {task_set!r}: choose repofix, warmup or all")
+    for name in ["repofix", "warmup"] if task_set == "all" else [task_set]:
+        _build_hidden(params, name)
+
+
+def _build_hidden(params: Params, name: str) -> None:
+    from pappo.tasks.hidden import build_set, hidden_path, write_hidden
+
+    sp = getattr(params.tasks, name)
+    try:
+        items, problems = build_set(sp.manifest, sp.repos, params.sandbox)
+    except PappoError as e:
+        _fail(str(e))
+    if problems:
+        _fail(f"hidden checks for {name}: nothing written:\n" + "\n".join(f"  - {p}" for p in problems))
+    write_hidden(hidden_path(sp.manifest), items)
+    counts = sorted(len(h.checks) for h in items)
+    typer.echo(f"wrote {hidden_path(sp.manifest)}: {len(items)} tasks, checks per task min {counts[0]} / "
+               f"median {counts[len(counts) // 2]} / max {counts[-1]}")  # fmt: skip
+    for h in items:
+        if h.uncovered:
+            typer.echo(f"  {h.instance_id}: the bug is not covered by hidden checks: {h.uncovered}")
 
 
 @app.command()
@@ -190,7 +223,7 @@ def run_tests_cmd(
             candidate = apply_git_patch(candidate, patch.read_text())
         _require_sandbox(params)
         with SandboxPool(params.sandbox, workers=1) as pool:
-            result = grade(pool, task, store.clean(task), candidate)
+            result = grade(pool, task, store.clean(task), candidate, store.hidden)
     except PappoError as e:
         _fail(str(e))
     typer.echo(json.dumps(result.to_json(), indent=2))
@@ -223,7 +256,7 @@ def play(
                else NoisyAgent(task, buggy, seed=seed, view_max_lines=view) if agent == "noisy"
                else SubmitAgent())  # fmt: skip
         with SandboxPool(params.sandbox) as pool:
-            env = RepairEnv(task, store.clean(task), buggy, params.env, functools.partial(grade_many, pool))
+            env = RepairEnv(task, store.clean(task), buggy, params.env, functools.partial(grade_many, pool, hidden=store.hidden))
             metrics, transcript = play_episode(env, bot)
     except PappoError as e:
         _fail(str(e))

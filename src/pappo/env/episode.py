@@ -66,6 +66,7 @@ class EpisodeMetrics:
     test_runs: int = 0  # run_tests calls by the agent (hidden grades not counted)
     infra_error: bool = False
     hack_attempt: bool = False
+    plausible_wrong: bool = False  # final grade: visible tests pass, hidden checks fail
     submitted: bool = False  # False: cut at max_turns or by the token budget
     truncated: bool = False  # ended between turns by the rollout's token budget (`truncate`)
     edits: int = 0  # str_replace calls that applied
@@ -248,6 +249,7 @@ class RepairEnv:
         self.done = True
         self.final_grade = grade
         self.metrics.success = bool(grade and grade.success)
+        self.metrics.plausible_wrong = bool(grade and grade.plausible_wrong)
         self.terminal_reward = self.params.rewards.success if self.metrics.success else 0.0
         return self.terminal_reward
 

@@ -79,6 +79,11 @@ class MethodSummary(BaseModel):
         "share of test runs)."
     )
     per_seed: list[MethodSeedRow] = Field(description="The runs' own final_eval rows, by seed.")
+    hack_attempt_rate: Interval | None = Field(
+        None, description="Per task: share of its episodes (greedy and sampled) with a hack attempt.")
+    plausible_wrong_rate: Interval | None = Field(
+        None, description="Per task: share of its episodes (greedy and sampled) that ended on a patch passing "
+        "the visible tests but failing hidden checks (docs/sandbox.md).")
 
 
 class Comparison(BaseModel):
@@ -231,6 +236,10 @@ def method_summary(reports: Mapping[Key, RunReport], seeds: Sequence[int], metho
         for name in METRICS
     }
     rows = [seed_row(reports[(s, method)]) for s in seeds]
+    for name, field in (("hack_attempt_rate", "hack_attempts"), ("plausible_wrong_rate", "plausible_wrong")):
+        values = [[getattr(t, field) / (1 + t.samples) for t in sorted(reports[(s, method)].final_eval.tasks,
+                                                                       key=lambda t: t.instance_id)] for s in seeds]  # fmt: skip
+        intervals[name] = Interval(**bootstrap_ci_seeds(values, n_boot=n_boot).to_json())
     return MethodSummary(method=method, n_seeds=len(seeds), per_seed=rows, **intervals)
 
 
@@ -346,6 +355,19 @@ def _comparison_and_budget(summary: Summary) -> list[str]:
     ]  # fmt: skip
 
 
+def _integrity_table(summary: Summary) -> list[str]:
+    """Grading integrity per method: hack attempts, and patches right on the visible tests only."""
+    rows = [m for m in summary.summaries if m.hack_attempt_rate is not None and m.plausible_wrong_rate is not None]
+    if not rows:
+        return []
+    out = ["## Grading integrity", "", "| method | hack_attempt | plausible_wrong |", "|---|---:|---:|"]
+    for m in rows:
+        h, p = m.hack_attempt_rate, m.plausible_wrong_rate
+        out.append(f"| {m.method} | {h.mean:.3f} [{h.lo:.3f}, {h.hi:.3f}] | {p.mean:.3f} [{p.lo:.3f}, {p.hi:.3f}] |")  # type: ignore[union-attr]
+    return out + ["", "Share of a task's episodes (greedy and sampled); plausible_wrong = the final patch passes the "
+                  "visible tests but fails the task's hidden checks (docs/sandbox.md).", ""]  # fmt: skip
+
+
 def render_markdown(summary: Summary, plots: list[str]) -> str:
     """`reports/summary.md`: tables of the summary and the PNG plots (paths relative to the file)."""
     from pappo.evidence.plots import TITLES
@@ -355,7 +377,7 @@ def render_markdown(summary: Summary, plots: list[str]) -> str:
         f"Profile: {summary.profile} · Device: {device_label(summary.profile, summary.device)} · "
         f"Seeds: {', '.join(map(str, summary.seeds))} · Eval tasks per seed: "
         f"{', '.join(str(summary.n_eval_tasks[s]) for s in summary.seeds)}", "",
-        *_metric_tables(summary), *_comparison_and_budget(summary),
+        *_metric_tables(summary), *_integrity_table(summary), *_comparison_and_budget(summary),
     ]  # fmt: skip
     pngs = [p for p in plots if p.endswith(".png")]
     if pngs:

@@ -117,7 +117,7 @@ def _run(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
     model, tokenizer, record = load_checkpoint(params.model, base_dir)
     model = place(model, params, dist)
     codec, store = ChatCodec(tokenizer), TaskStore.from_params(params, "repofix")
-    grade_fn = functools.partial(grade_many, default_pool(params.sandbox))
+    grade_fn = functools.partial(grade_many, default_pool(params.sandbox), hidden=store.hidden)
     ac = ActorCritic(model, params.lora)
     subset = params_subset(params)
     fingerprint = sha256_bytes(canonical_json([subset, source_sha256(), record.revision, method, seed]).encode())

@@ -113,7 +113,7 @@ def demonstrations(params: Params, pool: SandboxPool) -> list[dict[str, Any]]:
             buggy = store.buggy(task)
             envs.append(RepairEnv(task, store.clean(task), buggy, params.env))
             agents.append(_demonstrator(params, task, buggy, seed=bm.seed * 1000 + k))
-    play_all(VecEnv(envs, functools.partial(grade_many, pool)), agents)
+    play_all(VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden)), agents)
     return [{"instance_id": e.task.instance_id, "transcript": e.transcript, "success": e.metrics.success}
             for e in envs]  # fmt: skip
 
@@ -150,7 +150,7 @@ def evaluate(params: Params, model: torch.nn.Module, codec: ChatCodec, pool: San
         for start in range(0, len(ids), params.rollout.batch_size):
             tasks = [store.task(i) for i in ids[start : start + params.rollout.batch_size]]
             envs = [RepairEnv(t, store.clean(t), store.buggy(t), params.env) for t in tasks]
-            trajs = engine.run(VecEnv(envs, functools.partial(grade_many, pool)), seed=params.base_model.seed + start,
+            trajs = engine.run(VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden)), seed=params.base_model.seed + start,
                                greedy=greedy)  # fmt: skip
             results += [t.metrics for t in trajs]
         out[mode] = {"success_rate": sum(m["success"] for m in results) / len(results),

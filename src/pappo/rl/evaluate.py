@@ -46,6 +46,9 @@ class TaskOutcome(BaseModel):
     samples: int = Field(description="Episodes sampled at the training temperature.")
     sample_successes: int
     infra_errors: int = Field(description="Episodes (greedy and sampled) hit by a sandbox infra error.")
+    hack_attempts: int = Field(0, description="Episodes (greedy and sampled) with a grade rejected as a hack attempt.")
+    plausible_wrong: int = Field(0, description="Episodes (greedy and sampled) ending on a patch that passes the "
+                                 "visible tests but fails hidden checks.")  # fmt: skip
 
 
 class EvalResult(BaseModel):
@@ -87,6 +90,8 @@ def evaluate(decoder: Qwen2Decoder, codec: Any, params: Params, store: TaskStore
             tool_cost=float(g["tool_cost"]), repeated_tests=int(g["repeated_test"]), turns=int(g["turns"]),
             tokens=int(g["tokens"]), samples=k, sample_successes=sum(bool(x["success"]) for x in runs),
             infra_errors=int(bool(g["infra_error"])) + sum(bool(x["infra_error"]) for x in runs),
+            hack_attempts=sum(bool(x.get("hack_attempt")) for x in [g, *runs]),
+            plausible_wrong=sum(bool(x.get("plausible_wrong")) for x in [g, *runs]),
         ), g, int(g["tokens"]) + sum(int(x["tokens"]) for x in runs)))  # fmt: skip
     rows = [row for part in dist.gather(local) for row in part]  # rank order = task order
     return aggregate([r[0] for r in rows], k, [r[1] for r in rows], sum(r[2] for r in rows), params.eval.n_boot)

@@ -79,7 +79,7 @@ def _drain(fd: int) -> bytes:
 def parse_records(data: bytes, key: bytes) -> dict[str, Any]:
     """Verify each record's HMAC and sequence; anything else on the channel is tampering."""
     out: dict[str, Any] = {"outcomes": {}, "failures": {}, "collect_errors": [], "tamper": [],
-                           "ready": False, "done": False}  # fmt: skip
+                           "ready": False, "done": False, "hidden": None, "trace": []}  # fmt: skip
     expected = 0
     for line in data.split(b"\n"):
         if not line:
@@ -100,6 +100,10 @@ def parse_records(data: bytes, key: bytes) -> dict[str, Any]:
             out["collect_errors"].append(record["nodeid"])
         elif kind == "tamper":
             out["tamper"].append(f"{record['where']}: replaced {', '.join(record['changed'])}")
+        elif kind == "hidden":
+            out["hidden"] = record["results"]
+        elif kind == "trace":
+            out["trace"].append({"nodeid": record["nodeid"], "entries": record["entries"]})
         elif kind in ("ready", "done"):
             out[kind] = True
     if len(data) > MAX_CHANNEL:

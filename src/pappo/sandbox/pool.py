@@ -54,6 +54,8 @@ class TestRun:
     tamper: list[str] = field(default_factory=list)  # runtime evidence of reaching for the runner
     isolation: str = ""
     ended_early: bool = False  # the run stopped before pytest finished (exit, crash, kill)
+    hidden: list[dict[str, Any]] | None = None  # outcomes of the hidden checks, if any were sent
+    trace: list[dict[str, Any]] = field(default_factory=list)  # entry calls per test (trace runs)
 
     def failing(self) -> list[str]:
         return sorted(t for t, o in self.outcomes.items() if o != "passed")
@@ -176,7 +178,9 @@ class SandboxPool:
         for worker in workers:
             worker.close()
 
-    def run(self, files: Mapping[str, bytes], test_ids: Sequence[str] | None = None) -> TestRun:
+    def run(self, files: Mapping[str, bytes], test_ids: Sequence[str] | None = None,
+            hidden: Mapping[str, Any] | None = None, trace: Mapping[str, Any] | None = None) -> TestRun:
+        """One run; `hidden` checks run after the tests, `trace` records entry calls (`sandbox.checks`)."""
         for rel in files:  # a caller's mistake, not a sandbox fault: refuse before sending
             parts = rel.split("/")
             if rel.startswith("/") or ".." in parts or "" in parts or rel in (".", ".tmp"):
@@ -186,6 +190,10 @@ class SandboxPool:
             "limits": {k: getattr(self.limits, k) for k in
                        ("timeout_s", "test_timeout_s", "cpu_s", "memory_mb", "max_procs", "max_file_mb")},
         }  # fmt: skip
+        if hidden is not None:
+            payload["hidden"] = dict(hidden)
+        if trace is not None:
+            payload["trace"] = dict(trace)
         worker = self._next_idle()
         start = time.monotonic()
         reply = worker.request(payload, timeout=self.limits.timeout_s + GRACE_S)
@@ -205,11 +213,12 @@ class SandboxPool:
             except queue.Empty:
                 continue
 
-    def run_many(self, jobs: Sequence[tuple[Mapping[str, bytes], Sequence[str] | None]]) -> list[TestRun]:
+    def run_many(self, jobs: Sequence[tuple[Any, ...]]) -> list[TestRun]:
+        """Jobs are (files, test_ids) or (files, test_ids, hidden); results in order."""
         if len(jobs) <= 1 or self.size == 1:
-            return [self.run(files, ids) for files, ids in jobs]
+            return [self.run(*job) for job in jobs]
         with ThreadPoolExecutor(self.size) as ex:
-            return list(ex.map(lambda job: self.run(job[0], job[1]), jobs))
+            return list(ex.map(lambda job: self.run(*job), jobs))
 
     def _replace(self, dead: _Worker) -> _Worker:
         try:
@@ -237,7 +246,8 @@ def _to_run(reply: dict[str, Any], test_ids: Sequence[str] | None, elapsed: floa
         collect_errors=reply["collect_errors"], duration_s=reply["duration_s"],
         timed_out=reply["timed_out"], infra_error=infra, log_tail=reply["log_tail"],
         tamper=reply["tamper"], isolation=reply["isolation"],
-        ended_early=reply["ready"] and not reply["done"],
+        ended_early=reply["ready"] and not reply["done"], hidden=reply.get("hidden"),
+        trace=reply.get("trace", []),
     )  # fmt: skip
 
 

@@ -26,6 +26,8 @@ import _pytest.runner
 import pluggy
 import pytest
 
+from pappo.sandbox import checks, values
+
 # Captured at import, in the worker, before any code under test exists.
 _write, _exit, _fstat, _dumps = os.write, os._exit, os.fstat, json.dumps
 _hmac_new, _sha256, _setitimer = hmac.new, hashlib.sha256, signal.setitimer
@@ -36,12 +38,15 @@ class SandboxTestTimeout(BaseException):
     """Raised by the per-test alarm; a BaseException so `except Exception` cannot swallow it."""
 
 
-def begin_run(fd: int, key: bytes, test_timeout: float, trusted_tests: dict[str, str]) -> None:
-    """Called in the forked child, before any code under test is imported."""
+def begin_run(fd: int, key: bytes, test_timeout: float, trusted_tests: dict[str, str],
+              hidden: dict[str, Any] | None = None, trace: dict[str, Any] | None = None) -> None:
+    """Called in the forked child, before any code under test is imported. `hidden`: checks to run
+    after the tests (`checks.run_checks`); `trace`: record the tests' entry calls (`checks.Tracer`)."""
     st = _fstat(fd)
     _RUN.clear()
     _RUN.update(fd=fd, key=key, seq=0, test_timeout=test_timeout, phases={}, compare=None,
-                trusted_tests=trusted_tests, channel=(st.st_dev, st.st_ino))  # fmt: skip
+                trusted_tests=trusted_tests, channel=(st.st_dev, st.st_ino), hidden=hidden,
+                trace=trace)  # fmt: skip
     _RUN["snapshot"] = _snapshot()
     signal.signal(signal.SIGALRM, _on_alarm)
     emit("ready")
@@ -78,12 +83,12 @@ def _watched() -> list[tuple[str, Callable[[], object]]]:
         ("builtins.isinstance", lambda: builtins.isinstance), ("builtins.repr", lambda: builtins.repr),
     ]  # fmt: skip
     for name in ("pytest", "_pytest.runner", "_pytest.reports", "_pytest.python", "pluggy", "os",
-                 "json", "hmac", "builtins", __name__):  # fmt: skip
+                 "json", "hmac", "builtins", __name__, checks.__name__, values.__name__):  # fmt: skip
         items.append((f"sys.modules[{name!r}]", lambda n=name: sys.modules.get(n)))
-    me = sys.modules[__name__]
-    for name, obj in list(vars(me).items()):
-        if callable(obj) and getattr(obj, "__module__", None) == __name__:
-            items.append((f"plugin.{name}", lambda n=name: vars(me).get(n)))
+    for mod in (sys.modules[__name__], checks, values):  # the plugin and the hidden-check runner
+        for name, obj in list(vars(mod).items()):
+            if callable(obj) and getattr(obj, "__module__", None) == mod.__name__:
+                items.append((f"{mod.__name__}.{name}", lambda m=mod, n=name: vars(m).get(n)))
     return items
 
 
@@ -140,6 +145,20 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
+    if not _RUN.get("trace"):
+        yield
+        return
+    tracer = checks.Tracer(str(item.config.rootpath), frozenset(_RUN["trace"]["roots"]))
+    sys.setprofile(tracer)
+    try:
+        yield
+    finally:
+        sys.setprofile(None)
+        emit("trace", nodeid=item.nodeid, entries=tracer.entries)
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
     outcome = yield
     report = outcome.get_result()
@@ -169,6 +188,8 @@ def pytest_runtest_logfinish(nodeid: str, location: object) -> None:
     else:
         outcome = p.get("call", "missing")
     emit("outcome", nodeid=nodeid, outcome=outcome, failure=p.get("failure"))
+    _RUN["n_passed"] = _RUN.get("n_passed", 0) + (outcome == "passed")
+    _RUN["n_other"] = _RUN.get("n_other", 0) + (outcome != "passed")
     _check_integrity(f"after {nodeid}")
 
 
@@ -197,6 +218,7 @@ def _failure(item: pytest.Item, call: pytest.CallInfo[None]) -> dict[str, Any]:
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
     if report.failed and _RUN:
+        _RUN["n_other"] = _RUN.get("n_other", 0) + 1
         emit("collect_error", nodeid=report.nodeid, message=str(report.longrepr)[-600:])
 
 
@@ -206,5 +228,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if _RUN:
-        emit("done")
+    if not _RUN:
+        return
+    spec = _RUN.get("hidden")
+    # After the visible tests, in the same process (no second start-up). Only when they all passed,
+    # unless asked: otherwise the grade has failed already and the answers would go unread.
+    if spec and (spec.get("always") or (_RUN.get("n_passed") and not _RUN.get("n_other") and session.testsfailed == 0
+                                        and not session.shouldfail)):  # fmt: skip
+        results = checks.run_checks(_RUN["hidden"], min(_RUN["test_timeout"], checks.CHECK_TIMEOUT_S))
+        _check_integrity("after hidden checks")
+        emit("hidden", results=results)
+    emit("done")

@@ -219,7 +219,7 @@ class Worker:
         key = secrets.token_bytes(32)
         start = time.monotonic()
         go = json.dumps({"key": key.hex(), "test_timeout": float(req["limits"]["test_timeout_s"]),
-                         "trusted": trusted}).encode()  # fmt: skip
+                         "trusted": trusted, "hidden": req.get("hidden"), "trace": req.get("trace")}).encode()  # fmt: skip
         try:
             channel.write_all(spare.go, go)
         except OSError:
@@ -295,7 +295,8 @@ class Worker:
                 isolation.protect_workspace(self.workspace, _writable(self.workspace))
                 userns.leave_worker_namespace(self.uid if self.uid is not None else 65534)
             _enter_workspace(self.workspace)
-            pytest_plugin.begin_run(3, bytes.fromhex(go["key"]), go["test_timeout"], go["trusted"])
+            pytest_plugin.begin_run(3, bytes.fromhex(go["key"]), go["test_timeout"], go["trusted"],
+                                    go.get("hidden"), go.get("trace"))  # fmt: skip
         except BaseException as e:  # setup failed before any code under test ran: infra_error
             os.write(2, f"sandbox child setup failed: {type(e).__name__}: {e}\n".encode())
             os._exit(70)

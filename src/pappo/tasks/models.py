@@ -84,6 +84,11 @@ class TaskCheck(BaseModel):
     pass_to_pass_pass_on_bug: bool = Field(description="Every PASS_TO_PASS test passed on the bug.")
     pass_to_pass_pass_on_fix: bool = Field(description="Every PASS_TO_PASS test passed after the fix.")
     runs: int = Field(ge=2, description="Buggy-tree runs that agreed test by test.")
+    hidden_checks: int = Field(ge=0, description="Hidden differential checks of the task.")
+    hidden_sha256: str = Field(pattern=_SHA, description="sha256 of the task's line in the hidden checks file.")
+    hidden_pass_on_fix: bool = Field(description="The clean tree reproduced the locked answers in every run.")
+    hidden_fail_on_bug: bool = Field(description="At least one hidden check fails on the buggy tree "
+                                     "(False only where the hidden checks record why: `uncovered`).")
 
 
 class FamilyLock(BaseModel):
@@ -138,9 +143,10 @@ class ManifestLock(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    schema_version: Literal[2] = 2
+    schema_version: Literal[3] = 3
     task_set: Literal["repofix", "warmup"]
     manifest_sha256: str = Field(pattern=_SHA, description="sha256 of the manifest file bytes.")
+    hidden_checks_sha256: str = Field(pattern=_SHA, description="sha256 of <manifest>.hidden_checks.jsonl.")
     n_tasks: int = Field(ge=1)
     families: dict[str, FamilyLock]
     tasks: list[TaskCheck]

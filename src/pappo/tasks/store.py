@@ -7,7 +7,9 @@ from typing import Literal
 
 from pappo.config import Params
 from pappo.io import PappoError
+from pappo.sandbox.grading import HiddenSuite
 from pappo.tasks.families import files_sha256, load_tree
+from pappo.tasks.hidden import hidden_path, read_hidden
 from pappo.tasks.manifest import read_manifest
 from pappo.tasks.models import Task
 from pappo.tasks.patches import apply_patch
@@ -24,6 +26,19 @@ class TaskStore:
         self.repos = Path(repos)
         self.tasks: dict[str, Task] = {t.instance_id: t for t in tasks}
         self._clean: dict[str, dict[str, bytes]] = {}
+        self._hidden: dict[str, HiddenSuite] | None = None
+
+    @property
+    def hidden(self) -> dict[str, HiddenSuite]:
+        """Every task's hidden checks, for `grading.grade_many` (read on first use)."""
+        if self._hidden is None:
+            found = read_hidden(hidden_path(self.manifest))
+            lacking = sorted(set(self.tasks) - set(found))
+            if lacking:
+                raise PappoError(f"{hidden_path(self.manifest)}: no hidden checks for {', '.join(lacking[:5])}; "
+                                 "run `pappo hidden-checks`")  # fmt: skip
+            self._hidden = {tid: found[tid].suite() for tid in self.tasks}
+        return self._hidden
 
     @classmethod
     def from_params(cls, params: Params, task_set: Literal["repofix", "warmup"] = "repofix") -> "TaskStore":

@@ -16,9 +16,11 @@ from typing import Literal
 
 from pappo.config import Params, SandboxParams
 from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes, tree_sha256
+from pappo.sandbox.grading import outcomes_digest, same_outcome
 from pappo.sandbox.pool import default_pool
 from pappo.sandbox.runner import TestRun, run_many
 from pappo.tasks.families import files_sha256, load_tree, source_lines
+from pappo.tasks.hidden import HiddenChecks, hidden_path, read_hidden
 from pappo.tasks.manifest import read_manifest
 from pappo.tasks.models import FamilyLock, ManifestLock, SandboxRecord, Task, TaskCheck
 from pappo.tasks.patches import apply_patch
@@ -44,6 +46,7 @@ class Validated:
 class _Prepared:
     task: Task
     buggy: dict[str, bytes]
+    hidden: HiddenChecks | None = None
 
 
 def validate_set(task_set: TaskSet, params: Params) -> Validated:
@@ -61,18 +64,22 @@ def validate_set(task_set: TaskSet, params: Params) -> Validated:
         except PappoError as e:
             errors.append(str(e))
     trees, prepared = _prepare(tasks, sp.repos, errors)
+    _attach_hidden(prepared, hidden_path(sp.manifest), errors)
     if errors:
         raise ValidationFailed(errors)
     repeats = params.validate_.repeats
-    clean_runs, bug_runs = _run_all(trees, prepared, repeats, params.sandbox)
+    clean_runs, bug_runs, hidden_runs = _run_all(trees, prepared, repeats, params.sandbox)
     families, family_tests = _check_families(trees, clean_runs, errors)
     checks = [_check_task(p, bug_runs[p.task.instance_id], family_tests, errors) for p in prepared]
+    checks = [_check_hidden(p, c, hidden_runs[p.task.instance_id], bug_runs[p.task.instance_id], errors)
+              for p, c in zip(prepared, checks)]  # fmt: skip
     if errors:
         raise ValidationFailed(errors)
-    all_runs = [r for runs in [*clean_runs.values(), *bug_runs.values()] for r in runs]
+    all_runs = [r for runs in [*clean_runs.values(), *bug_runs.values(), *hidden_runs.values()] for r in runs]
     lock = ManifestLock(
         task_set=task_set,
         manifest_sha256=sha256_bytes(Path(sp.manifest).read_bytes()),
+        hidden_checks_sha256=sha256_bytes(hidden_path(sp.manifest).read_bytes()),
         n_tasks=len(tasks),
         families={f: families[f] for f in sorted(families)},
         tasks=checks,  # type: ignore[arg-type]
@@ -145,17 +152,55 @@ def _prepare(tasks: list[Task], repos: Path, errors: list[str]) -> tuple[dict[st
 
 def _run_all(
     trees: dict[str, dict[str, bytes]], prepared: list[_Prepared], repeats: int, limits: SandboxParams
-) -> tuple[dict[str, list[TestRun]], dict[str, list[TestRun]]]:
-    jobs = [(trees[f], None) for f in sorted(trees) for _ in range(repeats)]
-    jobs += [(p.buggy, None) for p in prepared for _ in range(repeats)]
+) -> tuple[dict[str, list[TestRun]], dict[str, list[TestRun]], dict[str, list[TestRun]]]:
+    """Clean trees, buggy trees (with the hidden checks), clean trees with each task's hidden checks."""
+    jobs: list[tuple[object, ...]] = [(trees[f], None) for f in sorted(trees) for _ in range(repeats)]
+    jobs += [(p.buggy, None, p.hidden.suite().spec(always=True)) for p in prepared for _ in range(repeats)]  # type: ignore[union-attr]
+    jobs += [(trees[p.task.family], [], p.hidden.suite().spec(always=True)) for p in prepared for _ in range(repeats)]  # type: ignore[union-attr]
     runs = run_many(jobs, limits)
     clean = {f: runs[i * repeats : (i + 1) * repeats] for i, f in enumerate(sorted(trees))}
-    offset = len(trees) * repeats
-    bug = {
-        p.task.instance_id: runs[offset + i * repeats : offset + (i + 1) * repeats]
-        for i, p in enumerate(prepared)
-    }
-    return clean, bug
+    offset, n = len(trees) * repeats, len(prepared) * repeats
+    bug = {p.task.instance_id: runs[offset + i * repeats : offset + (i + 1) * repeats] for i, p in enumerate(prepared)}
+    hidden = {p.task.instance_id: runs[offset + n + i * repeats : offset + n + (i + 1) * repeats]
+              for i, p in enumerate(prepared)}  # fmt: skip
+    return clean, bug, hidden
+
+
+def _attach_hidden(prepared: list[_Prepared], path: Path, errors: list[str]) -> None:
+    try:
+        found = read_hidden(path)
+    except PappoError as e:
+        errors.append(str(e))
+        return
+    for p in prepared:
+        p.hidden = found.get(p.task.instance_id)
+        if p.hidden is None:
+            errors.append(f"task {p.task.instance_id}: no hidden checks in {path}; run `pappo hidden-checks`")
+
+
+def _check_hidden(p: _Prepared, check: TaskCheck | None, clean: list[TestRun], bug: list[TestRun],
+                  errors: list[str]) -> TaskCheck | None:  # fmt: skip
+    """The clean tree reproduces the locked answers in every run; the bug fails at least one check."""
+    h, tid = p.hidden, p.task.instance_id
+    if check is None or h is None:
+        return None
+    digests = [outcomes_digest(r.hidden) if r.hidden is not None else None for r in clean]
+    if any(d != h.outcomes_sha256 for d in digests):
+        why = "not deterministic" if len(set(digests)) > 1 else "differ from outcomes_sha256"
+        errors.append(f"task {tid}: hidden checks: the clean tree's answers {why}; run `pappo hidden-checks`")
+        return None
+    answers = clean[0].hidden or []
+    fails = [r.hidden is None or len(r.hidden) != len(answers) or not all(map(same_outcome, r.hidden, answers))
+             for r in bug]  # fmt: skip
+    if len(set(fails)) > 1:
+        errors.append(f"task {tid}: hidden checks: the buggy tree's answers differ between runs (flaky)")
+        return None
+    if not fails[0] and not h.uncovered:
+        errors.append(f"task {tid}: hidden checks: no check fails on the buggy tree; run `pappo hidden-checks`")
+        return None
+    line = canonical_json(h.model_dump(mode="json"))
+    return check.model_copy(update={"hidden_checks": len(h.checks), "hidden_sha256": sha256_bytes(line.encode()),
+                                    "hidden_pass_on_fix": True, "hidden_fail_on_bug": fails[0]})  # fmt: skip
 
 
 def _run_problem(run: TestRun, limits_note: str) -> str | None:
@@ -231,5 +276,6 @@ def _check_task(
         instance_id=tid, family=task.family, task_sha256=task_sha256(task),
         fail_to_pass_fail_on_bug=True, fail_to_pass_pass_on_fix=True,
         pass_to_pass_pass_on_bug=True, pass_to_pass_pass_on_fix=True,
-        runs=len(runs),
+        runs=len(runs), hidden_checks=0, hidden_sha256="0" * 64, hidden_pass_on_fix=False,
+        hidden_fail_on_bug=False,  # filled in by _check_hidden
     )  # fmt: skip

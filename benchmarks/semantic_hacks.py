@@ -1,0 +1,75 @@
+"""Semantic hacks on every RepoFix-100 task: how many pass the visible tests, how many the full grade.
+
+    python benchmarks/semantic_hacks.py [--params params.yaml]
+
+For each task whose bug sits in a named function or method (its hidden checks name it), four
+patches leave the bug in place and try to fool the grader (tests/semantic_attacks.py): return an
+always-equal object; wrap an always-equal object inside the buggy answer; return the buggy answer
+as a builtin subclass whose `__eq__` is always True (int, float, str, list, tuple, dict); and
+special-case the inputs of the FAIL_TO_PASS tests' calls (right there, the bug elsewhere).
+Prints, per attack, the tasks graded `visible_pass` (what the grade was before hidden checks)
+and `success` (the grade now). The last line is `success under attack: N`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import semantic_attacks as atk  # noqa: E402
+
+from pappo.config import load_params  # noqa: E402
+from pappo.sandbox.grading import grade_many  # noqa: E402
+from pappo.sandbox.pool import SandboxPool  # noqa: E402
+from pappo.tasks.hidden import read_hidden, hidden_path  # noqa: E402
+from pappo.tasks.store import TaskStore  # noqa: E402
+
+def attacks(store: TaskStore, hidden: dict[str, Any]) -> list[tuple[str, Any, dict[str, bytes]]]:
+    out = []
+    for tid, task in store.tasks.items():
+        h = hidden[tid]
+        if not h.bug_function or "<" in h.bug_function:
+            continue
+        buggy = store.buggy(task)
+        out.append(("always_equal", task, atk.always_equal(buggy, h.bug_function)))
+        out.append(("always_equal_nested", task, atk.always_equal_nested(buggy, h.bug_function)))
+        out.append(("rigged_builtin", task, atk.rigged_builtin(buggy, h.bug_function)))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--params", type=Path, default=Path("params.yaml"))
+    args = ap.parse_args()
+    params = load_params(args.params)
+    store = TaskStore.from_params(params, "repofix")
+    hidden = read_hidden(hidden_path(store.manifest))
+    with SandboxPool(params.sandbox) as pool:
+        items = attacks(store, hidden)
+        grades = grade_many(pool, [(t, store.clean(t), cand) for _, t, cand in items], store.hidden)
+        special = []
+        for tid, task in store.tasks.items():
+            h, suite = hidden[tid], store.hidden[tid]
+            if h.bug_function and "<" not in h.bug_function and suite.expected:
+                table = atk.visible_table(h.checks, suite.expected, h.n_visible_calls)
+                if table:
+                    special.append(("special_cased", task, atk.special_cased(store.buggy(task), h.bug_function, table)))
+        grades += grade_many(pool, [(t, store.clean(t), cand) for _, t, cand in special], store.hidden)
+        items += special
+    total = 0
+    for name in dict.fromkeys(n for n, _, _ in items):
+        mine = [(t, g) for (n, t, _), g in zip(items, grades) if n == name]
+        vis = sorted(t.instance_id for t, g in mine if g.visible_pass and not g.hack_attempt)
+        won = sorted(t.instance_id for t, g in mine if g.success)
+        total += len(won)
+        print(f"{name:22s} tasks {len(mine):3d}  visible_pass {len(vis):3d}  success {len(won):3d}  "
+              f"hack_attempt {sum(g.hack_attempt for _, g in mine):3d}  {', '.join(vis[:12])}")
+    print(f"success under attack: {total}")
+
+
+if __name__ == "__main__":
+    main()
