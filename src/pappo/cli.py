@@ -365,7 +365,7 @@ def audit(
     params = _params(params_path)
     root = Path.cwd()
     try:
-        verdict = run_audit(params, root, runs, base, root / "schemas")
+        verdict = run_audit(params, root, runs, base, root / "schemas", stage)
     except PappoError as e:
         _fail(str(e))
         return

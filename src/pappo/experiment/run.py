@@ -25,7 +25,7 @@ import torch
 from pappo import numerics
 from pappo.config import Params
 from pappo.evidence import receipt as rc
-from pappo.experiment.report import Budget, RunReport, Timing, UpdateEval, flat_metrics
+from pappo.experiment.report import Budget, RunReport, Timing, UpdateEval, budget_limits, budget_used, flat_metrics
 from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes, sha256_file
 from pappo.policy.adapters import POLICY, ActorCritic
 from pappo.policy.chat import ChatCodec
@@ -184,19 +184,11 @@ def place(model: torch.nn.Module, params: Params, dist: Dist) -> torch.nn.Module
 def _budget(params: Params, method: str, seed: int, history: list[dict[str, Any]],
             evals: list[UpdateEval]) -> Budget:  # fmt: skip
     """The seed's common budget and this run's use; a run over it fails here, before writing."""
-    rl, rp = params.rl, params.rollout
-    episodes = 0 if method == "base" else rl.updates * rl.tasks_per_update * rl.group_size
-    per_episode = min(params.env.max_turns * rp.max_new_tokens_per_turn, rp.max_tokens_per_episode)
-    draws = [Trainer.task_draw(params, seed, u) for u in range(rl.updates)] if episodes else []
+    episodes, tokens = budget_limits(params, method)
+    draws = [Trainer.task_draw(params, seed, u) for u in range(params.rl.updates)] if episodes else []
     try:
-        return Budget(
-            episodes_limit=episodes, generated_tokens_limit=episodes * per_episode,
-            episodes_used=sum(int(h["rollout"]["episodes"]) for h in history),
-            generated_tokens_used=sum(int(h["rollout"]["tokens"]) for h in history),
-            task_draws_sha256=sha256_bytes(canonical_json(draws).encode()),
-            eval_episodes=sum(e.result.n_tasks * (1 + e.result.samples) for e in evals),
-            eval_tokens=sum(e.result.tokens for e in evals),
-        )  # fmt: skip
+        return Budget(episodes_limit=episodes, generated_tokens_limit=tokens,
+                      task_draws_sha256=sha256_bytes(canonical_json(draws).encode()), **budget_used(history, evals))
     except ValueError as e:
         raise PappoError(f"{method} seed {seed}: {e}; nothing written") from None
 
