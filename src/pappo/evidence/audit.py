@@ -30,6 +30,7 @@ from pappo.experiment.run import SOURCE_PATHS, claims_sha256, params_subset
 from pappo.io import canonical_json, sha256_bytes, sha256_file
 from pappo.numerics import Comparison, NumericsInfo, comparison
 from pappo.policy.checkpoint import read_record
+from pappo.stage_code import stage_code
 from pappo.tasks.models import ManifestLock
 
 NON_PPO = ("base", "rft", "grpo")
@@ -209,26 +210,36 @@ def _check_lock(ctx: _Ctx) -> None:
 
 
 def _check_source(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> None:
-    """Each receipt's commit exists, its recorded tree is that commit's, and HEAD's code is the same."""
-    head_tree = tree_at(ctx.root, "HEAD", SOURCE_PATHS)
+    """No uncommitted pipeline code; each receipt's commit exists, it binds the train stage's code
+    (dvc.yaml at HEAD), its recorded tree is that commit's, and HEAD's is the same (else stale)."""
     dirty = _git(ctx.root, "status", "--porcelain", "--untracked-files=normal", "--", *SOURCE_PATHS)
     if dirty:
         ctx.fail("(working tree)", "git status", "clean pipeline code", dirty.splitlines()[0],
                  "uncommitted changes to the pipeline code; commit them and rerun")  # fmt: skip
+    try:
+        paths = tuple(stage_code(ctx.root, "train", _git(ctx.root, "show", "HEAD:dvc.yaml")))
+    except (OSError, ValueError) as e:
+        ctx.fail("dvc.yaml", "stages.train.deps", "the train stage's code", "none", str(e))
+        return
+    head_tree = tree_at(ctx.root, "HEAD", paths)
     for (seed, method), r in receipts.items():
         path = ctx.runs / f"seed_{seed}" / method / "receipt.json"
         s = r.source
         if s.git_dirty:
             ctx.fail(path, "source.git_dirty", False, True, "the run was made from uncommitted code")
+        if sorted(s.source_paths) != sorted(paths):
+            ctx.fail(path, "source.source_paths", list(paths)[:3], s.source_paths[:3],
+                     "the receipt binds other code than the train stage's dvc.yaml dependencies; rerun dvc repro")  # fmt: skip
+            continue
         if s.git_commit is None or _git(ctx.root, "cat-file", "-t", s.git_commit) != "commit":
             ctx.fail(path, "source.git_commit", "a commit of this repository", s.git_commit, "unknown commit")
             continue
-        at_commit = tree_at(ctx.root, s.git_commit, SOURCE_PATHS)
+        at_commit = tree_at(ctx.root, s.git_commit, paths)
         if at_commit != s.tree_sha256:
             ctx.fail(path, "source.tree_sha256", at_commit, s.tree_sha256, "the code that ran is not the commit's")
         elif head_tree != s.tree_sha256:
             ctx.fail(path, "source.tree_sha256", head_tree, s.tree_sha256,
-                     f"stale evidence: the pipeline code changed since {s.git_commit[:12]}; rerun dvc repro")  # fmt: skip
+                     f"stale evidence: the train stage's code changed since {s.git_commit[:12]}; rerun dvc repro")  # fmt: skip
 
 
 def _check_inputs(ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts: dict[tuple[int, str], rc.Receipt]) -> None:

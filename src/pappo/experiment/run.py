@@ -36,6 +36,7 @@ from pappo.rl.evaluate import EvalResult, evaluate
 from pappo.rl.trainer import Trainer
 from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import default_pool
+from pappo.stage_code import code_sha256, stage_code
 from pappo.tasks.models import ManifestLock
 from pappo.tasks.store import TaskStore
 
@@ -55,10 +56,18 @@ def claims_sha256(params: Params) -> str:
 
 
 def source_sha256() -> str:
-    """Hash of the installed pappo package's source files (what ran)."""
-    root = Path(__file__).resolve().parents[1]
-    listing = {p.relative_to(root).as_posix(): sha256_file(p) for p in sorted(root.rglob("*.py"))}
-    return sha256_bytes(canonical_json(listing).encode())
+    """Hash of the installed package's files the train stage can run (what ran; stage_code.py)."""
+    return code_sha256("train")
+
+
+def receipt_code(root: Path) -> list[str]:
+    """What a train receipt binds: the train stage's code dependencies in dvc.yaml and the
+    environment files, so a change to other stages' code leaves the run's evidence valid. Outside
+    a pipeline checkout (no dvc.yaml) the whole package."""
+    try:
+        return stage_code(root, "train")
+    except (OSError, ValueError):
+        return list(SOURCE_PATHS)
 
 
 def read_split(params: Params, seed: int) -> tuple[str, list[str], list[str]]:
@@ -85,7 +94,7 @@ def run_method(params: Params, seed: int, method: str, out_dir: Path, base_dir: 
     clock, out_dir = rc.Clock.start(), Path(out_dir)
     dist = Dist.from_env(params.model.device)
     receipt_args = dict(run_id=f"seed_{seed}/{method}", stage=f"train@{seed}-{method}", seed=seed, method=method,
-                        profile=params.model.profile, clock=clock, repo_root=Path.cwd(), source_paths=SOURCE_PATHS,
+                        profile=params.model.profile, clock=clock, repo_root=Path.cwd(), source_paths=receipt_code(Path.cwd()),
                         world_size=dist.world_size, numerics=numerics.collect(params.numerics))  # fmt: skip
     devices = [str(d) for d in dist.gather(dist.device)]
     try:
