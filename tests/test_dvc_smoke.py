@@ -24,6 +24,8 @@ def files_sha256(folder: Path) -> dict[str, str]:
 
 def sh(*cmd: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}", "DVC_NO_ANALYTICS": "1"}
+    if (cwd / "src" / "pappo").is_dir():  # the scratch repository's own code, whatever the caller's path says
+        env["PYTHONPATH"] = str(cwd / "src")
     return subprocess.run(cmd, cwd=cwd, env=env, text=True, capture_output=True, timeout=600)
 
 
@@ -194,6 +196,7 @@ def check_audit(repo: Path) -> None:
     assert "scope: the evidence as committed at HEAD" in text
     # a plain run leaves the stage's DVC output alone (this verdict names the new HEAD: other bytes)
     assert "verdict not written" in text and (repo / "receipts/audit.json").read_bytes() == stage_bytes
+    check_reproduce(repo)
     kept = repo.parent / "kept.json"
     assert sh("pappo", "audit", "--out", str(kept), cwd=repo).returncode == 2
     assert json.loads(kept.read_text())["exit_code"] == 2 and json.loads(kept.read_text())["head"] != staged["head"]
@@ -233,6 +236,24 @@ def check_audit(repo: Path) -> None:
     assert code == 1 and "belongs to another run" in text, text
     assert audit_output(repo)[0] == 2  # restored: integrity holds again
     check_published_numbers(repo)
+
+
+def check_reproduce(repo: Path) -> None:
+    """`pappo reproduce --sample 2 --base` on the committed evidence: same machine, same numerics,
+    so a bitwise comparison, and every re-run is bit-identical; the workspace is left alone."""
+    before = sh("git", "status", "--porcelain", "--ignored", cwd=repo).stdout
+    out = repo.parent / "reproduction.json"
+    run = sh("pappo", "reproduce", "--sample", "2", "--base", "--out", str(out), cwd=repo)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    rep = json.loads(out.read_text())
+    assert rep["reproduced"] and len(rep["runs"]) == 3 and rep["runs"][0]["run"] == "base_model"
+    assert all(r["comparison"] == "bitwise" and r["identical"] for r in rep["runs"]), rep
+    assert "ETA" in run.stdout and "bit-identical" in run.stdout and "REPRODUCED" in run.stdout
+    assert all(c["published_holds"] == c["reproduced_holds"] for c in rep["claims"]) and rep["claims"]
+    print(f"pappo reproduce --sample 2 --base: {rep['wall_s']:.0f} s\n{rep['verdict']}")
+    assert sh("git", "status", "--porcelain", "--ignored", cwd=repo).stdout == before
+    bad = sh("pappo", "reproduce", "--runs", "7/ppo", cwd=repo)
+    assert bad.returncode == 1 and "--runs '7/ppo'" in bad.stdout + bad.stderr
 
 
 def rehash(repo: Path, run: str, name: str) -> None:
@@ -310,3 +331,29 @@ def check_published_numbers(repo: Path) -> None:
     assert code == 1 and "reports/summary.json [comparisons[0].difference.mean]" in text, text
     assert "git status" not in text
     assert audit_output(repo)[0] == 2  # restored
+    check_stale_only_where_code_changed(repo)
+
+
+def check_stale_only_where_code_changed(repo: Path) -> None:
+    """An edit to the summary code reruns report and audit only and the evidence stays valid; an
+    edit to the trainer stales the runs until they are retrained."""
+    commit = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam"]
+    summary_py = repo / "src/pappo/evidence/summary.py"
+    summary_py.write_text(summary_py.read_text() + "\n# wording\n")
+    assert sh(*commit, "summary wording", cwd=repo).returncode == 0
+    assert set(json.loads(sh("dvc", "status", "--json", cwd=repo).stdout)) == {"report", "audit"}
+    rerun = sh("dvc", "repro", cwd=repo)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "Running stage 'report'" in rerun.stdout and "Running stage 'audit'" in rerun.stdout
+    assert "Running stage 'train@" not in rerun.stdout and "Running stage 'base_model'" not in rerun.stdout
+    assert sh(*commit, "evidence", cwd=repo).returncode == 0
+    code, text = audit_output(repo)
+    assert code == 2 and "integrity: OK" in text, text
+    trainer = repo / "src/pappo/rl/trainer.py"
+    trainer.write_text(trainer.read_text() + "\n# a change\n")
+    assert sh(*commit, "trainer", cwd=repo).returncode == 0
+    stale = json.loads(sh("dvc", "status", "--json", cwd=repo).stdout)
+    assert "train@0-ppo" in stale and "validate" not in stale
+    code, text = audit_output(repo)
+    assert code == 1 and "stale evidence: the train stage's code changed" in text, text
+    assert sh("git", "reset", "-q", "--hard", "HEAD~3", cwd=repo).returncode == 0
