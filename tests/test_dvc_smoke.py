@@ -136,6 +136,13 @@ def check_runs(repo: Path, seeds: tuple[int, ...]) -> None:
     assert json.loads((repo / "reports/experiment/metrics.json").read_text())["seed"] == 1
     show = sh("dvc", "exp", "show", "--csv", cwd=repo)
     assert show.returncode == 0 and "pappo.success" in show.stdout, show.stdout + show.stderr
+    # what a person compares: the experiment seed's headline means and the base model's success, no
+    # per-run intervals or checkpoint hashes (those stay in the reports and receipts)
+    header = show.stdout.splitlines()[0].split(",")
+    assert not [c for c in header if c.startswith("reports/runs/") or "checkpoint" in c or c.endswith("_lo")], header
+    assert {"pappo.success", "pappo.tool_cost", "sampled_success"} <= set(header) and "pappo.success_hi" not in header
+    print(f"dvc exp show --csv after dvc exp run -S seed=1: {len(header)} columns, of which "
+          f"{sum(c.startswith('src/') for c in header)} code dependencies")
     for seed in seeds:  # the matrix outputs are intact
         assert (repo / "reports" / "runs" / f"seed_{seed}" / "pappo" / "report.json").is_file()
     check_two_processes(repo, reports[1, "ppo"])

@@ -199,6 +199,7 @@ def base_model_report(root: Path, record: dict[str, Any]) -> Path:
                      "sampled": {"success_rate": 0.2, "episodes": episodes}}}  # fmt: skip
     path = root / "reports" / "base_model.json"
     path.write_text(json.dumps(data, indent=2))
+    (root / "reports" / "base_model_metrics.json").write_text(json.dumps({"success": 0.2, "sampled_success": 0.2}))
     return path
 
 
@@ -216,5 +217,15 @@ def test_base_model_json_is_its_episodes_and_the_checkpoint(root: Path, params: 
     assert fail == []  # honest: 1 of 5 solved
     edit_json(path, change)
     recompute.check_base_model(fail, root, params, record, IDS)
-    [hit] = fail
+    [hit] = [f for f in fail if f.file == "base_model.json"]  # an edited rate also leaves the metrics file behind
     assert (hit.file, hit.field) == ("base_model.json", field) and (expected is None or hit.expected == expected)
+
+
+def test_base_model_metrics_are_base_model_json_s_rates(root: Path, params: Params):
+    record = run_report("base", 0).checkpoint.model_dump(mode="json")
+    base_model_report(root, record)
+    edit_json(root / "reports" / "base_model_metrics.json", lambda d: d.update(success=0.4))
+    fail = Failures()
+    recompute.check_base_model(fail, root, params, record, IDS)
+    [hit] = fail
+    assert (hit.file, hit.field, hit.expected, hit.found) == ("base_model_metrics.json", "success", "0.2", "0.4")

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-EVIDENCE_PATHS: tuple[str, ...] = ("dvc.lock", "reports/base_model.json", "reports/summary.json",
-                                   "reports/summary.md", "reports/summary")  # fmt: skip
+EVIDENCE_PATHS: tuple[str, ...] = ("dvc.lock", "reports/base_model.json", "reports/base_model_metrics.json",
+                                   "reports/summary.json", "reports/summary.md", "reports/summary")  # fmt: skip
 Scope = Literal["commit", "workspace"]
 STATES = {"M": "modified", "A": "added, not committed", "D": "deleted", "R": "renamed", "?": "untracked"}
 

@@ -25,6 +25,7 @@ from pappo.evidence.receipt import Receipt
 from pappo.evidence.summary import summary_files
 from pappo.experiment.report import RunReport, budget_limits, budget_used, flat_metrics
 from pappo.io import PappoError, sha256_bytes
+from pappo.policy.base_model import headline
 from pappo.rl.evaluate import aggregate
 
 Fail = Callable[[Path | str, str, Any, Any, str], None]
@@ -173,6 +174,13 @@ def check_base_model(fail: Fail, root: Path, params: Params, record: dict[str, A
     report_diffs(fail, path, record, data.get("checkpoint"), "not models/base/checkpoint.json", "checkpoint")
     if data.get("profile") != params.model.profile:
         fail(path, "profile", params.model.profile, data.get("profile"), "another model profile")
+    metrics = path.with_name("base_model_metrics.json")
+    try:
+        found = json.loads(metrics.read_text())
+    except (OSError, ValueError) as e:
+        fail(metrics, "-", "the base model's success rates", "unreadable", f"{type(e).__name__}; rerun dvc repro base_model")
+    else:
+        report_diffs(fail, metrics, headline(data), found, "not reports/base_model.json's success rates")
     if params.model.profile == "hub":
         return  # the hub checkpoint is resolved, not evaluated, by the stage
     split = params.base_model.eval_split_seed

@@ -93,6 +93,9 @@ def budget_used(updates: list[dict[str, Any]], evals: list[UpdateEval]) -> dict[
             "eval_tokens": sum(e.result.tokens for e in evals)}  # fmt: skip
 
 
+HEADLINE = ("success", "pass_at_k", "failed_edit_rate", "tool_cost", "repeated_test_rate")  # what dvc exp show compares
+
+
 def flat_metrics(report: RunReport) -> dict[str, float]:
     """The numbers `dvc metrics show` / `dvc exp show` display for a run."""
     e = report.final_eval
