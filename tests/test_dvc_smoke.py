@@ -24,6 +24,8 @@ def files_sha256(folder: Path) -> dict[str, str]:
 
 def sh(*cmd: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}", "DVC_NO_ANALYTICS": "1"}
+    if (cwd / "src" / "pappo").is_dir():  # the scratch repository's own code, whatever the caller's path says
+        env["PYTHONPATH"] = str(cwd / "src")
     return subprocess.run(cmd, cwd=cwd, env=env, text=True, capture_output=True, timeout=600)
 
 
@@ -134,6 +136,13 @@ def check_runs(repo: Path, seeds: tuple[int, ...]) -> None:
     assert json.loads((repo / "reports/experiment/metrics.json").read_text())["seed"] == 1
     show = sh("dvc", "exp", "show", "--csv", cwd=repo)
     assert show.returncode == 0 and "pappo.success" in show.stdout, show.stdout + show.stderr
+    # what a person compares: the experiment seed's headline means and the base model's success, no
+    # per-run intervals or checkpoint hashes (those stay in the reports and receipts)
+    header = show.stdout.splitlines()[0].split(",")
+    assert not [c for c in header if c.startswith(("reports/runs/", "checkpoint.")) or c.endswith("_lo")], header
+    assert {"pappo.success", "pappo.tool_cost", "sampled_success"} <= set(header) and "pappo.success_hi" not in header
+    print(f"dvc exp show --csv after dvc exp run -S seed=1: {len(header)} columns, of which "
+          f"{sum(c.startswith('src/') for c in header)} code dependencies")
     for seed in seeds:  # the matrix outputs are intact
         assert (repo / "reports" / "runs" / f"seed_{seed}" / "pappo" / "report.json").is_file()
     check_two_processes(repo, reports[1, "ppo"])
@@ -176,6 +185,7 @@ def check_audit(repo: Path) -> None:
     assert (repo / "reports/summary/success_curves.png").is_file()
     staged = json.loads((repo / "receipts/audit.json").read_text())
     assert staged["integrity_ok"] and staged["exit_code"] == 2  # an honest negative claim did not fail dvc repro
+    assert staged["scope"] == "workspace" and "scope: the workspace this dvc repro produced" in staged["verdict"]
     receipt = json.loads((repo / "reports/runs/seed_0/ppo/receipt.json").read_text())
     assert receipt["hardware"]["accelerator"] == "cpu" and len(receipt["source"]["git_commit"]) == 40
     assert receipt["source"]["git_dirty"] is False and "report.json" in receipt["outputs"]["files"]
@@ -190,8 +200,10 @@ def check_audit(repo: Path) -> None:
     code, text = audit_output(repo)
     assert code == 2, text
     assert "claim pappo-beats-best-baseline: does NOT hold" in text and "needs GPU receipts" in text
+    assert "scope: the evidence as committed at HEAD" in text
     # a plain run leaves the stage's DVC output alone (this verdict names the new HEAD: other bytes)
     assert "verdict not written" in text and (repo / "receipts/audit.json").read_bytes() == stage_bytes
+    check_reproduce(repo)
     kept = repo.parent / "kept.json"
     assert sh("pappo", "audit", "--out", str(kept), cwd=repo).returncode == 2
     assert json.loads(kept.read_text())["exit_code"] == 2 and json.loads(kept.read_text())["head"] != staged["head"]
@@ -230,3 +242,125 @@ def check_audit(repo: Path) -> None:
     b.write_bytes(db)
     assert code == 1 and "belongs to another run" in text, text
     assert audit_output(repo)[0] == 2  # restored: integrity holds again
+    check_published_numbers(repo)
+
+
+def check_reproduce(repo: Path) -> None:
+    """`pappo reproduce --sample 2 --base` on the committed evidence: same machine, same numerics,
+    so a bitwise comparison, and every re-run is bit-identical; the workspace is left alone."""
+    before = sh("git", "status", "--porcelain", "--ignored", cwd=repo).stdout
+    out = repo.parent / "reproduction.json"
+    run = sh("pappo", "reproduce", "--sample", "2", "--base", "--out", str(out), cwd=repo)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    rep = json.loads(out.read_text())
+    assert rep["reproduced"] and len(rep["runs"]) == 3 and rep["runs"][0]["run"] == "base_model"
+    assert all(r["comparison"] == "bitwise" and r["identical"] for r in rep["runs"]), rep
+    assert "ETA" in run.stdout and "bit-identical" in run.stdout and "REPRODUCED" in run.stdout
+    assert all(c["published_holds"] == c["reproduced_holds"] for c in rep["claims"]) and rep["claims"]
+    print(f"pappo reproduce --sample 2 --base: {rep['wall_s']:.0f} s\n{rep['verdict']}")
+    assert sh("git", "status", "--porcelain", "--ignored", cwd=repo).stdout == before
+    bad = sh("pappo", "reproduce", "--runs", "7/ppo", cwd=repo)
+    assert bad.returncode == 1 and "--runs '7/ppo'" in bad.stdout + bad.stderr
+
+
+def rehash(repo: Path, run: str, name: str) -> None:
+    """Make a tampered run file look honest: its receipt's hash and dvc.lock's md5 updated."""
+    seed, method = run.split("/")[-2:]
+    receipt_path, lock_path = repo / run / "receipt.json", repo / "dvc.lock"
+    receipt = json.loads(receipt_path.read_text())
+    if name != "receipt.json":
+        receipt["outputs"]["files"][name] = hashlib.sha256((repo / run / name).read_bytes()).hexdigest()
+        receipt_path.write_text(json.dumps(receipt, indent=2, sort_keys=True) + "\n")
+    lock = yaml.safe_load(lock_path.read_text())
+    for out in lock["stages"][f"train@{seed.removeprefix('seed_')}-{method}"]["outs"]:
+        if out["path"] in (f"{run}/{name}", f"{run}/receipt.json"):
+            out["md5"] = hashlib.md5((repo / out["path"]).read_bytes()).hexdigest()
+    lock_path.write_text(yaml.safe_dump(lock, sort_keys=False))
+
+
+def check_published_numbers(repo: Path) -> None:
+    """issue 20's tampering, each with the hashes made to match: the audit re-derives the numbers
+    and names file, field, expected and found; uncommitted evidence fails as such."""
+    run = "reports/runs/seed_0/pappo"
+    keep = [repo / p for p in ("dvc.lock", "reports/summary.json", "reports/summary.md", "reports/base_model.json",
+                               "reports/summary/success_curves.png", f"{run}/report.json", f"{run}/receipt.json",
+                               f"{run}/metrics.json")]  # fmt: skip
+    saved = {p: p.read_bytes() for p in keep}
+
+    def case(edit, *expect: str) -> str:  # type: ignore[no-untyped-def]
+        edit()
+        code, text = audit_output(repo)
+        for p, data in saved.items():
+            p.write_bytes(data)
+        assert code == 1 and all(e in text for e in expect), (expect, text)
+        return text
+
+    def edit_json(rel: str, change) -> None:  # type: ignore[no-untyped-def]
+        data = json.loads((repo / rel).read_text())
+        change(data)
+        (repo / rel).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+    summary = json.loads((repo / "reports/summary.json").read_text())
+    hi = summary["summaries"][4]["success"]["hi"]
+    text = case(lambda: edit_json("reports/summary.json", lambda d: d["summaries"][4]["success"].update(hi=0.99)),
+                f"reports/summary.json [summaries[4].success.hi]: not what the run reports give",
+                f"(expected {hi}, found 0.99)", "reports/summary.json [git status]: uncommitted evidence")  # fmt: skip
+    md = (repo / "reports/summary.md").read_text()
+    case(lambda: (repo / "reports/summary.md").write_text(md.replace("| pappo |", "| pappo* |", 1)),
+         "reports/summary.md [line ", "found | pappo* |")
+    rate = json.loads((repo / "reports/base_model.json").read_text())["eval"]["greedy"]["success_rate"]
+    case(lambda: edit_json("reports/base_model.json", lambda d: d["eval"]["greedy"].update(success_rate=rate + 0.5)),
+         "reports/base_model.json [eval.greedy.success_rate]", f"expected {rate}, found {rate + 0.5}")
+    png = repo / "reports/summary/success_curves.png"
+    case(lambda: png.write_bytes(png.read_bytes() + b"\0"), "reports/summary/success_curves.png [sha256]")
+
+    def all_solved() -> None:
+        def solve(d):  # type: ignore[no-untyped-def]
+            for e in d["evals"]:
+                for t in e["result"]["tasks"]:
+                    t["success"] = True
+            d["final_eval"] = d["evals"][-1]["result"]
+        edit_json(f"{run}/report.json", solve)
+        rehash(repo, run, "report.json")
+
+    published = json.loads((repo / run / "report.json").read_text())["evals"][0]["result"]["success"]["mean"]
+    assert published < 1.0
+    case(all_solved, f"{run}/report.json [evals[0].result.success.mean]", f"(expected 1.0, found {published})",
+         "dvc.lock [git status]")  # fmt: skip
+    case(lambda: (edit_json(f"{run}/receipt.json", lambda d: d["hardware"].update(accelerator="cuda")),
+                  rehash(repo, run, "receipt.json")),
+         f"{run}/receipt.json [hardware.accelerator]", "(expected cpu, found cuda)", "dvc.lock [git status]")
+    # committed tampering is still a tampering: the summary's numbers are re-derived, not trusted
+    edit_json("reports/summary.json", lambda d: d["comparisons"][0]["difference"].update(mean=0.333))
+    sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "a better number", cwd=repo)
+    code, text = audit_output(repo)
+    assert sh("git", "reset", "-q", "--hard", "HEAD~1", cwd=repo).returncode == 0
+    assert code == 1 and "reports/summary.json [comparisons[0].difference.mean]" in text, text
+    assert "git status" not in text
+    assert audit_output(repo)[0] == 2  # restored
+    check_stale_only_where_code_changed(repo)
+
+
+def check_stale_only_where_code_changed(repo: Path) -> None:
+    """An edit to the summary code reruns report and audit only and the evidence stays valid; an
+    edit to the trainer stales the runs until they are retrained."""
+    commit = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam"]
+    summary_py = repo / "src/pappo/evidence/summary.py"
+    summary_py.write_text(summary_py.read_text() + "\n# wording\n")
+    assert sh(*commit, "summary wording", cwd=repo).returncode == 0
+    assert set(json.loads(sh("dvc", "status", "--json", cwd=repo).stdout)) == {"report", "audit"}
+    rerun = sh("dvc", "repro", cwd=repo)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "Running stage 'report'" in rerun.stdout and "Running stage 'audit'" in rerun.stdout
+    assert "Running stage 'train@" not in rerun.stdout and "Running stage 'base_model'" not in rerun.stdout
+    assert sh(*commit, "evidence", cwd=repo).returncode == 0
+    code, text = audit_output(repo)
+    assert code == 2 and "integrity: OK" in text, text
+    trainer = repo / "src/pappo/rl/trainer.py"
+    trainer.write_text(trainer.read_text() + "\n# a change\n")
+    assert sh(*commit, "trainer", cwd=repo).returncode == 0
+    stale = json.loads(sh("dvc", "status", "--json", cwd=repo).stdout)
+    assert "train@0-ppo" in stale and "validate" not in stale
+    code, text = audit_output(repo)
+    assert code == 1 and "stale evidence: the train stage's code changed" in text, text
+    assert sh("git", "reset", "-q", "--hard", "HEAD~3", cwd=repo).returncode == 0

@@ -32,15 +32,15 @@ def outcomes(pattern: list[int], ids: list[str]) -> list[TaskOutcome]:
     """Greedy success from `pattern`; all K samples succeed where greedy did, one where it did not."""
     return [
         TaskOutcome(instance_id=iid, success=bool(ok), failed_edits=1, tool_cost=1.0 + i, repeated_tests=i % 2,
-                    turns=4, tokens=50, samples=K, sample_successes=K if ok else 1, infra_errors=0)
+                    turns=4, tokens=50, samples=K, sample_successes=K if ok else 1, infra_errors=0,
+                    hack_attempts=0, plausible_wrong=0, edits=1, test_runs=2, sample_tokens=200)
         for i, (iid, ok) in enumerate(zip(ids, pattern))
     ]  # fmt: skip
 
 
 def eval_result(pattern: list[int], ids: list[str]):  # type: ignore[no-untyped-def]
     tasks = outcomes(pattern, ids)
-    greedy = [{"edits": 1, "failed_edit": t.failed_edits, "test_runs": 2} for t in tasks]
-    result = aggregate(tasks, K, greedy, tokens=250 * len(tasks), n_boot=N_BOOT)
+    result = aggregate(tasks, K, n_boot=N_BOOT)
     result.tasks.reverse()  # the summary must not rely on the report's task order
     return result
 
@@ -62,7 +62,8 @@ def run_report(method: str, seed: int, ids: list[str] | None = None) -> RunRepor
                               dtype="float32")  # fmt: skip
     limit = 16 * UPDATES if trained else 0
     budget = Budget(episodes_limit=limit, generated_tokens_limit=limit * 100, episodes_used=limit,
-                    generated_tokens_used=limit * 50, task_draws_sha256="d" * 64, eval_episodes=25, eval_tokens=1250)  # fmt: skip
+                    generated_tokens_used=limit * 50, task_draws_sha256="d" * 64,
+                    eval_episodes=25 * len(evals), eval_tokens=1250 * len(evals))  # 5 tasks x (1 + K) episodes of 50 tokens  # fmt: skip
     return RunReport(
         method=method, seed=seed, profile="tiny", device="cpu", params={}, params_sha256="p" * 64,
         source_sha256="s" * 64, manifest_lock_sha256="m" * 64, train_tasks=20, eval_instance_ids=sorted(ids),

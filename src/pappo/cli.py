@@ -398,7 +398,7 @@ def audit(
     params = _params(params_path)
     root = Path.cwd()
     try:
-        verdict = run_audit(params, root, runs, base, root / "schemas")
+        verdict = run_audit(params, root, runs, base, root / "schemas", stage)
     except PappoError as e:
         _fail(str(e))
         return
@@ -427,6 +427,34 @@ def report(
         _fail(str(e))
         return
     typer.echo(f"wrote {out / 'summary.json'}, {out / 'summary.md'} and plots in {out / 'summary'}")
+
+
+@app.command()
+def reproduce(
+    runs: str = typer.Option(None, help="Runs to re-run, e.g. 0/ppo,1/grpo."),
+    sample: int = typer.Option(None, help="Re-run a seeded sample of K runs of the matrix instead."),
+    base: bool = typer.Option(False, "--base", help="Rebuild the base model too (the runs then train from it)."),
+    out: Path = typer.Option(Path("reproduction.json"), help="Where to write the Reproduction (JSON)."),
+    scratch: Path = typer.Option(None, help="Folder for the scratch clone (default: a new temporary folder, removed)."),
+    params_path: Path = ParamsOpt,
+) -> None:
+    """Re-run runs of the published commit here and compare: exit 0 reproduced, 2 not, 1 error."""
+    import tempfile
+
+    from pappo.evidence.reproduce import choose_runs, reproduce as run_reproduce, write
+
+    params = _params(params_path)
+    try:
+        chosen = choose_runs(params, runs, sample)
+        with tempfile.TemporaryDirectory(prefix="pappo-reproduce-") as tmp:
+            rep = run_reproduce(Path.cwd(), params, chosen, base, scratch or Path(tmp), log=typer.echo)
+    except PappoError as e:
+        _fail(str(e))
+        return
+    write(rep, out)
+    typer.echo(rep.verdict)
+    typer.echo(f"written to {out}")
+    raise typer.Exit(code=0 if rep.reproduced else 2)
 
 
 @app.command()

@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pappo.config import ClaimParams, Params
 from pappo.evidence import receipt as rc
+from pappo.evidence import recompute
+from pappo.evidence.committed import check_committed, describe
 from pappo.evidence.stats import paired_diff_ci_seeds, seed_wins
 from pappo.evidence.summary import pick_best_baseline, task_values
 from pappo.experiment.report import RUN_METHODS, RunReport
@@ -28,6 +30,7 @@ from pappo.experiment.run import SOURCE_PATHS, claims_sha256, params_subset
 from pappo.io import canonical_json, sha256_bytes, sha256_file
 from pappo.numerics import Comparison, NumericsInfo, comparison
 from pappo.policy.checkpoint import read_record
+from pappo.stage_code import stage_code
 from pappo.tasks.models import ManifestLock
 
 NON_PPO = ("base", "rft", "grpo")
@@ -84,6 +87,9 @@ class AuditVerdict(BaseModel):
     failures: list[AuditFailure]
     claims: list[ClaimVerdict]
     numerics: NumericsVerdict | None = Field(description="The CPU numerics the evidence was computed with; None without runs.")
+    scope: Literal["commit", "workspace"] = Field(
+        "commit", description="commit: the evidence had to be HEAD's (a reviewer's audit); workspace: the audit "
+        "stage's check of what its dvc repro just produced, before the commit.")
     verdict: str = Field(description="The readable verdict.")
 
 
@@ -101,8 +107,9 @@ class _Ctx:
                                           message=message))  # fmt: skip
 
 
-def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path) -> AuditVerdict:
-    """Every check; claims are evaluated only on runs that passed integrity."""
+def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path, stage: bool = False) -> AuditVerdict:
+    """Every check; claims are evaluated only on runs that passed integrity. `stage`: the audit
+    stage inside dvc repro, which audits its workspace instead of requiring committed evidence."""
     ctx = _Ctx(params, Path(root).resolve(), Path(runs), Path(base_dir), Path(schemas))
     reports: dict[tuple[int, str], RunReport] = {}
     receipts: dict[tuple[int, str], rc.Receipt] = {}
@@ -115,13 +122,33 @@ def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path)
     _check_source(ctx, receipts)
     _check_inputs(ctx, reports, receipts)
     _check_budgets(ctx, reports)
+    _check_recomputed(ctx, reports, receipts)
+    scope = check_committed(ctx.fail, ctx.root, stage)
     claims = [] if ctx.failures else [evaluate_claim(c, reports, receipts, params.seeds) for c in params.claims]
     num = numerics_verdict(ctx, receipts)
     ok = not ctx.failures
     code: Literal[0, 1, 2] = 1 if not ok else (0 if all(c.holds for c in claims) else 2)
     return AuditVerdict(exit_code=code, integrity_ok=ok, head=_git(ctx.root, "rev-parse", "HEAD"),
-                        runs_checked=len(reports), failures=ctx.failures, claims=claims, numerics=num,
-                        verdict=render(ok, ctx.failures, claims, num))  # fmt: skip
+                        runs_checked=len(reports), failures=ctx.failures, claims=claims, numerics=num, scope=scope,
+                        verdict=render(ok, ctx.failures, claims, num) + "\n" + describe(scope))  # fmt: skip
+
+
+def _check_recomputed(ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts: dict[tuple[int, str], rc.Receipt]) -> None:
+    """Every published number re-derived from the per-task outcomes (evidence/recompute.py)."""
+    for (seed, method), report in sorted(reports.items()):
+        run = ctx.runs / f"seed_{seed}" / method
+        recompute.check_report(ctx.fail, run, report, ctx.params)
+        recompute.check_receipt(ctx.fail, run, report, receipts[seed, method])
+    if len(reports) == len(ctx.params.seeds) * len(RUN_METHODS):  # a missing run is named already
+        recompute.check_summary(ctx.fail, ctx.root, ctx.runs, ctx.params)
+    try:
+        record = read_record(ctx.base_dir).model_dump(mode="json")
+    except (OSError, ValueError) as e:
+        ctx.fail(ctx.base_dir / "checkpoint.json", "-", "the base checkpoint's record", "unreadable", str(e))
+        return
+    lock = ManifestLock.model_validate(json.loads(Path(ctx.params.tasks.repofix.lock).read_text()))
+    split = lock.splits.get(ctx.params.base_model.eval_split_seed)
+    recompute.check_base_model(ctx.fail, ctx.root, ctx.params, record, split.eval_instance_ids if split else [])
 
 
 def _load_run(ctx: _Ctx, seed: int, method: str) -> tuple[RunReport, rc.Receipt] | None:
@@ -168,42 +195,51 @@ def _check_lock(ctx: _Ctx) -> None:
         ctx.fail(path, "-", "a file", "missing", "run dvc repro; the lock binds the outputs")
         return
     stages = (yaml.safe_load(path.read_text()) or {}).get("stages", {})
-    for seed in ctx.params.seeds:
-        for method in RUN_METHODS:
-            name = f"train@{seed}-{method}"
-            if name not in stages:
-                ctx.fail(path, f"stages.{name}", "a locked stage", "missing", f"run `dvc repro {name}`")
-                continue
-            for out in stages[name].get("outs", []):
-                file = ctx.root / out["path"]
-                if out.get("md5", "").endswith(".dir") or not file.is_file():
-                    continue  # directories: their files are in the receipt's hashes
-                found = hashlib.md5(file.read_bytes()).hexdigest()
-                if found != out.get("md5"):
-                    ctx.fail(file, f"dvc.lock {name} md5", out.get("md5"), found, "edited after dvc repro wrote it")
+    names = ["base_model", "report"] + [f"train@{s}-{m}" for s in ctx.params.seeds for m in RUN_METHODS]
+    for name in names:
+        if name not in stages:
+            ctx.fail(path, f"stages.{name}", "a locked stage", "missing", f"run `dvc repro {name}`")
+            continue
+        for out in stages[name].get("outs", []):
+            file = ctx.root / out["path"]
+            if out.get("md5", "").endswith(".dir") or not file.is_file():
+                continue  # directories: their files are in the receipt's hashes or recomputed
+            found = hashlib.md5(file.read_bytes()).hexdigest()
+            if found != out.get("md5"):
+                ctx.fail(file, f"dvc.lock {name} md5", out.get("md5"), found, "edited after dvc repro wrote it")
 
 
 def _check_source(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> None:
-    """Each receipt's commit exists, its recorded tree is that commit's, and HEAD's code is the same."""
-    head_tree = tree_at(ctx.root, "HEAD", SOURCE_PATHS)
+    """No uncommitted pipeline code; each receipt's commit exists, it binds the train stage's code
+    (dvc.yaml at HEAD), its recorded tree is that commit's, and HEAD's is the same (else stale)."""
     dirty = _git(ctx.root, "status", "--porcelain", "--untracked-files=normal", "--", *SOURCE_PATHS)
     if dirty:
         ctx.fail("(working tree)", "git status", "clean pipeline code", dirty.splitlines()[0],
                  "uncommitted changes to the pipeline code; commit them and rerun")  # fmt: skip
+    try:
+        paths = tuple(stage_code(ctx.root, "train", _git(ctx.root, "show", "HEAD:dvc.yaml")))
+    except (OSError, ValueError) as e:
+        ctx.fail("dvc.yaml", "stages.train.deps", "the train stage's code", "none", str(e))
+        return
+    head_tree = tree_at(ctx.root, "HEAD", paths)
     for (seed, method), r in receipts.items():
         path = ctx.runs / f"seed_{seed}" / method / "receipt.json"
         s = r.source
         if s.git_dirty:
             ctx.fail(path, "source.git_dirty", False, True, "the run was made from uncommitted code")
+        if sorted(s.source_paths) != sorted(paths):
+            ctx.fail(path, "source.source_paths", list(paths)[:3], s.source_paths[:3],
+                     "the receipt binds other code than the train stage's dvc.yaml dependencies; rerun dvc repro")  # fmt: skip
+            continue
         if s.git_commit is None or _git(ctx.root, "cat-file", "-t", s.git_commit) != "commit":
             ctx.fail(path, "source.git_commit", "a commit of this repository", s.git_commit, "unknown commit")
             continue
-        at_commit = tree_at(ctx.root, s.git_commit, SOURCE_PATHS)
+        at_commit = tree_at(ctx.root, s.git_commit, paths)
         if at_commit != s.tree_sha256:
             ctx.fail(path, "source.tree_sha256", at_commit, s.tree_sha256, "the code that ran is not the commit's")
         elif head_tree != s.tree_sha256:
             ctx.fail(path, "source.tree_sha256", head_tree, s.tree_sha256,
-                     f"stale evidence: the pipeline code changed since {s.git_commit[:12]}; rerun dvc repro")  # fmt: skip
+                     f"stale evidence: the train stage's code changed since {s.git_commit[:12]}; rerun dvc repro")  # fmt: skip
 
 
 def _check_inputs(ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts: dict[tuple[int, str], rc.Receipt]) -> None:

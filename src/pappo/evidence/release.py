@@ -91,6 +91,10 @@ def check_ready(repo_root: Path, audit_path: Path) -> tuple[str, Any]:
         first = verdict.failures[0].message if verdict.failures else "no failure listed"
         raise PappoError(f"{audit_path} says integrity_ok is false ({len(verdict.failures)} failures; first: {first}): "
                          "a release needs intact evidence; fix it, rerun dvc repro and the audit")  # fmt: skip
+    if verdict.scope != "commit":
+        raise PappoError(f"{audit_path} is the audit stage's check of its own workspace (scope {verdict.scope}); a "
+                         "release needs a reviewer's audit of the committed evidence: `pappo audit --out "
+                         "dist/audit.json` at HEAD")  # fmt: skip
     if verdict.head != head:
         raise PappoError(f"{audit_path} audited commit {verdict.head}, but HEAD is {head}: the audit must be of the "
                          "released commit; rerun `pappo audit --out dist/audit.json` at HEAD (a path git does not "

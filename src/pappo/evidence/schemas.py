@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from pappo.config import Params
 from pappo.evidence.audit import AuditVerdict
 from pappo.evidence.receipt import Receipt
+from pappo.evidence.reproduce import Reproduction
 from pappo.evidence.summary import Summary
 from pappo.experiment.report import RunReport
 from pappo.io import atomic_write_text
@@ -25,6 +26,7 @@ CONTRACTS: dict[str, type[BaseModel]] = {
     "receipt": Receipt,
     "summary": Summary,
     "audit_verdict": AuditVerdict,
+    "reproduction": Reproduction,
 }
 
 

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pappo.evidence.stats import bootstrap_ci_seeds, mean_pass_at_k, paired_diff_ci_seeds, seed_wins
 from pappo.experiment.report import RUN_METHODS, RunReport
-from pappo.io import PappoError, atomic_write_bytes, atomic_write_json, atomic_write_text, sha256_file
+from pappo.io import PappoError, atomic_write_bytes, json_bytes, sha256_file
 from pappo.rl.evaluate import Interval, TaskOutcome
 
 METRICS: tuple[str, ...] = ("success", "pass_at_k", "failed_edit_rate", "tool_cost", "repeated_test_rate")
@@ -394,9 +394,10 @@ def render_markdown(summary: Summary, plots: list[str]) -> str:
     return "\n".join(lines)
 
 
-def write_summary(runs_dir: Path, out_json: Path, out_md: Path, plots_dir: Path, seeds: Sequence[int],
-                  n_boot: int = 2000, methods: Sequence[str] = RUN_METHODS) -> Summary:  # fmt: skip
-    """Build the summary and its plots in memory, then write plots, JSON and markdown atomically."""
+def summary_files(runs_dir: Path, out_json: Path, out_md: Path, plots_dir: Path, seeds: Sequence[int],
+                  n_boot: int = 2000, methods: Sequence[str] = RUN_METHODS) -> tuple[Summary, dict[Path, bytes]]:  # fmt: skip
+    """The summary and the bytes of every file the report stage writes, {path: bytes}, in memory.
+    Deterministic: `pappo audit` recomputes them from the run reports and compares."""
     from pappo.evidence.plots import render_plots
 
     runs_dir, out_md, plots_dir = Path(runs_dir), Path(out_md), Path(plots_dir)
@@ -408,9 +409,16 @@ def write_summary(runs_dir: Path, out_json: Path, out_md: Path, plots_dir: Path,
     rel = [Path(os.path.relpath(plots_dir / name, out_md.parent)).as_posix() for name in files]
     summary = summary.model_copy(update={"plots": rel})
     summary = Summary.model_validate(summary.model_dump())
-    markdown = render_markdown(summary, rel)
-    for name, data in files.items():
-        atomic_write_bytes(plots_dir / name, data)
-    atomic_write_json(Path(out_json), summary.model_dump(mode="json"))
-    atomic_write_text(out_md, markdown)
+    out: dict[Path, bytes] = {plots_dir / name: data for name, data in files.items()}
+    out[Path(out_json)] = json_bytes(summary.model_dump(mode="json"))
+    out[out_md] = render_markdown(summary, rel).encode("utf-8")
+    return summary, out
+
+
+def write_summary(runs_dir: Path, out_json: Path, out_md: Path, plots_dir: Path, seeds: Sequence[int],
+                  n_boot: int = 2000, methods: Sequence[str] = RUN_METHODS) -> Summary:  # fmt: skip
+    """Build the summary and its plots in memory, then write plots, JSON and markdown atomically."""
+    summary, files = summary_files(runs_dir, out_json, out_md, plots_dir, seeds, n_boot, methods)
+    for path, data in files.items():  # plots first, the markdown that shows them last
+        atomic_write_bytes(path, data)
     return summary

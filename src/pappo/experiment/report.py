@@ -77,6 +77,25 @@ class RunReport(BaseModel):
     timing: Timing
 
 
+def budget_limits(params: Any, method: str) -> tuple[int, int]:
+    """(episodes, generated tokens) a run of `method` may use: one budget for every trained method."""
+    rl, rp = params.rl, params.rollout
+    episodes = 0 if method == "base" else rl.updates * rl.tasks_per_update * rl.group_size
+    per_episode = min(params.env.max_turns * rp.max_new_tokens_per_turn, rp.max_tokens_per_episode)
+    return episodes, episodes * per_episode
+
+
+def budget_used(updates: list[dict[str, Any]], evals: list[UpdateEval]) -> dict[str, int]:
+    """What a run used, from its per-update records and evaluations (the audit recomputes it)."""
+    return {"episodes_used": sum(int(h["rollout"]["episodes"]) for h in updates),
+            "generated_tokens_used": sum(int(h["rollout"]["tokens"]) for h in updates),
+            "eval_episodes": sum(e.result.n_tasks * (1 + e.result.samples) for e in evals),
+            "eval_tokens": sum(e.result.tokens for e in evals)}  # fmt: skip
+
+
+HEADLINE = ("success", "pass_at_k", "failed_edit_rate", "tool_cost", "repeated_test_rate")  # what dvc exp show compares
+
+
 def flat_metrics(report: RunReport) -> dict[str, float]:
     """The numbers `dvc metrics show` / `dvc exp show` display for a run."""
     e = report.final_eval

@@ -25,7 +25,7 @@ import torch
 from pappo import numerics
 from pappo.config import Params
 from pappo.evidence import receipt as rc
-from pappo.experiment.report import Budget, RunReport, Timing, UpdateEval, flat_metrics
+from pappo.experiment.report import Budget, RunReport, Timing, UpdateEval, budget_limits, budget_used, flat_metrics
 from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes, sha256_file
 from pappo.policy.adapters import POLICY, ActorCritic
 from pappo.policy.chat import ChatCodec
@@ -36,6 +36,7 @@ from pappo.rl.evaluate import EvalResult, evaluate
 from pappo.rl.trainer import Trainer
 from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import default_pool
+from pappo.stage_code import code_sha256, stage_code
 from pappo.tasks.models import ManifestLock
 from pappo.tasks.store import TaskStore
 
@@ -55,10 +56,18 @@ def claims_sha256(params: Params) -> str:
 
 
 def source_sha256() -> str:
-    """Hash of the installed pappo package's source files (what ran)."""
-    root = Path(__file__).resolve().parents[1]
-    listing = {p.relative_to(root).as_posix(): sha256_file(p) for p in sorted(root.rglob("*.py"))}
-    return sha256_bytes(canonical_json(listing).encode())
+    """Hash of the installed package's files the train stage can run (what ran; stage_code.py)."""
+    return code_sha256("train")
+
+
+def receipt_code(root: Path) -> list[str]:
+    """What a train receipt binds: the train stage's code dependencies in dvc.yaml and the
+    environment files, so a change to other stages' code leaves the run's evidence valid. Outside
+    a pipeline checkout (no dvc.yaml) the whole package."""
+    try:
+        return stage_code(root, "train")
+    except (OSError, ValueError):
+        return list(SOURCE_PATHS)
 
 
 def read_split(params: Params, seed: int) -> tuple[str, list[str], list[str]]:
@@ -85,7 +94,7 @@ def run_method(params: Params, seed: int, method: str, out_dir: Path, base_dir: 
     clock, out_dir = rc.Clock.start(), Path(out_dir)
     dist = Dist.from_env(params.model.device)
     receipt_args = dict(run_id=f"seed_{seed}/{method}", stage=f"train@{seed}-{method}", seed=seed, method=method,
-                        profile=params.model.profile, clock=clock, repo_root=Path.cwd(), source_paths=SOURCE_PATHS,
+                        profile=params.model.profile, clock=clock, repo_root=Path.cwd(), source_paths=receipt_code(Path.cwd()),
                         world_size=dist.world_size, numerics=numerics.collect(params.numerics))  # fmt: skip
     devices = [str(d) for d in dist.gather(dist.device)]
     try:
@@ -184,19 +193,11 @@ def place(model: torch.nn.Module, params: Params, dist: Dist) -> torch.nn.Module
 def _budget(params: Params, method: str, seed: int, history: list[dict[str, Any]],
             evals: list[UpdateEval]) -> Budget:  # fmt: skip
     """The seed's common budget and this run's use; a run over it fails here, before writing."""
-    rl, rp = params.rl, params.rollout
-    episodes = 0 if method == "base" else rl.updates * rl.tasks_per_update * rl.group_size
-    per_episode = min(params.env.max_turns * rp.max_new_tokens_per_turn, rp.max_tokens_per_episode)
-    draws = [Trainer.task_draw(params, seed, u) for u in range(rl.updates)] if episodes else []
+    episodes, tokens = budget_limits(params, method)
+    draws = [Trainer.task_draw(params, seed, u) for u in range(params.rl.updates)] if episodes else []
     try:
-        return Budget(
-            episodes_limit=episodes, generated_tokens_limit=episodes * per_episode,
-            episodes_used=sum(int(h["rollout"]["episodes"]) for h in history),
-            generated_tokens_used=sum(int(h["rollout"]["tokens"]) for h in history),
-            task_draws_sha256=sha256_bytes(canonical_json(draws).encode()),
-            eval_episodes=sum(e.result.n_tasks * (1 + e.result.samples) for e in evals),
-            eval_tokens=sum(e.result.tokens for e in evals),
-        )  # fmt: skip
+        return Budget(episodes_limit=episodes, generated_tokens_limit=tokens,
+                      task_draws_sha256=sha256_bytes(canonical_json(draws).encode()), **budget_used(history, evals))
     except ValueError as e:
         raise PappoError(f"{method} seed {seed}: {e}; nothing written") from None
 

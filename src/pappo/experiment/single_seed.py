@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from pappo.config import Params
-from pappo.experiment.report import RUN_METHODS, RunReport, flat_metrics
+from pappo.experiment.report import HEADLINE, RUN_METHODS, RunReport, flat_metrics
 from pappo.experiment.run import params_subset, run_method, source_sha256
 from pappo.io import atomic_write_json, canonical_json, sha256_bytes
 from pappo.policy.checkpoint import read_record
@@ -53,5 +53,6 @@ def run_experiment(params: Params, out: Path, runs: Path, base_dir: Path,
                 continue
         metrics[method] = flat_metrics(report)
     if len(metrics) == len(RUN_METHODS):
-        atomic_write_json(out / "metrics.json", {"seed": seed, **metrics})
+        # the headline means only: intervals and budgets stay in the run reports (dvc exp show fits a screen)
+        atomic_write_json(out / "metrics.json", {"seed": seed, **{m: {k: v[k] for k in HEADLINE} for m, v in metrics.items()}})
     return metrics

@@ -49,7 +49,19 @@ def run_stage(params: Params, out_dir: Path, report_path: Path, log: Any = print
         report = _tiny(params, Path(out_dir), log)
     report["numerics"] = numerics.collect(params.numerics).model_dump(mode="json")
     atomic_write_json(report_path, report)
+    atomic_write_json(metrics_path(report_path), headline(report))
     return report
+
+
+def metrics_path(report_path: Path) -> Path:
+    """reports/base_model_metrics.json next to reports/base_model.json: what `dvc exp show` shows."""
+    return Path(report_path).with_name("base_model_metrics.json")
+
+
+def headline(report: dict[str, Any]) -> dict[str, float]:
+    """The base model's success, greedy and sampled (none for a hub checkpoint, which is not evaluated)."""
+    ev = report.get("eval")
+    return {"success": ev["greedy"]["success_rate"], "sampled_success": ev["sampled"]["success_rate"]} if ev else {}
 
 
 def _tiny(params: Params, out_dir: Path, log: Any) -> dict[str, Any]:

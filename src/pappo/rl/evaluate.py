@@ -46,9 +46,13 @@ class TaskOutcome(BaseModel):
     samples: int = Field(description="Episodes sampled at the training temperature.")
     sample_successes: int
     infra_errors: int = Field(description="Episodes (greedy and sampled) hit by a sandbox infra error.")
-    hack_attempts: int = Field(0, description="Episodes (greedy and sampled) with a grade rejected as a hack attempt.")
-    plausible_wrong: int = Field(0, description="Episodes (greedy and sampled) ending on a patch that passes the "
+    hack_attempts: int = Field(description="Episodes (greedy and sampled) with a grade rejected as a hack attempt.")
+    plausible_wrong: int = Field(description="Episodes (greedy and sampled) ending on a patch that passes the "
                                  "visible tests but fails hidden checks.")  # fmt: skip
+    # the rest make every aggregate recomputable from the task list (the audit re-derives them)
+    edits: int = Field(description="Greedy episode: str_replace calls that applied.")
+    test_runs: int = Field(description="Greedy episode: run_tests calls.")
+    sample_tokens: int = Field(description="Sampled episodes: tokens, summed.")
 
 
 class EvalResult(BaseModel):
@@ -85,26 +89,28 @@ def evaluate(decoder: Qwen2Decoder, codec: Any, params: Params, store: TaskStore
     for m, n in enumerate(mine):
         g = greedy[m].metrics
         runs = [t.metrics for t in sampled[m * k : (m + 1) * k]]
-        local.append((TaskOutcome(
+        local.append(TaskOutcome(
             instance_id=ids[n], success=bool(g["success"]), failed_edits=int(g["failed_edit"]),
             tool_cost=float(g["tool_cost"]), repeated_tests=int(g["repeated_test"]), turns=int(g["turns"]),
             tokens=int(g["tokens"]), samples=k, sample_successes=sum(bool(x["success"]) for x in runs),
             infra_errors=int(bool(g["infra_error"])) + sum(bool(x["infra_error"]) for x in runs),
             hack_attempts=sum(bool(x.get("hack_attempt")) for x in [g, *runs]),
             plausible_wrong=sum(bool(x.get("plausible_wrong")) for x in [g, *runs]),
-        ), g, int(g["tokens"]) + sum(int(x["tokens"]) for x in runs)))  # fmt: skip
+            edits=int(g["edits"]), test_runs=int(g["test_runs"]), sample_tokens=sum(int(x["tokens"]) for x in runs),
+        ))  # fmt: skip
     rows = [row for part in dist.gather(local) for row in part]  # rank order = task order
-    return aggregate([r[0] for r in rows], k, [r[1] for r in rows], sum(r[2] for r in rows), params.eval.n_boot)
+    return aggregate(rows, k, params.eval.n_boot)
 
 
-def aggregate(tasks: list[TaskOutcome], k: int, greedy: list[dict[str, Any]], tokens: int, n_boot: int) -> EvalResult:
-    """Interval of each metric over tasks (seeded, so reports are reproducible)."""
+def aggregate(tasks: list[TaskOutcome], k: int, n_boot: int) -> EvalResult:
+    """Interval of each metric over tasks (seeded, so reports are reproducible); a function of the
+    task outcomes alone, so `pappo audit` recomputes every report's aggregates from them."""
 
     def ci(values: Sequence[float]) -> Interval:
         return Interval(**bootstrap_ci(values, n_boot=n_boot, seed=0).to_json())
 
-    edits = [m["edits"] + m["failed_edit"] for m in greedy]
-    tests = [m["test_runs"] for m in greedy]
+    edits = [t.edits + t.failed_edits for t in tasks]
+    tests = [t.test_runs for t in tasks]
     return EvalResult(
         n_tasks=len(tasks), samples=k,
         success=ci([float(t.success) for t in tasks]),
@@ -114,7 +120,7 @@ def aggregate(tasks: list[TaskOutcome], k: int, greedy: list[dict[str, Any]], to
         failed_edit_rate=ci([t.failed_edits / e if e else 0.0 for t, e in zip(tasks, edits)]),
         tool_cost=ci([t.tool_cost for t in tasks]),
         repeated_test_rate=ci([t.repeated_tests / r if r else 0.0 for t, r in zip(tasks, tests)]),
-        tokens=tokens, tasks=tasks,
+        tokens=sum(t.tokens + t.sample_tokens for t in tasks), tasks=tasks,
     )  # fmt: skip
 
 

@@ -1,0 +1,80 @@
+"""`pappo reproduce`'s choices and comparisons without a pipeline run (the whole command runs on a
+real `dvc repro` in test_dvc_smoke: bit-identical on the same machine)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_evidence_summary import SEEDS, run_report
+
+from pappo.config import Params
+from pappo.evidence import reproduce as rp
+from pappo.experiment.report import RUN_METHODS
+from pappo.io import PappoError
+from pappo.numerics import NumericsInfo
+
+
+@pytest.fixture
+def params(fx_params: Params) -> Params:
+    return fx_params.model_copy(update={"seeds": list(SEEDS)})
+
+
+def numerics(fingerprint: str = "f" * 16) -> NumericsInfo:
+    return NumericsInfo(pinned=True, requested={"ATEN_CPU_CAPABILITY": "avx2"}, cpu_capability="AVX2",
+                        mkl_branch="COMPATIBLE,STRICT", threads=2, deterministic_algorithms=True,
+                        fingerprint=fingerprint)  # fmt: skip
+
+
+def test_runs_are_chosen_by_name_or_by_a_seeded_sample(params: Params):
+    assert rp.choose_runs(params, "0/ppo, 2/base", None) == [(0, "ppo"), (2, "base")]
+    sample = rp.choose_runs(params, None, 4)
+    assert len(set(sample)) == 4 and sample == rp.choose_runs(params, None, 4)  # the same sample every time
+    assert set(sample) <= {(s, m) for s in SEEDS for m in RUN_METHODS}
+    assert rp.choose_runs(params, None, None) == []
+    for bad in ("9/ppo", "0/sgd", "ppo"):
+        with pytest.raises(PappoError, match="seed/method"):
+            rp.choose_runs(params, bad, None)
+    with pytest.raises(PappoError, match="between 1 and 15"):
+        rp.choose_runs(params, None, 16)
+
+
+def test_same_numerics_compare_bits_and_timing_does_not_count():
+    pub = json.loads(run_report("ppo", 0).model_dump_json())
+    again = json.loads(json.dumps(pub))
+    again["timing"]["wall_s"] = 99.0
+    check = rp.compare_run("seed_0/ppo", pub, again, numerics(), numerics(), 1.0)
+    assert check.comparison == "bitwise" and check.identical and check.first_difference is None
+    again["final_eval"]["success"]["mean"] = 0.5
+    check = rp.compare_run("seed_0/ppo", pub, again, numerics(), numerics(), 1.0)
+    assert not check.identical and check.first_difference == "final_eval.success.mean" and not rp._ok(check)
+
+
+def test_other_numerics_compare_metrics_with_the_published_interval():
+    pub = json.loads(run_report("pappo", 0).model_dump_json())
+    mine = json.loads(json.dumps(pub))
+    success = pub["final_eval"]["success"]
+    mine["final_eval"]["success"]["mean"] = success["hi"] + 0.01  # just outside
+    check = rp.compare_run("seed_0/pappo", pub, mine, numerics("a" * 16), numerics(), 1.0)
+    assert check.comparison == "intervals" and "fingerprint" in check.reason
+    by = {m.metric: m for m in check.metrics}
+    assert not by["success"].inside and by["success"].difference == pytest.approx(success["hi"] + 0.01 - success["mean"])
+    assert by["tool_cost"].inside and not rp._ok(check)
+    mine["final_eval"]["success"]["mean"] = success["lo"]
+    assert rp._ok(rp.compare_run("seed_0/pappo", pub, mine, numerics("a" * 16), numerics(), 1.0))
+
+
+def test_the_verdict_names_each_run_and_claim():
+    pub = json.loads(run_report("ppo", 1).model_dump_json())
+    check = rp.compare_run("seed_1/ppo", pub, pub, numerics(), numerics(), 12.0)
+    claim = rp.ClaimCheck(id="c", published_holds=False, reproduced_holds=True, published_delta=0.0, reproduced_delta=0.2)
+    rep = rp.Reproduction(commit="a" * 40, runs=[check], claims=[claim], reproduced=False, wall_s=30.0, verdict="")
+    text = rp.render(rep)
+    assert "NOT REPRODUCED" in text and "seed_1/ppo: bitwise" in text and "bit-identical" in text
+    assert "claim c: published does not hold (+0.000), reproduced holds (+0.200): verdict CHANGES" in text
+
+
+def test_progress_scales_the_published_times_by_this_machines_pace():
+    line = rp._progress(1, 3, "seed_0/ppo", 10.0, [10.0, 20.0, 30.0], 20.0)  # twice as slow so far
+    assert "1/3 seed_0/ppo" in line and "ETA 100 s" in line
+    assert "finished" in rp._progress(3, 3, "done", 60.0, [10.0, 20.0, 30.0], 100.0)
