@@ -70,7 +70,8 @@ for _p in [os.path.join(_home, "{MARK}"), os.path.join(_home, ".{MARK}rc")]:
 """
 UNIX_SOCKETS = """
 import socket
-for _addr in ["\\0{sockname}", "{sockpath}"]:  # the host's abstract and named sockets
+# the named socket's path in hex, as WRITE_OUT's: it lies in the checkout, whose path the scan must not see
+for _addr in ["\\0{sockname}", bytes.fromhex("{sockpath}").decode()]:  # the host's abstract and named sockets
     try:
         _s = socket.socket(socket.AF_UNIX)
         _s.connect(_addr.replace("\\0", "\\x00"))
@@ -211,7 +212,7 @@ def candidate(store: TaskStore, name: str, listener: tuple, control: bool = Fals
         core = core.replace(BUG, "    " + ran + edits["body"] + BUG)
     if "prefix" in edits:
         tcp, _, sockname, sockpath = listener
-        prefix = edits["prefix"].replace("{port}", str(tcp)).replace("{sockname}", sockname).replace("{sockpath}", sockpath)
+        prefix = edits["prefix"].replace("{port}", str(tcp)).replace("{sockname}", sockname).replace("{sockpath}", sockpath.encode().hex())
         core = ran + prefix + core
     if control:  # the attack never runs: its checks must then fail
         core = f"raise RuntimeError('{MARK}-control')\n" + core
