@@ -26,7 +26,7 @@ def sh(*cmd: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}", "DVC_NO_ANALYTICS": "1"}
     if (cwd / "src" / "pappo").is_dir():  # the scratch repository's own code, whatever the caller's path says
         env["PYTHONPATH"] = str(cwd / "src")
-    return subprocess.run(cmd, cwd=cwd, env=env, text=True, capture_output=True, timeout=600)
+    return subprocess.run(cmd, cwd=cwd, env=env, text=True, capture_output=True, timeout=1800)  # a hang guard, not a speed test
 
 
 def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
