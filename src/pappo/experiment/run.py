@@ -26,7 +26,7 @@ from pappo import numerics
 from pappo.config import Params
 from pappo.evidence import receipt as rc
 from pappo.experiment.report import Budget, RunReport, Timing, UpdateEval, budget_limits, budget_used, flat_metrics
-from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes, sha256_file
+from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes
 from pappo.policy.adapters import POLICY, ActorCritic
 from pappo.policy.chat import ChatCodec
 from pappo.policy.checkpoint import hash_files, load_checkpoint
@@ -37,7 +37,7 @@ from pappo.rl.trainer import Trainer
 from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import default_pool
 from pappo.stage_code import code_sha256, stage_code
-from pappo.tasks.models import ManifestLock
+from pappo.tasks.splits import read_split
 from pappo.tasks.store import TaskStore
 
 PARAM_SECTIONS = ("model", "lora", "rollout", "env", "rl", "eval", "sandbox", "numerics")
@@ -68,19 +68,6 @@ def receipt_code(root: Path) -> list[str]:
         return stage_code(root, "train")
     except (OSError, ValueError):
         return list(SOURCE_PATHS)
-
-
-def read_split(params: Params, seed: int) -> tuple[str, list[str], list[str]]:
-    """(lock sha256, train ids, eval ids) of `seed` from the validated lock."""
-    path = Path(params.tasks.repofix.lock)
-    if not path.is_file():
-        raise PappoError(f"{path} is missing: run `pappo validate` (dvc repro validate) first")
-    lock = ManifestLock.model_validate(json.loads(path.read_text()))
-    if seed not in lock.splits:
-        raise PappoError(f"{path}: no split for seed {seed} (have {sorted(lock.splits)}); add the seed to "
-                         "params.yaml `seeds` and rerun validate, or pick one of those")  # fmt: skip
-    split = lock.splits[seed]
-    return sha256_file(path), list(split.train_instance_ids), list(split.eval_instance_ids)
 
 
 def run_method(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,

@@ -32,7 +32,8 @@ from pappo.policy.rollout import RolloutEngine
 from pappo.policy.tokenizer import build_tokenizer, corpus_files
 from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import SandboxPool
-from pappo.tasks.models import ManifestLock, Task
+from pappo.tasks.models import Task
+from pappo.tasks.splits import read_split
 from pappo.tasks.store import TaskStore
 
 TINY_ID = "pappo/tiny-qwen2"
@@ -141,15 +142,7 @@ def _demonstrator(params: Params, task: Task, buggy: dict[str, bytes], seed: int
 
 def eval_tasks(params: Params) -> tuple[TaskStore, list[str]]:
     """The eval tasks of split `base_model.eval_split_seed`, from the validated lock."""
-    lock_path = Path(params.tasks.repofix.lock)
-    if not lock_path.is_file():
-        raise PappoError(f"{lock_path} is missing: run `pappo validate` (dvc repro validate) first")
-    lock = ManifestLock.model_validate(json.loads(lock_path.read_text()))
-    seed = params.base_model.eval_split_seed
-    if seed not in lock.splits:
-        raise PappoError(f"{lock_path}: no split for seed {seed} (have {sorted(lock.splits)}); "
-                         "set base_model.eval_split_seed to one of params.yaml seeds")  # fmt: skip
-    return TaskStore.from_params(params, "repofix"), lock.splits[seed].eval_instance_ids
+    return TaskStore.from_params(params, "repofix"), read_split(params, params.base_model.eval_split_seed)[2]
 
 
 def evaluate(params: Params, model: torch.nn.Module, codec: ChatCodec, pool: SandboxPool) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from pappo.rl import losses
 from pappo.rl.batch import RolloutBatch, from_trajectories, policy_outputs, reference_log_probs, token_values
 from pappo.rl.distributed import Dist, merge_stats
 from pappo.rl.gppo import gppo_loss
+from pappo.tasks.splits import read_split
 from pappo.tasks.store import TaskStore
 
 Method = Literal["rft", "grpo", "ppo", "pappo"]
@@ -156,9 +157,7 @@ class Trainer:
     def task_draw(params: Params, seed: int, u: int, train_ids: Sequence[str] | None = None) -> list[str]:
         """The train tasks of update `u`: the same for every method of a seed (matched budget)."""
         if train_ids is None:
-            from pappo.experiment.run import read_split  # the lock's split, as the run uses
-
-            train_ids = read_split(params, seed)[1]
+            train_ids = read_split(params, seed)[1]  # the lock's split, as the run uses
         pool = sorted(train_ids)
         return random.Random(f"{seed}:{u}").sample(pool, min(params.rl.tasks_per_update, len(pool)))
 

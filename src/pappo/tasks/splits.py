@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
+from pathlib import Path
 
-from pappo.io import PappoError
-from pappo.tasks.models import Split, Task
+from pappo.config import Params
+from pappo.io import PappoError, sha256_file
+from pappo.tasks.models import ManifestLock, Split, Task
 
 
 def family_order(families: list[str], seed: int) -> list[str]:
@@ -29,3 +32,16 @@ def make_split(tasks: list[Task], seed: int, n_train: int, n_eval: int) -> Split
         train_instance_ids=sorted(t.instance_id for t in tasks if t.family in train_f),
         eval_instance_ids=sorted(t.instance_id for t in tasks if t.family in eval_f),
     )
+
+
+def read_split(params: Params, seed: int) -> tuple[str, list[str], list[str]]:
+    """(lock sha256, train ids, eval ids) of `seed` from the validated lock."""
+    path = Path(params.tasks.repofix.lock)
+    if not path.is_file():
+        raise PappoError(f"{path} is missing: run `pappo validate` (dvc repro validate) first")
+    lock = ManifestLock.model_validate(json.loads(path.read_text()))
+    if seed not in lock.splits:
+        raise PappoError(f"{path}: no split for seed {seed} (have {sorted(lock.splits)}); add the seed to "
+                         "params.yaml `seeds` and rerun validate, or pick one of those")  # fmt: skip
+    split = lock.splits[seed]
+    return sha256_file(path), list(split.train_instance_ids), list(split.eval_instance_ids)
