@@ -188,3 +188,20 @@ def test_oracle_succeeds_on_real_tasks_through_the_real_grader(fx_params):
             metrics, _ = play(env, CandidateOracle(board_of(env)[1]))
             assert metrics.success and not metrics.infra_error, tid
             assert env.final_grade is not None and env.final_grade.hidden_pass
+
+
+def test_headroom_measures_the_agents_on_the_eval_split(fx_params):
+    """Through the real grader: the oracle solves everything, systematic search exactly the
+    episodes whose fix is shown among the first three (what 8 turns can test)."""
+    from pappo.env.candidate_board import shuffled
+    from pappo.env.headroom import headroom
+
+    out = headroom(fx_params, CP, seed=0, episodes=3)
+    store = TaskStore.from_params(fx_params, "repofix")
+    eval_ids = sorted(out["agents"]["oracle"]["per_task_success"])
+    assert out["eval_tasks"] == len(eval_ids) == 2 and out["k"] == 8 and out["max_turns"] == 8
+    assert out["agents"]["oracle"]["success"] == 1.0
+    expected = {tid: sum(shuffled(8, tid, e).index(0) < 3 for e in range(3)) / 3 for tid in eval_ids}
+    assert out["agents"]["systematic"]["per_task_success"] == pytest.approx(expected)
+    assert all(len(store.candidates[t].shown(8)) == 8 for t in eval_ids)
+    assert all(a["infra_errors"] == 0 for a in out["agents"].values())

@@ -274,8 +274,9 @@ def run_tests_cmd(
 @app.command()
 def play(
     task_id: str = typer.Option(..., "--task", help="instance_id, e.g. semverlib-001."),
-    agent: str = typer.Option("oracle", "--agent", help="oracle, noisy or submit."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the noisy agent."),
+    agent: str = typer.Option("oracle", "--agent", help="oracle, noisy or submit (env.actions candidates: "
+                              "also random, systematic)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the noisy agent (and of the candidates' order)."),
     params_path: Path = ParamsOpt,
 ) -> None:
     """Play one episode with a scripted agent; print the transcript, events and metrics as JSON."""
@@ -288,7 +289,8 @@ def play(
     from pappo.sandbox.pool import SandboxPool
 
     params = _params(params_path)
-    if agent not in ("oracle", "noisy", "submit"):
+    in_candidates = params.env.actions == "candidates"
+    if agent not in ("oracle", "noisy", "submit") and not in_candidates:
         _fail(f"--agent {agent!r}: choose oracle, noisy or submit")
     try:
         store, task = _find_task(params, task_id)
@@ -298,7 +300,13 @@ def play(
                else NoisyAgent(task, buggy, seed=seed, view_max_lines=view) if agent == "noisy"
                else SubmitAgent())  # fmt: skip
         with SandboxPool(params.sandbox) as pool:
-            env = RepairEnv(task, store.clean(task), buggy, params.env, functools.partial(grade_many, pool, hidden=store.hidden))
+            env = RepairEnv(task, store.clean(task), buggy, params.env, functools.partial(grade_many, pool, hidden=store.hidden),
+                            candidates=store.candidates[task.instance_id] if in_candidates else None, seed=seed)  # fmt: skip
+            if in_candidates:
+                from pappo.env.candidate_agents import make_candidate_agent
+
+                env.reset()  # the agent is made from the episode's board
+                bot = make_candidate_agent(agent, env, seed)
             metrics, transcript = play_episode(env, bot)
     except PappoError as e:
         _fail(str(e))

@@ -103,8 +103,8 @@ class RewardParams(_Section):
 class CandidatesParams(_Section):
     """`env.actions: candidates`: the agent picks among locked candidate edits (docs/tasks.md)."""
 
-    k: int = Field(8, ge=2, description="Candidate edits shown per episode: the fix and k-1 validated-wrong "
-                   "ones (fewer where a task has fewer; tasks/candidates.py MAX_WRONG bounds k-1).")  # fmt: skip
+    k: int = Field(8, ge=2, le=12, description="Candidate edits shown per episode: the fix and k-1 validated-wrong "
+                   "ones (12 are stored per task: tasks/candidates.py MAX_WRONG; fewer where a task has fewer).")  # fmt: skip
 
 
 class EnvParams(_Section):

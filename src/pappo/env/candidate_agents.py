@@ -15,11 +15,13 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from pappo.env.agents import Agent, SubmitAgent
 from pappo.env.episode import RepairEnv
 from pappo.env.protocol import format_tool_call
 from pappo.io import PappoError
 
 PASS_MARK = "All tests pass"  # what summarize_tests says when every graded test passed
+AGENTS = ("oracle", "random", "systematic", "noisy", "submit")
 
 
 def call(name: str, arguments: dict[str, Any] | None = None, thought: str = "") -> str:
@@ -134,3 +136,19 @@ class NoisyCandidateAgent:
         if self._rng.random() < self.p["repeat"]:
             steps.append(call("run_tests", {}, "Run them again to be sure."))
         return steps
+
+
+def make_candidate_agent(name: str, env: RepairEnv, seed: int = 0) -> Agent:
+    """The named agent (AGENTS) for a reset candidates-mode env; `seed` seeds random and noisy."""
+    k, correct = board_of(env)
+    if name == "oracle":
+        return CandidateOracle(correct)
+    if name == "random":
+        return RandomCandidateAgent(k, seed)
+    if name == "systematic":
+        return SystematicAgent(k)
+    if name == "noisy":
+        return NoisyCandidateAgent(correct, k, seed)
+    if name == "submit":
+        return SubmitAgent()
+    raise PappoError(f"unknown candidates-mode agent {name!r}; choose one of {', '.join(AGENTS)}")

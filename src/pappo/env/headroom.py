@@ -16,7 +16,7 @@ from typing import Any
 
 from pappo.config import EnvParams, Params
 from pappo.env.agents import Agent
-from pappo.env.candidate_agents import CandidateOracle, RandomCandidateAgent, SystematicAgent, board_of
+from pappo.env.candidate_agents import make_candidate_agent
 from pappo.env.episode import RepairEnv
 from pappo.env.vec import VecEnv
 from pappo.sandbox.grading import grade_many
@@ -25,18 +25,6 @@ from pappo.tasks.splits import make_split
 from pappo.tasks.store import TaskStore
 
 AGENTS = ("random", "systematic", "oracle")
-
-
-def make_agent(name: str, env: RepairEnv, seed: int) -> Agent:
-    """The named scripted agent for a reset candidates-mode env."""
-    k, correct = board_of(env)
-    if name == "oracle":
-        return CandidateOracle(correct)
-    if name == "systematic":
-        return SystematicAgent(k)
-    if name == "random":
-        return RandomCandidateAgent(k, seed)
-    raise ValueError(f"unknown agent {name!r}; choose one of {', '.join(AGENTS)}")
 
 
 def headroom(params: Params, env_params: EnvParams, seed: int, episodes: int,
@@ -58,7 +46,7 @@ def headroom(params: Params, env_params: EnvParams, seed: int, episodes: int,
                               seed=e) for t in tasks for e in range(episodes)]  # fmt: skip
             vec = VecEnv(envs, grade_fn)
             vec.reset()
-            bots = [make_agent(name, env, seed=1000 * i + env.seed) for i, env in enumerate(envs)]
+            bots = [make_candidate_agent(name, env, seed=1000 * i + env.seed) for i, env in enumerate(envs)]
             play_all_reset(vec, bots)
             out["agents"][name] = _summary(envs, episodes)
             if progress:
