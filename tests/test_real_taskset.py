@@ -124,6 +124,10 @@ def test_two_real_families_validate_in_the_sandbox(tmp_path: Path):
 
     hidden = read_hidden(hidden_path(PARAMS.tasks.repofix.manifest))
     write_hidden(hidden_path(tmp_path / "m.jsonl"), [hidden[t.instance_id] for t in keep])
+    from pappo.tasks.candidates import candidates_path, read_candidates, write_candidates
+
+    found = read_candidates(candidates_path(PARAMS.tasks.repofix.manifest))
+    write_candidates(candidates_path(tmp_path / "m.jsonl"), [found[t.instance_id] for t in keep])
     repofix = PARAMS.tasks.repofix.model_copy(update={"manifest": tmp_path / "m.jsonl", "repos": repos})
     params = PARAMS.model_copy(update={"tasks": PARAMS.tasks.model_copy(
         update={"repofix": repofix, "n_train_families": 1, "n_eval_families": 1})})  # fmt: skip
@@ -132,3 +136,4 @@ def test_two_real_families_validate_in_the_sandbox(tmp_path: Path):
     assert all(c.hidden_pass_on_fix and c.hidden_checks > 0 for c in lock.tasks)
     assert all(c.hidden_fail_on_bug or hidden[c.instance_id].uncovered for c in lock.tasks)
     assert set(lock.families) == {families[0], families[-1]}
+    assert all(c.candidates == 12 for c in lock.tasks)

@@ -30,6 +30,8 @@ def test_synthesize_regenerates_committed_fixture_manifests(tmp_path: Path):
         # hidden checks too: built from families no code knows, the same bytes in another process
         hidden = (FIXTURES / name / "manifest.hidden_checks.jsonl").read_bytes()
         assert (tmp_path / f"{name}.hidden_checks.jsonl").read_bytes() == hidden and hidden.count(b"\n") == 4 - 2 * (name == "warmup")
+        # and the candidate edits (`pappo candidates`, run by synthesize)
+        assert (tmp_path / f"{name}.candidates.jsonl").read_bytes() == (FIXTURES / name / "manifest.candidates.jsonl").read_bytes()
     tasks, errors = read_manifest(tmp_path / "repofix.jsonl")
     assert not errors and len(tasks) == 4
     for family in ("tinycalc", "tinytext"):

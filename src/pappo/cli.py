@@ -76,6 +76,7 @@ def synthesize(
         write_manifest(sp.manifest, tasks)
         typer.echo(f"wrote {sp.manifest}: {len(tasks)} tasks, operators {dict(sorted(usage.items()))}")
         _build_hidden(params, name)
+        _build_candidates(params, name)
 
 
 @app.command("hidden-checks")
@@ -85,29 +86,70 @@ def hidden_checks(
 ) -> None:
     """Build every task's hidden differential checks from the clean family trees (committed data)."""
     params = _params(params_path)
-    if task_set not in ("repofix", "warmup", "all"):
-        _fail(f"--set {task_set!r}: choose repofix, warmup or all")
-    for name in ["repofix", "warmup"] if task_set == "all" else [task_set]:
+    for name in _sets(task_set):
         _build_hidden(params, name)
 
 
-def _build_hidden(params: Params, name: str) -> None:
-    from pappo.tasks.hidden import build_set, hidden_path, write_hidden
+def _sets(task_set: str) -> list[str]:
+    if task_set not in ("repofix", "warmup", "all"):
+        _fail(f"--set {task_set!r}: choose repofix, warmup or all")
+    return ["repofix", "warmup"] if task_set == "all" else [task_set]
 
+
+def _built(what: str, params: Params, name: str, build_set) -> list:  # type: ignore[no-untyped-def,type-arg]
+    """`build_set(manifest, repos, sandbox)` for one task set; stops on any problem, naming each."""
     sp = getattr(params.tasks, name)
     try:
         items, problems = build_set(sp.manifest, sp.repos, params.sandbox)
     except PappoError as e:
         _fail(str(e))
     if problems:
-        _fail(f"hidden checks for {name}: nothing written:\n" + "\n".join(f"  - {p}" for p in problems))
-    write_hidden(hidden_path(sp.manifest), items)
-    counts = sorted(len(h.checks) for h in items)
-    typer.echo(f"wrote {hidden_path(sp.manifest)}: {len(items)} tasks, checks per task min {counts[0]} / "
-               f"median {counts[len(counts) // 2]} / max {counts[-1]}")  # fmt: skip
+        _fail(f"{what} for {name}: nothing written:\n" + "\n".join(f"  - {p}" for p in problems))
+    return items
+
+
+def _spread(values: list[int]) -> str:
+    v = sorted(values)
+    return f"min {v[0]} / median {v[len(v) // 2]} / max {v[-1]}"
+
+
+def _build_hidden(params: Params, name: str) -> None:
+    from pappo.tasks.hidden import build_set, hidden_path, write_hidden
+
+    manifest = getattr(params.tasks, name).manifest
+    items = _built("hidden checks", params, name, build_set)
+    write_hidden(hidden_path(manifest), items)
+    typer.echo(f"wrote {hidden_path(manifest)}: {len(items)} tasks, checks per task {_spread([len(h.checks) for h in items])}")
     for h in items:
         if h.uncovered:
             typer.echo(f"  {h.instance_id}: the bug is not covered by hidden checks: {h.uncovered}")
+
+
+@app.command()
+def candidates(
+    params_path: Path = ParamsOpt,
+    task_set: str = typer.Option("all", "--set", help="repofix, warmup or all."),
+) -> None:
+    """Build every task's candidate edits (the fix + validated-wrong edits; committed data)."""
+    params = _params(params_path)
+    sets = _sets(task_set)
+    _require_sandbox(params)
+    for name in sets:
+        _build_candidates(params, name)
+
+
+def _build_candidates(params: Params, name: str) -> None:
+    from pappo.tasks.candidate_build import build_set
+    from pappo.tasks.candidates import MAX_WRONG, candidates_path, write_candidates
+
+    manifest = getattr(params.tasks, name).manifest
+    items = _built("candidate edits", params, name, build_set)
+    write_candidates(candidates_path(manifest), items)
+    short = [c for c in items if c.shortfall]
+    typer.echo(f"wrote {candidates_path(manifest)}: {len(items)} tasks, wrong edits per task "
+               f"{_spread([len(c.edits) - 1 for c in items])}; {len(short)} with fewer than {MAX_WRONG}")  # fmt: skip
+    for c in short:
+        typer.echo(f"  {c.instance_id}: {c.shortfall}")
 
 
 @app.command()
@@ -232,8 +274,9 @@ def run_tests_cmd(
 @app.command()
 def play(
     task_id: str = typer.Option(..., "--task", help="instance_id, e.g. semverlib-001."),
-    agent: str = typer.Option("oracle", "--agent", help="oracle, noisy or submit."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the noisy agent."),
+    agent: str = typer.Option("oracle", "--agent", help="oracle, noisy or submit (env.actions candidates: "
+                              "also random, systematic)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the noisy agent (and of the candidates' order)."),
     params_path: Path = ParamsOpt,
 ) -> None:
     """Play one episode with a scripted agent; print the transcript, events and metrics as JSON."""
@@ -246,7 +289,8 @@ def play(
     from pappo.sandbox.pool import SandboxPool
 
     params = _params(params_path)
-    if agent not in ("oracle", "noisy", "submit"):
+    in_candidates = params.env.actions == "candidates"
+    if agent not in ("oracle", "noisy", "submit") and not in_candidates:
         _fail(f"--agent {agent!r}: choose oracle, noisy or submit")
     try:
         store, task = _find_task(params, task_id)
@@ -256,7 +300,13 @@ def play(
                else NoisyAgent(task, buggy, seed=seed, view_max_lines=view) if agent == "noisy"
                else SubmitAgent())  # fmt: skip
         with SandboxPool(params.sandbox) as pool:
-            env = RepairEnv(task, store.clean(task), buggy, params.env, functools.partial(grade_many, pool, hidden=store.hidden))
+            env = RepairEnv(task, store.clean(task), buggy, params.env, functools.partial(grade_many, pool, hidden=store.hidden),
+                            candidates=store.candidates[task.instance_id] if in_candidates else None, seed=seed)  # fmt: skip
+            if in_candidates:
+                from pappo.env.candidate_agents import make_candidate_agent
+
+                env.reset()  # the agent is made from the episode's board
+                bot = make_candidate_agent(agent, env, seed)
             metrics, transcript = play_episode(env, bot)
     except PappoError as e:
         _fail(str(e))
@@ -265,6 +315,39 @@ def play(
            "events": [vars(e) for e in env.events], "transcript": transcript,
            "final_grade": env.final_grade.to_json() if env.final_grade else None}  # fmt: skip
     typer.echo(json.dumps(out, indent=2))
+
+
+@app.command()
+def headroom(
+    params_path: Path = ParamsOpt,
+    seed: int = typer.Option(0, "--seed", help="Split whose held-out tasks are played."),
+    k: int = typer.Option(None, "--k", help="Candidates shown (default: env.candidates.k)."),
+    max_turns: int = typer.Option(None, "--max-turns", help="Turn budget (default: env.max_turns)."),
+    episodes: int = typer.Option(10, "--episodes", help="Episodes per task (episode seeds 0..N-1)."),
+    out: Path = typer.Option(None, "--out", help="Write the JSON here (atomically) as well as printing it."),
+) -> None:
+    """Success of the random, systematic and oracle agents in candidates mode on a seed's eval tasks."""
+    import json
+
+    from pappo.env.headroom import headroom as measure
+    from pappo.io import atomic_write_json
+
+    params = _params(params_path)
+    _require_sandbox(params)
+    env = params.env
+    try:
+        if k is not None:
+            env = env.model_copy(update={"candidates": env.candidates.model_copy(update={"k": k})})
+        if max_turns is not None:
+            env = env.model_copy(update={"max_turns": max_turns})
+        result = measure(params, type(env).model_validate(env.model_dump()), seed, episodes,
+                         progress=lambda line: typer.echo(line, err=True))  # fmt: skip
+    except PappoError as e:
+        _fail(str(e))
+    if out is not None:
+        atomic_write_json(out, result)
+    typer.echo(json.dumps({**result, "agents": {n: {k2: v for k2, v in a.items() if k2 != "per_task_success"}
+                                                for n, a in result["agents"].items()}}, indent=2))  # fmt: skip
 
 
 @app.command("base-model")

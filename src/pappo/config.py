@@ -83,6 +83,8 @@ class ToolCostParams(_Section):
     str_replace: float = Field(1.0, ge=0, description="Cost of one str_replace call.")
     run_tests: float = Field(2.0, ge=0, description="Cost of one run_tests call.")
     submit: float = Field(0.5, ge=0, description="Cost of the submit call.")
+    apply: float = Field(1.0, ge=0, description="Cost of one apply call (candidates mode).")
+    revert: float = Field(1.0, ge=0, description="Cost of one revert call (candidates mode).")
     parse_error: float = Field(1.0, ge=0, description="Cost of a turn with no valid tool call.")
 
 
@@ -98,8 +100,20 @@ class RewardParams(_Section):
     parse_error: float = Field(-0.1, le=0, description="Turn without one valid tool call.")
 
 
+class CandidatesParams(_Section):
+    """`env.actions: candidates`: the agent picks among locked candidate edits (docs/tasks.md)."""
+
+    k: int = Field(8, ge=2, le=12, description="Candidate edits shown per episode: the fix and k-1 validated-wrong "
+                   "ones (12 are stored per task: tasks/candidates.py MAX_WRONG; fewer where a task has fewer).")  # fmt: skip
+
+
 class EnvParams(_Section):
     """The tool-using repair environment (DESIGN.md section 4)."""
+
+    actions: Literal["free", "candidates"] = Field(
+        "free", description="free: view/search/str_replace/run_tests/submit on the files; candidates: "
+        "apply/revert/view/run_tests/submit over k numbered candidate edits (env/candidate_board.py).")
+    candidates: CandidatesParams = CandidatesParams()
 
     max_turns: int = Field(12, ge=2, description="Assistant turns before the episode is cut.")
     view_max_lines: int = Field(60, ge=5, description="Most lines one view call returns.")

@@ -12,6 +12,12 @@ reuse the grade already taken). Grades with an `infra_error` are never reused.
 
 An `infra_error` in any grade marks the episode; its rewards are kept as computed (an
 unknown progress counts 0) and trainers drop such episodes from rewards and statistics.
+
+`params.actions` picks the action mode (env/protocol.py). In `candidates` mode the env needs the
+task's candidate edits and an episode seed (their shown order, env/candidate_board.py); the first
+user turn is the failing tests' summary (from the reset grade) and the numbered edits. `apply` and
+`revert` are this mode's edits: a successful one is graded for `edit_progress` like a str_replace,
+one that cannot be made is a `failed_edit`; run_tests, submit and parse errors are as in free mode.
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pappo.config import EnvParams
-from pappo.env.protocol import ParseError, ToolCall, initial_messages, parse_tool_call
-from pappo.env.tools import Workspace, summarize_tests, truncate
+from pappo.env.candidate_board import CandidateBoard
+from pappo.env.protocol import ParseError, ToolCall, candidate_messages, initial_messages, parse_tool_call
+from pappo.env.tools import EditResult, Workspace, summarize_tests, truncate
 from pappo.io import PappoError, tree_sha256
+from pappo.tasks.candidates import TaskCandidates
 from pappo.tasks.models import Task
 
 if TYPE_CHECKING:
@@ -69,7 +77,7 @@ class EpisodeMetrics:
     plausible_wrong: bool = False  # final grade: visible tests pass, hidden checks fail
     submitted: bool = False  # False: cut at max_turns or by the token budget
     truncated: bool = False  # ended between turns by the rollout's token budget (`truncate`)
-    edits: int = 0  # str_replace calls that applied
+    edits: int = 0  # str_replace calls that applied (candidates mode: apply and revert calls that did)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,7 +96,10 @@ class _Turn:
 
 
 class RepairEnv:
-    """An episode on one task; `reset()` starts (or restarts) it from the buggy tree."""
+    """An episode on one task; `reset()` starts (or restarts) it from the buggy tree.
+
+    `candidates` (the task's line of the candidates file, `TaskStore.candidates`) and `seed` (the
+    episode's: it orders the shown edits) are used in candidates mode only."""
 
     def __init__(
         self,
@@ -97,9 +108,15 @@ class RepairEnv:
         buggy_tree: Mapping[str, bytes],
         params: EnvParams,
         grade_fn: GradeFn | None = None,
+        candidates: TaskCandidates | None = None,
+        seed: int = 0,
     ) -> None:
         self.task, self.params, self.grade_fn = task, params, grade_fn
         self.clean_tree, self.buggy_tree = dict(clean_tree), dict(buggy_tree)
+        if params.actions == "candidates" and (candidates is None or candidates.instance_id != task.instance_id):
+            raise PappoError(f"env.actions is candidates but no candidate edits were given for {task.instance_id}; "
+                             "pass TaskStore.candidates[instance_id] (built by `pappo candidates`)")  # fmt: skip
+        self.candidates, self.seed = candidates, seed
         self.done = True  # until reset
         self._turn: _Turn | None = None
         self._resetting = False
@@ -115,7 +132,8 @@ class RepairEnv:
     def begin_reset(self) -> list[GradeItem]:
         self.ws = Workspace(self.buggy_tree, self.params)
         self.metrics = EpisodeMetrics(self.task.instance_id)
-        self.transcript: list[dict[str, Any]] = initial_messages(self.task, self.buggy_tree)
+        self.board = self._board()
+        self.transcript: list[dict[str, Any]] = [] if self.board else initial_messages(self.task, self.buggy_tree)
         self.events: list[Event] = []
         self.per_turn_rewards: list[float] = []
         self.terminal_reward = 0.0
@@ -134,6 +152,9 @@ class RepairEnv:
         grade = self._take(grades, 1)
         if grade is not None and not grade.infra_error:
             self.initial_failing = self._failing = grade.n_failing
+        if self.board is not None:
+            failing = summarize_tests(grade) if grade is not None else "the tests were not run."
+            self.transcript = candidate_messages(failing, self.board.listing())
         return [dict(m) for m in self.transcript]
 
     def begin_step(self, text: str) -> list[GradeItem]:
@@ -143,7 +164,7 @@ class RepairEnv:
                              "reset/step not finished); call reset() to start an episode")  # fmt: skip
         self.turn = self.metrics.turns = self.turn + 1
         self.transcript.append({"role": "assistant", "content": text})
-        call = parse_tool_call(text)
+        call = parse_tool_call(text, self.params.actions)
         key = "parse_error" if isinstance(call, ParseError) else call.name
         self.metrics.tool_cost += getattr(self.params.tool_cost, key)
         turn = self._apply(call)
@@ -203,19 +224,14 @@ class RepairEnv:
             self.metrics.parse_error += 1
             turn.text = call.message
             turn.events.append(Event(self.turn, "parse_error", rw.parse_error, {"message": call.message}))
+        elif self.board is not None and call.name in ("apply", "revert", "view"):
+            self._candidate_tool(call, turn)
         elif call.name == "view":
             turn.text = self.ws.view(**call.arguments)
         elif call.name == "search":
             turn.text = self.ws.search(**call.arguments)
         elif call.name == "str_replace":
-            result = self.ws.str_replace(**call.arguments)
-            turn.text, turn.edited = result.message, result.ok
-            if result.ok:
-                self.metrics.edits += 1
-            else:
-                self.metrics.failed_edit += 1
-                detail = {"message": result.message}
-                turn.events.append(Event(self.turn, "failed_edit", rw.failed_edit, detail))
+            self._edited(self.ws.str_replace(**call.arguments), turn)
         elif call.name == "run_tests":
             self.metrics.test_runs += 1
             if self._tested == self._key():
@@ -225,6 +241,31 @@ class RepairEnv:
             self.metrics.submitted = turn.final = True
             turn.text = "Submitted; the episode is over."
         return turn
+
+    def _edited(self, result: EditResult, turn: _Turn) -> None:
+        """An edit's outcome: graded for edit_progress if it applied, else a failed_edit event."""
+        turn.text, turn.edited = result.message, result.ok
+        if result.ok:
+            self.metrics.edits += 1
+        else:
+            self.metrics.failed_edit += 1
+            detail = {"message": result.message}
+            turn.events.append(Event(self.turn, "failed_edit", self.params.rewards.failed_edit, detail))
+
+    def _candidate_tool(self, call: ToolCall, turn: _Turn) -> None:
+        board = self.board
+        assert board is not None
+        if call.name == "view":
+            turn.text = board.view(self.ws, call.arguments["id"])
+        elif call.name == "apply":
+            self._edited(board.apply(self.ws, call.arguments["id"]), turn)
+        else:
+            self._edited(board.revert(self.ws), turn)
+
+    def _board(self) -> CandidateBoard | None:
+        if self.params.actions != "candidates" or self.candidates is None:
+            return None
+        return CandidateBoard(self.candidates, self.params.candidates.k, self.seed, self.buggy_tree)
 
     def _progress(self, grade: Grade | None) -> Event:
         """edit_progress: the drop in failing tests, over the initial count (negative if worse)."""

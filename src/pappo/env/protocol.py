@@ -12,6 +12,10 @@ after it, often a made-up tool response, is an error); the block holds one JSON 
 "name" (one of TOOLS) and "arguments" (an object; may be left out when the tool takes none).
 Arguments must be the tool's parameters with the right JSON types; unknown keys are rejected and
 a null optional argument counts as absent. Range and path checks belong to the tools themselves.
+
+Two action modes (`env.actions`), each with its own tools and system prompt: `free` (TOOLS: view a
+file, search, str_replace, run_tests, submit) and `candidates` (CANDIDATE_TOOLS: apply or view a
+numbered candidate edit, revert, run_tests, submit). A turn is parsed against its mode's tools.
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pappo.tasks.models import Task
+
+Mode = Literal["free", "candidates"]
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
@@ -70,8 +76,38 @@ TOOLS: list[dict[str, Any]] = [
     _fn("submit", "Finish the episode; the current files are graded.", {}, []),
 ]
 TOOL_NAMES: tuple[str, ...] = tuple(t["function"]["name"] for t in TOOLS)
-_SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+
+# Candidates mode: short descriptions, as the tiny model's context is the budget.
+CANDIDATE_SYSTEM_PROMPT = (
+    "Make the failing tests pass by applying one of the numbered candidate edits. "
+    "One tool call per turn. Apply an edit, run the tests, revert it if they still fail, "
+    "and submit once they pass."
+)
+_ID = {"id": {"type": "integer", "description": "Candidate number."}}
+CANDIDATE_TOOLS: list[dict[str, Any]] = [
+    _fn("apply", "Apply candidate edit id (revert the applied one first).", _ID, ["id"]),
+    _fn("revert", "Undo the applied candidate edit.", {}, []),
+    _fn("view", "Show the code around candidate edit id.", _ID, ["id"]),
+    _fn("run_tests", "Run the tests.", {}, []),
+    _fn("submit", "Finish; the code is graded.", {}, []),
+]
+_MODE_TOOLS: dict[str, list[dict[str, Any]]] = {"free": TOOLS, "candidates": CANDIDATE_TOOLS}
+_SCHEMAS = {mode: {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+            for mode, tools in _MODE_TOOLS.items()}  # fmt: skip
 _JSON_TYPES = {"string": str, "integer": int}
+
+
+def tools_for(mode: Mode) -> list[dict[str, Any]]:
+    """The tool schemas of an action mode (what the chat template lists in the system prompt)."""
+    return _MODE_TOOLS[mode]
+
+
+def tool_names(mode: Mode) -> tuple[str, ...]:
+    return tuple(_SCHEMAS[mode])
+
+
+def system_prompt(mode: Mode) -> str:
+    return SYSTEM_PROMPT if mode == "free" else CANDIDATE_SYSTEM_PROMPT
 
 
 @dataclass(frozen=True)
@@ -93,7 +129,13 @@ def initial_messages(task: Task, tree: Mapping[str, bytes]) -> list[dict[str, An
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def parse_tool_call(text: str) -> ToolCall | ParseError:
+def candidate_messages(failing: str, listing: str) -> list[dict[str, Any]]:
+    """[system, user] of candidates mode: the failing tests' summary and the numbered candidate edits."""
+    user = f"Tests: {failing.strip()}\n\nCandidate edits:\n{listing.rstrip()}"
+    return [{"role": "system", "content": CANDIDATE_SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def parse_tool_call(text: str, mode: Mode = "free") -> ToolCall | ParseError:
     """The single tool call of an assistant turn, or what is wrong with the turn."""
     n_open, n_close = text.count(OPEN), text.count(CLOSE)
     if n_open == 0 and n_close == 0:
@@ -112,20 +154,20 @@ def parse_tool_call(text: str) -> ToolCall | ParseError:
     if not isinstance(obj, dict) or "name" not in obj or set(obj) - {"name", "arguments"}:
         return ParseError('The tool call must be a JSON object {"name": ..., "arguments": {...}}.')
     name, args = obj["name"], obj.get("arguments", {})
-    if name not in TOOL_NAMES:
-        return ParseError(f"Unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}.")
+    if name not in _SCHEMAS[mode]:
+        return ParseError(f"Unknown tool {name!r}; the tools are {', '.join(tool_names(mode))}.")
     if not isinstance(args, dict):
         return ParseError(f"The arguments of {name} must be a JSON object.")
-    problem = check_arguments(name, args)
+    problem = check_arguments(name, args, mode)
     if problem:
         return ParseError(problem)
     clean = {k: v for k, v in args.items() if v is not None}
     return ToolCall(name, clean, text[:start].strip())
 
 
-def check_arguments(name: str, args: Mapping[str, Any]) -> str | None:
-    """What is wrong with `args` for tool `name` (None when they fit its schema)."""
-    schema = _SCHEMAS[name]
+def check_arguments(name: str, args: Mapping[str, Any], mode: Mode = "free") -> str | None:
+    """What is wrong with `args` for tool `name` of `mode` (None when they fit its schema)."""
+    schema = _SCHEMAS[mode][name]
     props, required = schema["properties"], schema["required"]
     unknown = sorted(set(args) - set(props))
     if unknown:
@@ -141,12 +183,13 @@ def check_arguments(name: str, args: Mapping[str, Any]) -> str | None:
     return None
 
 
-def format_tool_call(name: str, arguments: Mapping[str, Any] | None = None, thought: str = "") -> str:
+def format_tool_call(name: str, arguments: Mapping[str, Any] | None = None, thought: str = "",
+                     mode: Mode = "free") -> str:  # fmt: skip
     """An assistant turn in Hermes format (what Qwen2.5's chat template renders for a tool call)."""
     args = dict(arguments or {})
-    if name not in TOOL_NAMES:
-        raise ValueError(f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}")
-    problem = check_arguments(name, args)
+    if name not in _SCHEMAS[mode]:
+        raise ValueError(f"unknown tool {name!r}; the tools are {', '.join(tool_names(mode))}")
+    problem = check_arguments(name, args, mode)
     if problem:
         raise ValueError(problem)
     body = json.dumps({"name": name, "arguments": args}, ensure_ascii=False)

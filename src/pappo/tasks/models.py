@@ -89,6 +89,8 @@ class TaskCheck(BaseModel):
     hidden_pass_on_fix: bool = Field(description="The clean tree reproduced the locked answers in every run.")
     hidden_fail_on_bug: bool = Field(description="At least one hidden check fails on the buggy tree "
                                      "(False only where the hidden checks record why: `uncovered`).")
+    candidates: int = Field(ge=2, description="Candidate edits (the fix + validated-wrong ones), all graded as recorded.")
+    candidates_sha256: str = Field(pattern=_SHA, description="sha256 of the task's line in the candidates file.")
 
 
 class FamilyLock(BaseModel):
@@ -143,10 +145,11 @@ class ManifestLock(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    schema_version: Literal[3] = 3
+    schema_version: Literal[4] = 4
     task_set: Literal["repofix", "warmup"]
     manifest_sha256: str = Field(pattern=_SHA, description="sha256 of the manifest file bytes.")
     hidden_checks_sha256: str = Field(pattern=_SHA, description="sha256 of <manifest>.hidden_checks.jsonl.")
+    candidates_sha256: str = Field(pattern=_SHA, description="sha256 of <manifest>.candidates.jsonl.")
     n_tasks: int = Field(ge=1)
     families: dict[str, FamilyLock]
     tasks: list[TaskCheck]

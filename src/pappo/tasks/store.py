@@ -8,6 +8,7 @@ from typing import Literal
 from pappo.config import Params
 from pappo.io import PappoError
 from pappo.sandbox.grading import HiddenSuite
+from pappo.tasks.candidates import TaskCandidates, candidates_path, read_candidates
 from pappo.tasks.families import files_sha256, load_tree
 from pappo.tasks.hidden import hidden_path, read_hidden
 from pappo.tasks.manifest import read_manifest
@@ -27,6 +28,7 @@ class TaskStore:
         self.tasks: dict[str, Task] = {t.instance_id: t for t in tasks}
         self._clean: dict[str, dict[str, bytes]] = {}
         self._hidden: dict[str, HiddenSuite] | None = None
+        self._candidates: dict[str, TaskCandidates] | None = None
 
     @property
     def hidden(self) -> dict[str, HiddenSuite]:
@@ -39,6 +41,18 @@ class TaskStore:
                                  "run `pappo hidden-checks`")  # fmt: skip
             self._hidden = {tid: found[tid].suite() for tid in self.tasks}
         return self._hidden
+
+    @property
+    def candidates(self) -> dict[str, TaskCandidates]:
+        """Every task's candidate edits (the candidates action mode; read on first use)."""
+        if self._candidates is None:
+            found = read_candidates(candidates_path(self.manifest))
+            lacking = sorted(set(self.tasks) - set(found))
+            if lacking:
+                raise PappoError(f"{candidates_path(self.manifest)}: no candidate edits for {', '.join(lacking[:5])}; "
+                                 "run `pappo candidates`")  # fmt: skip
+            self._candidates = {tid: found[tid] for tid in self.tasks}
+        return self._candidates
 
     @classmethod
     def from_params(cls, params: Params, task_set: Literal["repofix", "warmup"] = "repofix") -> "TaskStore":

@@ -4,7 +4,8 @@ Per task: schema; the family tree still matches `files_sha256`; `bug_patch` appl
 restores the clean tree byte for byte; on the buggy tree every FAIL_TO_PASS test fails and every
 PASS_TO_PASS test passes; on the clean tree every test passes; each run is repeated and must agree
 test by test; runs are time-limited. The fixed tree is the clean family tree (checked by hash), so
-its runs are shared by the family's tasks.
+its runs are shared by the family's tasks. Each task's candidate edits (`tasks/candidates.py`) are
+graded again by the full grader: the fix succeeds, every other edit fails as `pappo candidates` recorded.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Literal
 
 from pappo.config import Params, SandboxParams
 from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes, tree_sha256
-from pappo.sandbox.grading import outcomes_digest, same_outcome
+from pappo.sandbox.grading import grade_many, outcomes_digest, same_outcome
 from pappo.sandbox.pool import default_pool
 from pappo.sandbox.runner import TestRun, run_many
+from pappo.tasks.candidates import TaskCandidates, candidates_path, check_candidates, line_json, read_candidates
 from pappo.tasks.families import files_sha256, load_tree, source_lines
 from pappo.tasks.hidden import HiddenChecks, hidden_path, read_hidden
 from pappo.tasks.manifest import read_manifest
@@ -47,6 +49,7 @@ class _Prepared:
     task: Task
     buggy: dict[str, bytes]
     hidden: HiddenChecks | None = None
+    candidates: TaskCandidates | None = None
 
 
 def validate_set(task_set: TaskSet, params: Params) -> Validated:
@@ -65,6 +68,7 @@ def validate_set(task_set: TaskSet, params: Params) -> Validated:
             errors.append(str(e))
     trees, prepared = _prepare(tasks, sp.repos, errors)
     _attach_hidden(prepared, hidden_path(sp.manifest), errors)
+    _attach_candidates(prepared, candidates_path(sp.manifest), errors)
     if errors:
         raise ValidationFailed(errors)
     repeats = params.validate_.repeats
@@ -73,6 +77,8 @@ def validate_set(task_set: TaskSet, params: Params) -> Validated:
     checks = [_check_task(p, bug_runs[p.task.instance_id], family_tests, errors) for p in prepared]
     checks = [_check_hidden(p, c, hidden_runs[p.task.instance_id], bug_runs[p.task.instance_id], errors)
               for p, c in zip(prepared, checks)]  # fmt: skip
+    # Candidates: one grade each; with the build's grade (the recorded n_failing) that is two agreeing runs.
+    checks = _check_candidates(prepared, checks, trees, 1, params.sandbox, candidates_path(sp.manifest), errors)
     if errors:
         raise ValidationFailed(errors)
     all_runs = [r for runs in [*clean_runs.values(), *bug_runs.values(), *hidden_runs.values()] for r in runs]
@@ -80,6 +86,7 @@ def validate_set(task_set: TaskSet, params: Params) -> Validated:
         task_set=task_set,
         manifest_sha256=sha256_bytes(Path(sp.manifest).read_bytes()),
         hidden_checks_sha256=sha256_bytes(hidden_path(sp.manifest).read_bytes()),
+        candidates_sha256=sha256_bytes(candidates_path(sp.manifest).read_bytes()),
         n_tasks=len(tasks),
         families={f: families[f] for f in sorted(families)},
         tasks=checks,  # type: ignore[arg-type]
@@ -167,15 +174,25 @@ def _run_all(
 
 
 def _attach_hidden(prepared: list[_Prepared], path: Path, errors: list[str]) -> None:
+    _attach(prepared, path, read_hidden, "hidden", "hidden checks", "pappo hidden-checks", errors)
+
+
+def _attach_candidates(prepared: list[_Prepared], path: Path, errors: list[str]) -> None:
+    _attach(prepared, path, read_candidates, "candidates", "candidate edits", "pappo candidates", errors)
+
+
+def _attach(prepared: list[_Prepared], path: Path, read, attr: str, what: str, command: str,  # type: ignore[no-untyped-def]
+            errors: list[str]) -> None:  # fmt: skip
+    """Set each task's `attr` from the file at `path` (`read` parses it); a task lacking one is an error."""
     try:
-        found = read_hidden(path)
+        found = read(path)
     except PappoError as e:
         errors.append(str(e))
         return
     for p in prepared:
-        p.hidden = found.get(p.task.instance_id)
-        if p.hidden is None:
-            errors.append(f"task {p.task.instance_id}: no hidden checks in {path}; run `pappo hidden-checks`")
+        setattr(p, attr, found.get(p.task.instance_id))
+        if getattr(p, attr) is None:
+            errors.append(f"task {p.task.instance_id}: no {what} in {path}; run `{command}`")
 
 
 def _check_hidden(p: _Prepared, check: TaskCheck | None, clean: list[TestRun], bug: list[TestRun],
@@ -201,6 +218,36 @@ def _check_hidden(p: _Prepared, check: TaskCheck | None, clean: list[TestRun], b
     line = canonical_json(h.model_dump(mode="json"))
     return check.model_copy(update={"hidden_checks": len(h.checks), "hidden_sha256": sha256_bytes(line.encode()),
                                     "hidden_pass_on_fix": True, "hidden_fail_on_bug": fails[0]})  # fmt: skip
+
+
+def _check_candidates(prepared: list[_Prepared], checks: list[TaskCheck | None], trees: dict[str, dict[str, bytes]],
+                      repeats: int, limits: SandboxParams, path: Path, errors: list[str]) -> list[TaskCheck | None]:  # fmt: skip
+    """Grade every candidate edit `repeats` times (one batch on the pool); lock each task's line."""
+    todo = [(p, c) for p, c in zip(prepared, checks) if c is not None and p.candidates is not None and p.hidden]
+    hidden = {p.task.instance_id: p.hidden.suite() for p, _ in todo}  # type: ignore[union-attr]
+    items = [(p.task, trees[p.task.family], e.apply(p.buggy) if _applies(e, p.buggy) else p.buggy)
+             for p, _ in todo for _ in range(repeats) for e in p.candidates.edits]  # type: ignore[union-attr]
+    graded = iter(grade_many(default_pool(limits), items, hidden) if items else [])
+    out: dict[str, TaskCheck] = {}
+    for p, check in todo:
+        c = p.candidates
+        n = len(c.edits)  # type: ignore[union-attr]
+        grades = [[next(graded) for _ in range(n)] for _ in range(repeats)]
+        where = f"{path}: task {p.task.instance_id}"
+        problems = check_candidates(c, p.buggy, trees[p.task.family], grades, where)  # type: ignore[arg-type]
+        errors.extend(problems)
+        if not problems:
+            out[p.task.instance_id] = check.model_copy(update={
+                "candidates": n, "candidates_sha256": sha256_bytes(line_json(c).encode())})  # type: ignore[arg-type]
+    return [out.get(c.instance_id) if c is not None else None for c in checks]
+
+
+def _applies(edit: object, tree: dict[str, bytes]) -> bool:
+    try:
+        edit.apply(tree)  # type: ignore[attr-defined]
+    except PappoError:
+        return False  # reported by check_candidates
+    return True
 
 
 def _run_problem(run: TestRun, limits_note: str) -> str | None:
@@ -278,4 +325,5 @@ def _check_task(
         pass_to_pass_pass_on_bug=True, pass_to_pass_pass_on_fix=True,
         runs=len(runs), hidden_checks=0, hidden_sha256="0" * 64, hidden_pass_on_fix=False,
         hidden_fail_on_bug=False,  # filled in by _check_hidden
+        candidates=2, candidates_sha256="0" * 64,  # filled in by _check_candidates
     )  # fmt: skip
