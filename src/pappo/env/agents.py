@@ -49,9 +49,11 @@ def play(env: RepairEnv, agent: Agent) -> tuple[EpisodeMetrics, list[dict[str, A
     return env.metrics, env.transcript
 
 
-def play_all(vec: VecEnv, agents: Sequence[Agent]) -> None:
-    """Run one episode per env of `vec` in lockstep, agent i playing env i (grades batched per step)."""
-    vec.reset()
+def play_all(vec: VecEnv, agents: Sequence[Agent], reset: bool = True) -> None:
+    """Run one episode per env of `vec` in lockstep, agent i playing env i (grades batched per step);
+    `reset=False` for envs already reset (agents made from their boards, candidates mode)."""
+    if reset:
+        vec.reset()
     while not all(vec.done):
         vec.step([None if e.done else a.act(e.transcript) for e, a in zip(vec.envs, agents)])
 

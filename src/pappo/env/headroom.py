@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pappo.config import EnvParams, Params
-from pappo.env.agents import Agent
+from pappo.env.agents import play_all
 from pappo.env.candidate_agents import make_candidate_agent
 from pappo.env.episode import RepairEnv
 from pappo.env.vec import VecEnv
@@ -47,17 +47,11 @@ def headroom(params: Params, env_params: EnvParams, seed: int, episodes: int,
             vec = VecEnv(envs, grade_fn)
             vec.reset()
             bots = [make_candidate_agent(name, env, seed=1000 * i + env.seed) for i, env in enumerate(envs)]
-            play_all_reset(vec, bots)
+            play_all(vec, bots, reset=False)
             out["agents"][name] = _summary(envs, episodes)
             if progress:
                 progress(f"{name}: success {out['agents'][name]['success']:.3f}")
     return out
-
-
-def play_all_reset(vec: VecEnv, agents: list[Agent]) -> None:
-    """play_all for envs already reset (the agents were made from their boards)."""
-    while not all(vec.done):
-        vec.step([None if e.done else a.act(e.transcript) for e, a in zip(vec.envs, agents)])
 
 
 def _summary(envs: list[RepairEnv], episodes: int) -> dict[str, Any]:

@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pappo.config import EnvParams
 from pappo.env.episode import GradeFn, GradeItem, RepairEnv, StepResult
 from pappo.io import PappoError
 
 if TYPE_CHECKING:
     from pappo.sandbox.grading import Grade
+    from pappo.tasks.store import TaskStore
+
+
+def board_seed(seed: int, n: int) -> int:
+    """The env seed (candidate order) of eval episode `n` of run seed `seed`: fixed across updates
+    and methods, so every evaluation point of every method, and the base model's own evaluation
+    of that split, sees the same boards. String-seeded: the same in every process."""
+    return random.Random(f"board/{seed}/{n}").getrandbits(31)
+
+
+def task_env(store: "TaskStore", instance_id: str, params: EnvParams, seed: int = 0) -> RepairEnv:
+    """The episode env of one task from its store; in candidates mode with the task's candidate
+    edits, shown in the order of episode seed `seed`."""
+    task = store.task(instance_id)
+    candidates = store.candidates[instance_id] if params.actions == "candidates" else None
+    return RepairEnv(task, store.clean(task), store.buggy(task), params, candidates=candidates, seed=seed)
 
 
 class VecEnv:

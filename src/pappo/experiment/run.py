@@ -25,6 +25,7 @@ import torch
 from pappo import numerics
 from pappo.config import Params
 from pappo.evidence import receipt as rc
+from pappo.env.protocol import tools_for
 from pappo.experiment.report import Budget, RunReport, Timing, UpdateEval, budget_limits, budget_used, flat_metrics
 from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes
 from pappo.policy.adapters import POLICY, ActorCritic
@@ -112,7 +113,7 @@ def _run(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
     lock_sha, train_ids, eval_ids = read_split(params, seed)
     model, tokenizer, record = load_checkpoint(params.model, base_dir)
     model = place(model, params, dist)
-    codec, store = ChatCodec(tokenizer), TaskStore.from_params(params, "repofix")
+    codec, store = ChatCodec(tokenizer, tools_for(params.env.actions)), TaskStore.from_params(params, "repofix")
     grade_fn = functools.partial(grade_many, default_pool(params.sandbox), hidden=store.hidden)
     ac = ActorCritic(model, params.lora)
     subset = params_subset(params)

@@ -20,9 +20,11 @@ import torch
 from pappo import numerics
 from pappo.config import Params
 from pappo.env.agents import Agent, NoisyAgent, play_all
+from pappo.env.candidate_agents import NoisyCandidateAgent, board_of
 from pappo.env.episode import RepairEnv
 from pappo.env.grounded import GroundedAgent
-from pappo.env.vec import VecEnv
+from pappo.env.protocol import tools_for
+from pappo.env.vec import VecEnv, board_seed, task_env
 from pappo.io import PappoError, atomic_write_json
 from pappo.policy import sft
 from pappo.policy.chat import ChatCodec
@@ -77,7 +79,7 @@ def _tiny(params: Params, out_dir: Path, log: Any) -> dict[str, Any]:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tok_dir)
-    codec = ChatCodec(tokenizer)
+    codec = ChatCodec(tokenizer, tools_for(params.env.actions))
     model = build_tiny_model(params.model.tiny, tokenizer)
     log(f"tokenizer: {corpus['vocab_size']} tokens from {corpus['n_files']} files; model: "
         f"{model.num_parameters() / 1e6:.2f}M parameters")  # fmt: skip
@@ -117,27 +119,31 @@ def _corpus_stream(codec: ChatCodec, warmup_repos: Path, max_bytes: int) -> list
 
 
 def demonstrations(params: Params, pool: SandboxPool) -> list[dict[str, Any]]:
-    """Noisy-oracle episodes on every warm-up task, graded for real (parallel per step)."""
+    """Noisy-oracle episodes on every warm-up task, graded for real (parallel per step); in
+    candidates mode each episode shows its own candidate order (seeded per demonstration)."""
     bm = params.base_model
     store = TaskStore.from_params(params, "warmup")
-    envs, agents = [], []
-    for task in store.tasks.values():
-        for k in range(bm.demos_per_task):
-            buggy = store.buggy(task)
-            envs.append(RepairEnv(task, store.clean(task), buggy, params.env))
-            agents.append(_demonstrator(params, task, buggy, seed=bm.seed * 1000 + k))
-    play_all(VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden)), agents)
+    envs = [task_env(store, tid, params.env, seed=bm.seed * 1000 + k) for tid in sorted(store.tasks)
+            for k in range(bm.demos_per_task)]  # fmt: skip
+    vec = VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden))
+    vec.reset()  # first: a candidates-mode demonstrator is made from its episode's board
+    play_all(vec, [_demonstrator(params, env) for env in envs], reset=False)
     return [{"instance_id": e.task.instance_id, "transcript": e.transcript, "success": e.metrics.success}
             for e in envs]  # fmt: skip
 
 
-def _demonstrator(params: Params, task: Task, buggy: dict[str, bytes], seed: int) -> Agent:
+def _demonstrator(params: Params, env: RepairEnv) -> Agent:
     bm = params.base_model
+    if params.env.actions == "candidates":
+        k, correct = board_of(env)
+        return NoisyCandidateAgent(correct, k, seed=env.seed, p_wrong_edit=bm.p_wrong_edit,
+                                   p_failed_edit=bm.p_failed_edit, p_repeated_test=bm.p_repeated_test,
+                                   p_parse_error=bm.p_parse_error)  # fmt: skip
     if bm.demo_agent == "grounded":
-        return GroundedAgent(seed=seed, order="shuffle")
-    return NoisyAgent(task, buggy, seed=seed, p_wrong_edit=bm.p_wrong_edit, p_failed_edit=bm.p_failed_edit,
-                      p_repeated_test=bm.p_repeated_test, p_parse_error=bm.p_parse_error,
-                      view_max_lines=params.env.view_max_lines)  # fmt: skip
+        return GroundedAgent(seed=env.seed, order="shuffle")
+    return NoisyAgent(env.task, env.buggy_tree, seed=env.seed, p_wrong_edit=bm.p_wrong_edit,
+                      p_failed_edit=bm.p_failed_edit, p_repeated_test=bm.p_repeated_test,
+                      p_parse_error=bm.p_parse_error, view_max_lines=params.env.view_max_lines)  # fmt: skip
 
 
 def eval_tasks(params: Params) -> tuple[TaskStore, list[str]]:
@@ -153,8 +159,8 @@ def evaluate(params: Params, model: torch.nn.Module, codec: ChatCodec, pool: San
     for mode, greedy in (("greedy", True), ("sampled", False)):
         results = []
         for start in range(0, len(ids), params.rollout.batch_size):
-            tasks = [store.task(i) for i in ids[start : start + params.rollout.batch_size]]
-            envs = [RepairEnv(t, store.clean(t), store.buggy(t), params.env) for t in tasks]
+            envs = [task_env(store, i, params.env, board_seed(params.base_model.eval_split_seed, start + n))
+                    for n, i in enumerate(ids[start : start + params.rollout.batch_size])]  # fmt: skip
             trajs = engine.run(VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden)), seed=params.base_model.seed + start,
                                greedy=greedy)  # fmt: skip
             results += [t.metrics for t in trajs]

@@ -28,7 +28,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 from pappo.config import TinyModelParams
-from pappo.env.protocol import SYSTEM_PROMPT, TOOL_NAMES, TOOLS, format_tool_call
+from pappo.env.protocol import format_tool_call, system_prompt, tool_names, tools_for
 from pappo.io import PappoError
 from pappo.policy.chat import ENDOFTEXT, IM_END, IM_START, QWEN25_CHAT_TEMPLATE
 from pappo.tasks.families import list_families, load_tree
@@ -49,7 +49,10 @@ _EXAMPLE_ARGS: dict[str, dict[str, Any]] = {
     "str_replace": {"path": "pkg/core.py", "old_str": "return a - b\n", "new_str": "return a + b\n"},
     "run_tests": {},
     "submit": {},
+    "apply": {"id": 3},
+    "revert": {},
 }
+_EXAMPLE_ARGS_CANDIDATES = {**_EXAMPLE_ARGS, "view": {"id": 3}}
 
 
 def stdlib_files(max_bytes: int = DEFAULT_MAX_BYTES) -> list[tuple[str, bytes]]:
@@ -81,11 +84,14 @@ def warmup_files(warmup_repos: Path) -> list[tuple[str, bytes]]:
 
 
 def protocol_files() -> list[tuple[str, bytes]]:
-    """The system prompt, the tool schemas as the template prints them, one call per tool."""
-    files = [("protocol/system", SYSTEM_PROMPT.encode()), ("protocol/tools", json.dumps(TOOLS).encode())]
-    for name in TOOL_NAMES:
-        call = format_tool_call(name, _EXAMPLE_ARGS[name], f"I call {name} next.")
-        files.append((f"protocol/call/{name}", call.encode()))
+    """Per action mode: the system prompt, the tool schemas as the template prints them, one call per tool."""
+    files = []
+    for mode, args in (("free", _EXAMPLE_ARGS), ("candidates", _EXAMPLE_ARGS_CANDIDATES)):
+        tag = "protocol" if mode == "free" else f"protocol/{mode}"
+        files += [(f"{tag}/system", system_prompt(mode).encode()), (f"{tag}/tools", json.dumps(tools_for(mode)).encode())]
+        for name in tool_names(mode):
+            call = format_tool_call(name, args[name], f"I call {name} next.", mode=mode)
+            files.append((f"{tag}/call/{name}", call.encode()))
     return files
 
 

@@ -13,8 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from pappo.config import Params
-from pappo.env.episode import RepairEnv
-from pappo.env.vec import VecEnv
+from pappo.env.vec import VecEnv, board_seed, task_env
 from pappo.evidence.stats import bootstrap_ci, mean_pass_at_k
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine, Trajectory
@@ -81,10 +80,11 @@ def evaluate(decoder: Qwen2Decoder, codec: Any, params: Params, store: TaskStore
     k = params.eval.samples
     mine = list(dist.shard(len(ids)))
     greedy = _play(decoder, codec, params, store, [ids[n] for n in mine], grade_fn, True,
-                   [hash_seed(seed, tag, n) for n in mine])  # fmt: skip
+                   [hash_seed(seed, tag, n) for n in mine], [board_seed(seed, n) for n in mine])  # fmt: skip
     sampled_n = [n * k + j for n in mine for j in range(k)]  # global sample index, as in one process
     sampled = _play(decoder, codec, params, store, [ids[s // k] for s in sampled_n], grade_fn, False,
-                    [hash_seed(seed, tag, 10_000 + s) for s in sampled_n]) if k else []  # fmt: skip
+                    [hash_seed(seed, tag, 10_000 + s) for s in sampled_n],
+                    [board_seed(seed, 10_000 + s) for s in sampled_n]) if k else []  # fmt: skip
     local = []
     for m, n in enumerate(mine):
         g = greedy[m].metrics
@@ -125,12 +125,11 @@ def aggregate(tasks: list[TaskOutcome], k: int, n_boot: int) -> EvalResult:
 
 
 def _play(decoder: Qwen2Decoder, codec: Any, params: Params, store: TaskStore, ids: Sequence[str],
-          grade_fn: Callable[..., Any], greedy: bool, seeds: Sequence[int]) -> list[Trajectory]:  # fmt: skip
+          grade_fn: Callable[..., Any], greedy: bool, seeds: Sequence[int], boards: Sequence[int]) -> list[Trajectory]:  # fmt: skip
     engine = RolloutEngine(decoder, codec, params.rollout)
     out: list[Trajectory] = []
     bs = params.rollout.batch_size
     for at in range(0, len(ids), bs):
-        tasks = [store.task(i) for i in ids[at : at + bs]]
-        envs = [RepairEnv(t, store.clean(t), store.buggy(t), params.env) for t in tasks]
+        envs = [task_env(store, i, params.env, b) for i, b in zip(ids[at : at + bs], boards[at : at + bs])]
         out += engine.run(VecEnv(envs, grade_fn), seed=0, greedy=greedy, episode_seeds=seeds[at : at + bs])
     return out

@@ -33,8 +33,7 @@ from typing import Any, Literal
 import torch
 
 from pappo.config import Params
-from pappo.env.episode import RepairEnv
-from pappo.env.vec import VecEnv
+from pappo.env.vec import VecEnv, task_env
 from pappo.io import PappoError, atomic_write_json
 from pappo.policy.adapters import POLICY, ActorCritic
 from pappo.policy.decoder import Qwen2Decoder
@@ -141,8 +140,7 @@ class Trainer:
         mine = self.dist.shard(len(ids))  # whole groups: GRPO statistics stay on one rank
         groups = [g for g in mine for _ in range(k)]
         index = [g * k + j for g in mine for j in range(k)]
-        tasks = [self.store.task(ids[g]) for g in groups]
-        envs = [RepairEnv(t, self.store.clean(t), self.store.buggy(t), self.params.env) for t in tasks]
+        envs = [task_env(self.store, ids[g], self.params.env, hash_seed(self.seed, u, i)) for g, i in zip(groups, index)]
         with self.ac.adapter(POLICY):
             decoder = Qwen2Decoder(self.ac.peft)  # snapshot of the current policy
         engine = RolloutEngine(decoder, self.codec, self.params.rollout)
