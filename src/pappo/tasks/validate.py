@@ -3,7 +3,8 @@
 Per task: schema; the family tree still matches `files_sha256`; `bug_patch` applies and `patch`
 restores the clean tree byte for byte; on the buggy tree every FAIL_TO_PASS test fails and every
 PASS_TO_PASS test passes; on the clean tree every test passes; each run is repeated and must agree
-test by test; runs are time-limited. The fixed tree is the clean family tree (checked by hash), so
+test by test; runs are time-limited. Hidden checks: the clean tree reproduces their locked answers
+and its asserts' operand types (the typed-assertion table) in every run; the bug fails a check. The fixed tree is the clean family tree (checked by hash), so
 its runs are shared by the family's tasks.
 """
 
@@ -73,6 +74,7 @@ def validate_set(task_set: TaskSet, params: Params) -> Validated:
     checks = [_check_task(p, bug_runs[p.task.instance_id], family_tests, errors) for p in prepared]
     checks = [_check_hidden(p, c, hidden_runs[p.task.instance_id], bug_runs[p.task.instance_id], errors)
               for p, c in zip(prepared, checks)]  # fmt: skip
+    checks = [_check_typed(p, c, clean_runs.get(p.task.family, []), errors) for p, c in zip(prepared, checks)]
     if errors:
         raise ValidationFailed(errors)
     all_runs = [r for runs in [*clean_runs.values(), *bug_runs.values(), *hidden_runs.values()] for r in runs]
@@ -201,6 +203,20 @@ def _check_hidden(p: _Prepared, check: TaskCheck | None, clean: list[TestRun], b
     line = canonical_json(h.model_dump(mode="json"))
     return check.model_copy(update={"hidden_checks": len(h.checks), "hidden_sha256": sha256_bytes(line.encode()),
                                     "hidden_pass_on_fix": True, "hidden_fail_on_bug": fails[0]})  # fmt: skip
+
+
+def _check_typed(p: _Prepared, check: TaskCheck | None, clean: list[TestRun], errors: list[str]) -> TaskCheck | None:
+    """Every clean run's asserts see exactly the operand types of the task's typed-assertion table."""
+    h = p.hidden
+    if check is None or h is None:
+        return check
+    for k, run in enumerate(clean, 1):
+        seen = {t: run.types.get(t, {}) for t in h.typed_asserts}
+        if set(h.typed_asserts) != {*p.task.FAIL_TO_PASS, *p.task.PASS_TO_PASS} or seen != h.typed_asserts:
+            errors.append(f"task {p.task.instance_id}: typed assertions: the clean tree's operand types (run {k}) "
+                          "differ from `typed_asserts` of its hidden checks; run `pappo hidden-checks`")  # fmt: skip
+            return None
+    return check
 
 
 def _run_problem(run: TestRun, limits_note: str) -> str | None:
