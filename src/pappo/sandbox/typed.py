@@ -60,7 +60,9 @@ def collected() -> dict[str, list[list[str]]]:
 
 def note(site: str, left: object, right: object) -> None:
     """Called by the instrumented test code before each `==`/`!=` of an assert."""
-    pair = (signature(left), signature(right))
+    a, b = _NAMES.get(_id(_type(left))), _NAMES.get(_id(_type(right)))  # scalars: the common case
+    pair = (a if a is not None and a not in _CONTAINERS else signature(left),
+            b if b is not None and b not in _CONTAINERS else signature(right))  # fmt: skip
     seen = _SEEN.get(site)
     if seen is None:
         seen = _SEEN[site] = set()
