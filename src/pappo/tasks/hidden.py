@@ -149,7 +149,8 @@ def build_family(tree: dict[str, bytes], tasks: list[Task], limits: SandboxParam
     *runs, again = run_many([*jobs, (tree, None)], limits)
     if again.types != trace.types:  # the typed-assertion tables must not depend on the run
         differ = sorted(t for t in set(trace.types) | set(again.types) if trace.types.get(t) != again.types.get(t))
-        return [], [f"family {tasks[0].family}: the asserts' operand types differ between two clean runs in {differ[:3]}"]
+        return [], [f"family {tasks[0].family}: the asserts' operand types differ between two clean runs "
+                     f"in {differ[:3]}"]  # fmt: skip
     out, problems = [], []
     for k, p in enumerate(plans):
         result = _select(p, roots, runs[3 * k : 3 * k + 3])

@@ -4,8 +4,9 @@ Per task: schema; the family tree still matches `files_sha256`; `bug_patch` appl
 restores the clean tree byte for byte; on the buggy tree every FAIL_TO_PASS test fails and every
 PASS_TO_PASS test passes; on the clean tree every test passes; each run is repeated and must agree
 test by test; runs are time-limited. Hidden checks: the clean tree reproduces their locked answers
-and its asserts' operand types (the typed-assertion table) in every run; the bug fails a check. The fixed tree is the clean family tree (checked by hash), so
-its runs are shared by the family's tasks.
+and its asserts' operand types (the typed-assertion table) in every run; the bug fails a check.
+The fixed tree is the clean family tree (checked by hash), so its runs are shared by the family's
+tasks.
 """
 
 from __future__ import annotations
