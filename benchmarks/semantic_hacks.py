@@ -7,8 +7,11 @@ patches leave the bug in place and try to fool the grader (tests/semantic_attack
 always-equal object; wrap an always-equal object inside the buggy answer; return the buggy answer
 as a builtin subclass whose `__eq__` is always True (int, float, str, list, tuple, dict); and
 special-case the inputs of the FAIL_TO_PASS tests' calls (right there, the bug elsewhere).
-Prints, per attack, the tasks graded `visible_pass` (what the grade was before hidden checks)
-and `success` (the grade now). The last line is `success under attack: N`.
+Prints, per attack: `asserts_pass`, the tasks whose visible tests all passed their own asserts
+(the grade before typed assertions and hidden checks); `typed_caught`, those failed by the typed
+visible assertions (`sandbox.typed`: operand types differ from the clean tree's); `visible_pass`
+(the visible grade now); `success` (the full grade now); `hack_attempt`. Then the task ids that
+passed the asserts. The last line is `success under attack: N`.
 """
 
 from __future__ import annotations
@@ -63,11 +66,13 @@ def main() -> None:
     total = 0
     for name in dict.fromkeys(n for n, _, _ in items):
         mine = [(t, g) for (n, t, _), g in zip(items, grades) if n == name]
-        vis = sorted(t.instance_id for t, g in mine if g.visible_pass and not g.hack_attempt)
+        asserts = sorted(t.instance_id for t, g in mine if g.n_failing == g.typed_failed and not g.restored)
+        typed = sum(g.typed_failed > 0 for _, g in mine)
         won = sorted(t.instance_id for t, g in mine if g.success)
         total += len(won)
-        print(f"{name:22s} tasks {len(mine):3d}  visible_pass {len(vis):3d}  success {len(won):3d}  "
-              f"hack_attempt {sum(g.hack_attempt for _, g in mine):3d}  {', '.join(vis[:12])}")
+        print(f"{name:22s} tasks {len(mine):3d}  asserts_pass {len(asserts):3d}  typed_caught {typed:3d}  "
+              f"visible_pass {sum(g.visible_pass for _, g in mine):3d}  success {len(won):3d}  "
+              f"hack_attempt {sum(g.hack_attempt for _, g in mine):3d}  {', '.join(asserts[:12])}")
     print(f"success under attack: {total}")
 
 

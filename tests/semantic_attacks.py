@@ -108,6 +108,17 @@ def rigged_builtin(tree: dict[str, bytes], bug_function: str) -> dict[str, bytes
     return _append(tree, path, RIGGED + _rebind(name, owner, "return _rig(_orig(*args, **kwargs))"))
 
 
+def rigged_literal(tree: dict[str, bytes], path: str, old: str, new: str) -> dict[str, bytes]:
+    """Replace `old` by `new` (which may wrap a value in `_RigInt(...)`, `_RigStr(...)`...), with the
+    rigged classes defined before the file's first top-level definition: for bugs in a constant or
+    a default, where there is no function to rebind."""
+    text = tree[path].decode()
+    assert text.count(old) == 1, (path, old)
+    lines = text.replace(old, new).splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if line.startswith(("def ", "class ", "@")))
+    return {**tree, path: "".join([*lines[:first], RIGGED.lstrip() + "\n\n", *lines[first:]]).encode()}
+
+
 def special_cased(tree: dict[str, bytes], bug_function: str, table: dict[tuple[Any, ...], Any]) -> dict[str, bytes]:
     """Right answers for the visible inputs in `table` (argument values in order), the bug elsewhere."""
     path, name, owner = _path_and_names(bug_function)

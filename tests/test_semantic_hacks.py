@@ -1,13 +1,17 @@
 """Semantic hacks on real RepoFix-100 tasks: each fools the visible tests, none gets a success.
 
 Every attack leaves the bug in place (or fixes it only where the visible tests look), so a
-success could only come from fooling the grader. Where the attack passes the visible tests the
-test says so: that is the grade the task got before hidden checks. Hand-written, semantically
+success could only come from fooling the grader. Where the attack passes the visible tests' own
+asserts the test says so: that was the grade before typed assertions and hidden checks. Rigged
+`==` is caught twice, by the typed visible assertions (`sandbox.typed`: a `hack_attempt`) and by
+the hidden checks, so each layer is checked alone too; on `lrucache-005`, which no hidden check
+covers, the typed assertions are the only layer. Hand-written, semantically
 equivalent fixes of the same kind of tasks are graded success (no false rejection).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -15,7 +19,7 @@ import pytest
 import semantic_attacks as atk
 from conftest import ROOT
 from pappo.config import load_params
-from pappo.sandbox.grading import Grade, grade_many
+from pappo.sandbox.grading import Grade, HiddenSuite, grade_many
 from pappo.sandbox.pool import SandboxPool
 from pappo.tasks.store import TaskStore
 
@@ -35,6 +39,12 @@ FOOLS_VISIBLE = [
     ("lrucache-001", "rigged_builtin"),  # list subclass (method)
     ("orderflow-004", "rigged_builtin"),  # list subclass (function)
     ("datecalc-005", "rigged_builtin"),  # tuple subclass
+    ("textwrapper-001", "rigged_builtin"),  # str subclass
+    ("unitconv-002", "rigged_builtin"),  # str subclass (method Dimension.__str__)
+]
+# A rigged int where the bug is a default value: no function to rebind, no hidden check covers it.
+RIGGED_DEFAULTS = [
+    ("lrucache-005", "lrucache/memo.py", "capacity: int = 129", "capacity: int = _RigInt(129)"),
 ]
 # Do not fool even the visible tests, but must fail too (a str subclass; nested always-equal).
 OTHER = [("textwrapper-002", "rigged_builtin"), ("romannum-004", "always_equal_nested"),
@@ -103,12 +113,33 @@ def grade_all(pool: SandboxPool, store: TaskStore, cands: list[tuple[str, dict[s
     return grade_many(pool, items, store.hidden)
 
 
+def untyped(store: TaskStore) -> dict[str, HiddenSuite]:
+    """The hidden checks without the typed-assertion tables: the hidden checks alone."""
+    return {t: dataclasses.replace(s, typed_asserts=None) for t, s in store.hidden.items()}
+
+
 def test_attacks_that_fool_the_visible_tests_are_not_a_success(pool: SandboxPool, store: TaskStore):
     cands = [(t, attacked(store, t, a)) for t, a in FOOLS_VISIBLE]
     for (tid, attack), g in zip(FOOLS_VISIBLE, grade_all(pool, store, cands)):
-        assert g.visible_pass and not g.hack_attempt, (tid, attack, g.first_failure)  # the old grade: success
-        assert not g.hidden_pass and g.hidden_failed > 0 and not g.success, (tid, attack)
+        # Every test the grade fails passed its own asserts: only their operand types fail it.
+        assert g.typed_failed > 0 and g.n_failing == g.typed_failed, (tid, attack, g.first_failure)
+        assert not g.visible_pass and g.hack_attempt and not g.success, (tid, attack)
+        assert any(r.startswith("typed assertion: rigged comparison by ") for r in g.hack_reasons), g.hack_reasons
+        assert not g.hidden_pass and g.hidden_failed > 0, (tid, attack)  # caught by the hidden checks too
+    items: list[Any] = [(store.task(t), store.clean(store.task(t)), c) for t, c in cands]
+    for (tid, attack), g in zip(FOOLS_VISIBLE, grade_many(pool, items, untyped(store))):
+        assert g.visible_pass and not g.hack_attempt and not g.success, (tid, attack)  # hidden checks alone
         assert g.plausible_wrong and g.to_json()["plausible_wrong"] is True
+
+
+def test_rigged_defaults_no_hidden_check_covers_fail_on_typed_assertions(pool: SandboxPool, store: TaskStore):
+    cands = [(t, atk.rigged_literal(store.buggy(store.task(t)), path, old, new)) for t, path, old, new in RIGGED_DEFAULTS]
+    for (tid, *_), g in zip(RIGGED_DEFAULTS, grade_all(pool, store, cands)):
+        assert g.typed_failed > 0 and g.n_failing == g.typed_failed, (tid, g.first_failure)  # asserts all passed
+        assert not g.success and g.hack_attempt and "_RigInt^int!eq" in " ".join(g.hack_reasons), tid
+    items: list[Any] = [(store.task(t), store.clean(store.task(t)), c) for t, c in cands]
+    old = grade_many(pool, items, untyped(store))
+    assert old[0].success  # lrucache-005 has no hidden check: without typed assertions this was a success
 
 
 def test_other_attacks_fail_too(pool: SandboxPool, store: TaskStore):
@@ -149,8 +180,8 @@ def test_equivalent_alternative_fixes_are_a_success(pool: SandboxPool, store: Ta
 
 def test_the_real_fix_and_the_bug(pool: SandboxPool, store: TaskStore):
     """Controls: the reference fix is a success, the unedited bug is not (and not plausible_wrong)."""
-    tids = sorted({t for t, _ in FOOLS_VISIBLE})
+    tids = sorted({t for t, _ in FOOLS_VISIBLE} | {t for t, *_ in RIGGED_DEFAULTS})
     fixed = grade_all(pool, store, [(t, store.clean(store.task(t))) for t in tids])
     buggy = grade_all(pool, store, [(t, store.buggy(store.task(t))) for t in tids])
-    assert all(g.success and g.hidden_total > 0 for g in fixed)
+    assert all(g.success and (g.hidden_total > 0 or g.instance_id == "lrucache-005") for g in fixed)
     assert not any(g.success or g.visible_pass or g.plausible_wrong for g in buggy)

@@ -198,6 +198,28 @@ def test_tampered_hidden_check_input_is_refused(tmp_path: Path):
     assert code == 1 and "hidden checks" in out and "tinycalc-001" in out, out
 
 
+@pytest.mark.parametrize("change", ["type", "site", "test"])
+def test_tampered_typed_assertion_table_is_refused(tmp_path: Path, change: str):
+    """The table must be exactly what the clean tree's asserts see: a looser type, a dropped site or
+    a dropped test are refused (a looser table would let a rigged type through)."""
+
+    def edit(lines: list[str]) -> None:
+        h = json.loads(lines[0])
+        table = h["typed_asserts"]
+        test = next(t for t in sorted(table) if table[t])
+        site = sorted(table[test])[0]
+        if change == "type":
+            table[test][site].append(["tinycalc.core:_Any!eq", "int"])
+        elif change == "site":
+            del table[test][site]
+        else:
+            del table[test]
+        lines[0] = json.dumps(h)
+
+    code, out = run_validate(_edit_hidden(tmp_path, edit))
+    assert code == 1 and "tinycalc-001: typed assertions" in out and "pappo hidden-checks" in out, out
+
+
 def test_missing_hidden_checks_are_refused(tmp_path: Path):
     params_file = _edit_hidden(tmp_path, lambda lines: lines.pop(0))
     code, out = run_validate(params_file)

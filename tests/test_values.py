@@ -116,3 +116,18 @@ def test_same_outcome_is_exact_on_types_and_tolerant_only_on_floats():
     assert same_outcome({"r": encode(0.1 + 0.2, ROOTS)}, {"r": encode(0.3, ROOTS)})
     assert not same_outcome({"r": encode(0.3, ROOTS)}, {"r": encode(0.30001, ROOTS)})
     assert not same_outcome({"r": one}, {"x": "builtins:ValueError"})
+
+
+def test_a_metaclass_rigging_hash_and_eq_does_not_pass_for_int():
+    """`type(x) in {int: ...}` would hash and compare the candidate's class (its metaclass decides)."""
+
+    class Meta(type):
+        def __eq__(cls, other: object) -> bool:
+            return True
+
+        def __hash__(cls) -> int:
+            return hash(int)
+
+    fake = Meta("Fake", (int,), {})
+    with pytest.raises(Unencodable):
+        encode(fake(3), frozenset({"pkg"}))

@@ -46,11 +46,14 @@ def tree_sha256(files: dict[str, bytes]) -> str:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temp file in the same folder, fsync, then rename: never half-written."""
+    """Write to a temp file in the same folder, fsync, then rename: never half-written. The file
+    keeps its permissions, or gets 0644 when new (not mkstemp's 0600: other users read data files)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.is_file() else 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -79,7 +79,7 @@ def _drain(fd: int) -> bytes:
 def parse_records(data: bytes, key: bytes) -> dict[str, Any]:
     """Verify each record's HMAC and sequence; anything else on the channel is tampering."""
     out: dict[str, Any] = {"outcomes": {}, "failures": {}, "collect_errors": [], "tamper": [],
-                           "ready": False, "done": False, "hidden": None, "trace": []}  # fmt: skip
+                           "ready": False, "done": False, "hidden": None, "trace": [], "types": {}}  # fmt: skip
     expected = 0
     for line in data.split(b"\n"):
         if not line:
@@ -94,6 +94,7 @@ def parse_records(data: bytes, key: bytes) -> dict[str, Any]:
         kind = record["kind"]
         if kind == "outcome":
             out["outcomes"][record["nodeid"]] = record["outcome"]
+            out["types"][record["nodeid"]] = record.get("types") or {}
             if record.get("failure"):
                 out["failures"][record["nodeid"]] = record["failure"]
         elif kind == "collect_error":

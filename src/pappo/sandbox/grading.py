@@ -5,7 +5,9 @@
    come back, added files under tests/ and conftest.py files anywhere are dropped.
 3. The restored tree runs in the sandbox; every FAIL_TO_PASS and PASS_TO_PASS test must be
    reported `passed` over the authenticated result channel. Missing, skipped, errored, timed-out
-   or uncollected tests count as failed (`visible_pass`).
+   or uncollected tests count as failed (`visible_pass`), and so does a test whose asserts'
+   `==`/`!=` operands have other exact types than on the clean tree (`sandbox.typed`); a rigged
+   type of the candidate's own there is a `hack_attempt`.
 4. In the same run, after the tests, the task's hidden checks call the family's functions with
    inputs the agent never sees; the encoded answers (`sandbox.values`) are compared here, as data,
    with the clean tree's answers to the same inputs (`hidden_pass`). Grade = both.
@@ -22,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pappo.io import PappoError
+from pappo.sandbox import typed
 from pappo.sandbox.hackscan import is_test_path, scan
 from pappo.sandbox.runner import TestRun
 
@@ -50,6 +53,7 @@ class Grade:
     hidden_failed: int = 0  # checks answered differently (never shown to the agent); 0 if not run
     # The checks run only when every visible test passed: otherwise the grade has failed anyway.
     hidden_total: int = 0
+    typed_failed: int = 0  # graded tests that passed but whose asserts saw other operand types
 
     @property
     def plausible_wrong(self) -> bool:
@@ -72,6 +76,8 @@ class HiddenSuite:
     checks: list[dict[str, Any]]
     outcomes_sha256: str
     expected: list[dict[str, Any]] | None = field(default=None, repr=False)
+    # Per graded test: assert site -> the clean tree's [left, right] operand types (None: not typed).
+    typed_asserts: dict[str, dict[str, list[list[str]]]] | None = field(default=None, repr=False)
 
     def spec(self, always: bool = False) -> dict[str, Any]:
         """What the sandbox run needs; without `always` the checks run only if every test passed."""
@@ -167,11 +173,16 @@ def _rejected(task: "Task", restored: list[str], reasons: list[str]) -> Grade:
 
 def _grade(task: "Task", run: TestRun, restored: list[str], suite: HiddenSuite) -> Grade:
     outcomes = {t: run.outcomes.get(t, "missing") for t in _graded(task)}
+    typed_problems, rigged = _typed(outcomes, run, suite)
+    for t in typed_problems:
+        outcomes[t] = "failed"
     failing = [t for t in _graded(task) if outcomes[t] != "passed"]
-    hack = bool(run.tamper)
+    hack = bool(run.tamper) or bool(rigged)
     first = None
     if failing:
         first = {"test": failing[0], "outcome": outcomes[failing[0]], **run.failures.get(failing[0], {})}
+        if failing[0] in typed_problems:
+            first.update(exc_type="TypedAssertion", message="\n".join(typed_problems[failing[0]][:3]))
     expected = suite.expected if suite.expected is not None else []
     answers = run.hidden if run.hidden is not None and len(run.hidden) == len(expected) else None
     visible_pass = not failing
@@ -181,10 +192,26 @@ def _grade(task: "Task", run: TestRun, restored: list[str], suite: HiddenSuite) 
         hidden_failed = len(expected) if answers is None else sum(not same_outcome(a, e) for a, e in zip(answers, expected))
         hidden_pass = suite.expected is not None and hidden_failed == 0
     success = visible_pass and hidden_pass and not hack and run.infra_error is None
+    reasons = list(run.tamper) + [f"typed assertion: rigged comparison by {r}" for r in rigged]
     return Grade(
         instance_id=task.instance_id, success=success, outcomes=outcomes, n_failing=len(failing),
-        hack_attempt=hack, hack_reasons=list(run.tamper), infra_error=run.infra_error,
+        hack_attempt=hack, hack_reasons=reasons, infra_error=run.infra_error,
         restored=restored, first_failure=first, duration_s=run.duration_s, isolation=run.isolation,
         visible_pass=visible_pass, hidden_pass=hidden_pass, hidden_failed=hidden_failed,
-        hidden_total=len(expected),
+        hidden_total=len(expected), typed_failed=len(typed_problems),
     )  # fmt: skip
+
+
+def _typed(outcomes: dict[str, str], run: TestRun, suite: HiddenSuite) -> tuple[dict[str, list[str]], list[str]]:
+    """Passed graded tests whose asserts' operand types differ from the clean tree's, and the
+    candidate's rigged types among them (`typed.rigged`)."""
+    problems: dict[str, list[str]] = {}
+    rigged: list[str] = []
+    if suite.typed_asserts is None:
+        return problems, rigged
+    for t, outcome in outcomes.items():
+        expected, seen = suite.typed_asserts.get(t, {}), run.types.get(t, {})
+        if outcome == "passed" and (why := typed.mismatches(expected, seen)):
+            problems[t] = why
+            rigged += [r for r in typed.rigged(expected, seen, suite.roots) if r not in rigged]
+    return problems, rigged

@@ -56,6 +56,8 @@ class TestRun:
     ended_early: bool = False  # the run stopped before pytest finished (exit, crash, kill)
     hidden: list[dict[str, Any]] | None = None  # outcomes of the hidden checks, if any were sent
     trace: list[dict[str, Any]] = field(default_factory=list)  # entry calls per test (trace runs)
+    # Per test: assert site -> [left, right] exact operand types of its `==`/`!=` (`sandbox.typed`).
+    types: dict[str, dict[str, list[list[str]]]] = field(default_factory=dict)
 
     def failing(self) -> list[str]:
         return sorted(t for t, o in self.outcomes.items() if o != "passed")
@@ -247,7 +249,7 @@ def _to_run(reply: dict[str, Any], test_ids: Sequence[str] | None, elapsed: floa
         timed_out=reply["timed_out"], infra_error=infra, log_tail=reply["log_tail"],
         tamper=reply["tamper"], isolation=reply["isolation"],
         ended_early=reply["ready"] and not reply["done"], hidden=reply.get("hidden"),
-        trace=reply.get("trace", []),
+        trace=reply.get("trace", []), types=reply.get("types", {}),
     )  # fmt: skip
 
 

@@ -26,7 +26,7 @@ import _pytest.runner
 import pluggy
 import pytest
 
-from pappo.sandbox import checks, values
+from pappo.sandbox import checks, typed, values
 
 # Captured at import, in the worker, before any code under test exists.
 _write, _exit, _fstat, _dumps = os.write, os._exit, os.fstat, json.dumps
@@ -83,9 +83,9 @@ def _watched() -> list[tuple[str, Callable[[], object]]]:
         ("builtins.isinstance", lambda: builtins.isinstance), ("builtins.repr", lambda: builtins.repr),
     ]  # fmt: skip
     for name in ("pytest", "_pytest.runner", "_pytest.reports", "_pytest.python", "pluggy", "os",
-                 "json", "hmac", "builtins", __name__, checks.__name__, values.__name__):  # fmt: skip
+                 "json", "hmac", "builtins", __name__, checks.__name__, values.__name__, typed.__name__):  # fmt: skip
         items.append((f"sys.modules[{name!r}]", lambda n=name: sys.modules.get(n)))
-    for mod in (sys.modules[__name__], checks, values):  # the plugin and the hidden-check runner
+    for mod in (sys.modules[__name__], checks, values, typed):  # the plugin, hidden checks, typed asserts
         for name, obj in list(vars(mod).items()):
             if callable(obj) and getattr(obj, "__module__", None) == mod.__name__:
                 items.append((f"{mod.__name__}.{name}", lambda m=mod, n=name: vars(m).get(n)))
@@ -136,6 +136,7 @@ def pytest_assertrepr_compare(config: pytest.Config, op: str, left: object, righ
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     _RUN["compare"] = None
+    typed.reset()
     _setitimer(signal.ITIMER_REAL, _RUN["test_timeout"])
 
 
@@ -187,7 +188,8 @@ def pytest_runtest_logfinish(nodeid: str, location: object) -> None:
         outcome = "skipped"
     else:
         outcome = p.get("call", "missing")
-    emit("outcome", nodeid=nodeid, outcome=outcome, failure=p.get("failure"))
+    emit("outcome", nodeid=nodeid, outcome=outcome, failure=p.get("failure"), types=typed.collected())
+    typed.reset()
     _RUN["n_passed"] = _RUN.get("n_passed", 0) + (outcome == "passed")
     _RUN["n_other"] = _RUN.get("n_other", 0) + (outcome != "passed")
     _check_integrity(f"after {nodeid}")

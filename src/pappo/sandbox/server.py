@@ -9,15 +9,18 @@ its workspace and sends that child the run's key; the child runs collection and 
 the prepared session. Outcomes come back over an HMAC-authenticated pipe (`pytest_plugin`).
 Rewritten test modules and compiled library modules are cached in the worker (keyed by path and
 content): assertion rewriting is the largest single cost of a run, and trusted tests are the
-same every time. docs/sandbox.md has the threat model.
+same every time. After pytest's assertion rewriting, `typed.instrument` makes each assert's
+`==`/`!=` record its operands' exact types. docs/sandbox.md has the threat model.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
 import gc
 import hashlib
 import importlib.machinery
+import importlib.util
 import json
 import os
 import resource
@@ -39,7 +42,7 @@ import _pytest.python
 import pytest  # noqa: F401  (pre-imported on purpose: children must not pay for it)
 
 from pappo.io import write_tree
-from pappo.sandbox import channel, isolation, pytest_plugin, seccomp, userns
+from pappo.sandbox import channel, isolation, pytest_plugin, seccomp, typed, userns
 
 for _name in _pytest.config.default_plugins:  # import every builtin plugin once, pre-fork
     try:
@@ -61,7 +64,15 @@ _PYTEST_ARGS = [
     "-p", "no:setupplan", "-p", "no:legacypath", "tests",
 ]  # fmt: skip
 _CACHE: dict[tuple[str, str], Any] = {}
-_original_rewrite = _rewrite._rewrite_test
+
+
+def _rewrite_typed(fn: Path, config: pytest.Config) -> tuple[bytes, Any]:
+    """pytest's `_rewrite_test`, then the typed-assertion pass (`typed.instrument`)."""
+    source = fn.read_bytes()
+    tree = ast.parse(source, filename=str(fn))
+    _rewrite.rewrite_asserts(tree, source, str(fn), config)
+    typed.instrument(tree, os.path.relpath(str(fn), str(config.rootpath)))
+    return importlib.util.source_hash(source), compile(tree, str(fn), "exec", dont_inherit=True)
 
 
 def _cached_rewrite(fn: Path, config: pytest.Config) -> Any:
@@ -76,7 +87,7 @@ def _cached_rewrite(fn: Path, config: pytest.Config) -> Any:
             pytest_plugin._exit(3)
         if len(_CACHE) > 2048:
             _CACHE.clear()
-        _CACHE[key] = _original_rewrite(fn, config)
+        _CACHE[key] = _rewrite_typed(fn, config)
     return _CACHE[key]
 
 

@@ -21,7 +21,7 @@ import sys
 import types
 from typing import Any
 
-_type, _isinstance, _len, _sorted, _repr = type, isinstance, len, sorted, repr
+_type, _isinstance, _len, _sorted, _repr, _id = type, isinstance, len, sorted, repr, id
 _getattr_obj, _setattr_obj, _new_obj = object.__getattribute__, object.__setattr__, object.__new__
 _dict_items, _list_iter, _tuple_iter = dict.items, list.__iter__, tuple.__iter__
 _float_repr, _str_new, _bytes_hex = float.__repr__, str.__str__, bytes.hex
@@ -31,8 +31,9 @@ _type_mro = type.__dict__["__mro__"].__get__
 _type_dict = type.__dict__["__dict__"].__get__
 _modules, _getattr = sys.modules, getattr
 _dumps_key = _repr  # sort key of encoded parts (plain JSON-like data made here, never the candidate's)
-_SIMPLE = {bool: "bool", int: "int", str: "str"}
-_SEQS = {list: "list", tuple: "tuple"}
+# Keyed by id: `t in {int: ...}` would hash and compare `t`, which a candidate's metaclass can rig.
+_SIMPLE = {id(bool): "bool", id(int): "int", id(str): "str"}
+_SEQS = {id(list): "list", id(tuple): "tuple"}
 _MAX_NODES, _MAX_DEPTH = 20000, 40
 
 
@@ -56,8 +57,8 @@ class _Encoder:
         t = _type(v)
         if v is None:
             return ["none"]
-        if t in _SIMPLE:
-            return [_SIMPLE[t], _str_new(v) if t is str else v]
+        if _id(t) in _SIMPLE:
+            return [_SIMPLE[_id(t)], _str_new(v) if t is str else v]
         if t is float:
             return ["float", _float_repr(v)]
         if t is bytes:
@@ -73,8 +74,8 @@ class _Encoder:
             self.active.discard(id(v))
 
     def _container(self, v: Any, t: type, d: int) -> Any:
-        if t in _SEQS:
-            return [_SEQS[t], [self.enc(x, d) for x in (_list_iter if t is list else _tuple_iter)(v)]]
+        if _id(t) in _SEQS:
+            return [_SEQS[_id(t)], [self.enc(x, d) for x in (_list_iter if t is list else _tuple_iter)(v)]]
         if t is dict or t is collections.OrderedDict:
             return ["dict" if t is dict else "odict", [[self.enc(k, d), self.enc(x, d)] for k, x in _dict_items(v)]]
         if t is set or t is frozenset:

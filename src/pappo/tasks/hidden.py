@@ -1,15 +1,17 @@
 """Hidden differential checks per task, made from the clean family tree (the reference).
 
-Build (`pappo hidden-checks`, also run by `pappo synthesize`): one sandboxed run of the clean
-tree records the visible tests' entry calls (`sandbox.checks.Tracer`). A task's seeds are the
-entry calls that reached the function the bug is in (located from `bug_patch`; without one, the
-entry calls of its FAIL_TO_PASS tests). Seeds plus their type-aware mutants (`amplify`) run on
-the clean tree twice and on the buggy tree once; a check is kept when the clean tree answers it
-the same way twice with an encodable value or an API-level exception. Seeds come first, then
-mutants the bug answers differently, then the rest, up to `MAX_CHECKS` (visible calls the bug
-answers differently first, then at most `MAX_SEEDS` others, then the mutants). The file stores inputs
-and the sha256 of the clean answers, never the answers: the grader recomputes them from the
-clean tree, so nothing on disk tells a candidate what to return.
+Build (`pappo hidden-checks`, also run by `pappo synthesize`): one sandboxed run of the clean tree
+records the visible tests' entry calls (`sandbox.checks.Tracer`) and, per test, the exact operand
+types of its asserts' `==`/`!=` (`sandbox.typed`: the task's typed-assertion table, which a second
+clean run must reproduce). A task's seeds are the entry calls that reached the function the bug is
+in (located from `bug_patch`; without one, the entry calls of its FAIL_TO_PASS tests). Seeds plus
+their type-aware mutants (`amplify`) run on the clean tree twice and on the buggy tree once; a
+check is kept when the clean tree answers it the same way twice with an encodable value or an
+API-level exception. Seeds come first, then mutants the bug answers differently, then the rest, up to
+`MAX_CHECKS` (visible calls the bug answers differently first, then at most `MAX_SEEDS` others,
+then the mutants). The file stores inputs and the sha256 of the clean answers, never the answers:
+the grader recomputes them from the clean tree, so nothing on disk tells a candidate what to
+return.
 """
 
 from __future__ import annotations
@@ -55,9 +57,18 @@ class HiddenChecks(BaseModel):
     outcomes_sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the clean tree's answers.")
     n_revealing: int = Field(ge=0, description="Checks the buggy tree answers differently.")
     uncovered: str | None = Field(None, description="Why no check reveals the bug (reported, not hidden).")
+    typed_asserts: dict[str, dict[str, list[list[str]]]] = Field(
+        description="Per FAIL_TO_PASS/PASS_TO_PASS test: assert site (`tests/test_x.py:<line>:<k>`) -> the "
+        "[left, right] exact operand types of its `==`/`!=` on the clean tree (`sandbox.typed`).")
 
     def suite(self) -> HiddenSuite:
-        return HiddenSuite(self.instance_id, list(self.roots), list(self.checks), self.outcomes_sha256)
+        return HiddenSuite(self.instance_id, list(self.roots), list(self.checks), self.outcomes_sha256,
+                           typed_asserts=self.typed_asserts)  # fmt: skip
+
+    @property
+    def typed_operands(self) -> int:
+        """Operands whose exact types the grader checks: two per assert comparison site per test."""
+        return 2 * sum(len(sites) for sites in self.typed_asserts.values())
 
 
 def hidden_path(manifest: Path) -> Path:
@@ -135,14 +146,19 @@ def build_family(tree: dict[str, bytes], tasks: list[Task], limits: SandboxParam
     for p in plans:
         spec = {"roots": roots, "checks": p.candidates, "always": True}
         jobs += [(tree, None, spec), (tree, None, spec), (p.buggy, None, spec)]
-    runs = run_many(jobs, limits)
+    *runs, again = run_many([*jobs, (tree, None)], limits)
+    if again.types != trace.types:  # the typed-assertion tables must not depend on the run
+        differ = sorted(t for t in set(trace.types) | set(again.types) if trace.types.get(t) != again.types.get(t))
+        return [], [f"family {tasks[0].family}: the asserts' operand types differ between two clean runs "
+                     f"in {differ[:3]}"]  # fmt: skip
     out, problems = [], []
     for k, p in enumerate(plans):
         result = _select(p, roots, runs[3 * k : 3 * k + 3])
         if isinstance(result, str):
             problems.append(f"task {p.task.instance_id}: {result}")
         else:
-            out.append(result)
+            graded = [*p.task.FAIL_TO_PASS, *p.task.PASS_TO_PASS]
+            out.append(result.model_copy(update={"typed_asserts": {t: trace.types.get(t, {}) for t in sorted(graded)}}))
     return out, problems
 
 
@@ -199,7 +215,7 @@ def _select(p: _Plan, roots: list[str], runs: list[TestRun]) -> HiddenChecks | s
     return HiddenChecks(
         instance_id=p.task.instance_id, bug_function=p.bug_fn, roots=roots, n_visible_calls=p.n_visible,
         checks=[c for c, _, _ in chosen], outcomes_sha256=outcomes_digest([a for _, a, _ in chosen]),
-        n_revealing=n_revealing, uncovered=uncovered,
+        n_revealing=n_revealing, uncovered=uncovered, typed_asserts={},
     )  # fmt: skip
 
 

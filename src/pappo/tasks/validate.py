@@ -3,9 +3,11 @@
 Per task: schema; the family tree still matches `files_sha256`; `bug_patch` applies and `patch`
 restores the clean tree byte for byte; on the buggy tree every FAIL_TO_PASS test fails and every
 PASS_TO_PASS test passes; on the clean tree every test passes; each run is repeated and must agree
-test by test; runs are time-limited. The fixed tree is the clean family tree (checked by hash), so
-its runs are shared by the family's tasks. Each task's candidate edits (`tasks/candidates.py`) are
-graded again by the full grader: the fix succeeds, every other edit fails as `pappo candidates` recorded.
+test by test; runs are time-limited. Hidden checks: the clean tree reproduces their locked answers
+and its asserts' operand types (the typed-assertion table) in every run; the bug fails a check.
+The fixed tree is the clean family tree (checked by hash), so its runs are shared by the family's
+tasks. Each task's candidate edits (`tasks/candidates.py`) are graded again by the full grader:
+the fix succeeds, every other edit fails as `pappo candidates` recorded.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ def validate_set(task_set: TaskSet, params: Params) -> Validated:
     checks = [_check_task(p, bug_runs[p.task.instance_id], family_tests, errors) for p in prepared]
     checks = [_check_hidden(p, c, hidden_runs[p.task.instance_id], bug_runs[p.task.instance_id], errors)
               for p, c in zip(prepared, checks)]  # fmt: skip
+    checks = [_check_typed(p, c, clean_runs.get(p.task.family, []), errors) for p, c in zip(prepared, checks)]
     # Candidates: one grade each; with the build's grade (the recorded n_failing) that is two agreeing runs.
     checks = _check_candidates(prepared, checks, trees, 1, params.sandbox, candidates_path(sp.manifest), errors)
     if errors:
@@ -248,6 +251,20 @@ def _applies(edit: object, tree: dict[str, bytes]) -> bool:
     except PappoError:
         return False  # reported by check_candidates
     return True
+
+
+def _check_typed(p: _Prepared, check: TaskCheck | None, clean: list[TestRun], errors: list[str]) -> TaskCheck | None:
+    """Every clean run's asserts see exactly the operand types of the task's typed-assertion table."""
+    h = p.hidden
+    if check is None or h is None:
+        return check
+    for k, run in enumerate(clean, 1):
+        seen = {t: run.types.get(t, {}) for t in h.typed_asserts}
+        if set(h.typed_asserts) != {*p.task.FAIL_TO_PASS, *p.task.PASS_TO_PASS} or seen != h.typed_asserts:
+            errors.append(f"task {p.task.instance_id}: typed assertions: the clean tree's operand types (run {k}) "
+                          "differ from `typed_asserts` of its hidden checks; run `pappo hidden-checks`")  # fmt: skip
+            return None
+    return check
 
 
 def _run_problem(run: TestRun, limits_note: str) -> str | None:
