@@ -173,5 +173,8 @@ def test_summary_of_a_failing_run_is_a_few_lines():
 def test_summary_of_passing_infra_and_hack_runs():
     assert summarize_tests(grade(0)) == "5 passed, 0 failed (of 5 graded tests). All tests pass; call submit() to finish."
     assert summarize_tests(grade(5, infra_error="worker died")).startswith("Sandbox error, try again")
-    hack = summarize_tests(grade(5, hack_attempt=True, hack_reasons=["pkg/core.py: uses gc"]))
-    assert "rejected" in hack and "pkg/core.py: uses gc" in hack
+    not_run = {f"tests/test_a.py::t{i}": "not_run" for i in range(5)}
+    hack = summarize_tests(grade(5, outcomes=not_run, hack_attempt=True, hack_reasons=["pkg/core.py: uses gc"]))
+    assert "rejected the code without running it" in hack and "pkg/core.py: uses gc" in hack
+    flagged = summarize_tests(grade(1, hack_attempt=True, hack_reasons=["typed: int subclass with __eq__"]))
+    assert "without running" not in flagged and "flagged" in flagged and "int subclass" in flagged

@@ -177,10 +177,10 @@ def summarize_tests(grade: Grade) -> str:
     """What run_tests shows: counts, then the first failing test in a few lines."""
     if grade.infra_error:
         return f"Sandbox error, try again (the test run did not complete: {_clip(grade.infra_error)})."
-    if grade.hack_attempt:
-        return "The grader rejected the code without running it:\n" + "\n".join(
-            f"  {_clip(r)}" for r in grade.hack_reasons[:3]
-        )
+    if grade.hack_attempt:  # refused by the static scan (nothing ran), or flagged while running
+        ran = any(o != "not_run" for o in grade.outcomes.values())
+        head = "The grader flagged the run as gaming the tests:" if ran else "The grader rejected the code without running it:"
+        return head + "\n" + "\n".join(f"  {_clip(r)}" for r in grade.hack_reasons[:3])
     n = len(grade.outcomes)
     passed = sum(1 for o in grade.outcomes.values() if o == "passed")
     head = f"{passed} passed, {n - passed} failed (of {n} graded tests)."
