@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import jsonschema
@@ -101,6 +102,8 @@ def test_whitespace_after_the_block_and_missing_arguments_are_accepted():
         (call('{"arguments": {}}'), "must be a JSON object"),
         (call('{"name": "submit", "arguments": {}, "id": 3}'), "must be a JSON object"),
         (call('{"name": "edit_file", "arguments": {}}'), "Unknown tool 'edit_file'"),
+        (call('{"name": {"a": 1}, "arguments": {}}'), "Unknown tool {'a': 1}"),  # unhashable names
+        (call('{"name": ["submit"]}'), "Unknown tool ['submit']"),
         (call('{"name": "view", "arguments": "{\\"path\\": \\"a\\"}"}'), "must be a JSON object"),
         (call('{"name": "view", "arguments": {}}'), "missing required argument(s) path"),
         (call('{"name": "view", "arguments": {"path": "a", "line": 3}}'), "unknown argument(s) line"),
@@ -136,3 +139,19 @@ def test_initial_messages_hold_statement_and_file_list(fx_params):
     assert user["role"] == "user" and user["content"].startswith(task.problem_statement.rstrip())
     listed = user["content"].split("Repository files:\n", 1)[1].splitlines()
     assert listed == sorted(tree)
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                           max_leaves=8)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=json_values, arguments=json_values, mode=st.sampled_from(["free", "candidates"]))
+def test_any_json_in_a_tool_call_parses_or_is_a_parse_error(name, arguments, mode):
+    """A sampled turn may hold any JSON: parsing never raises, whatever the name or arguments."""
+    text = call(json.dumps({"name": name, "arguments": arguments}))
+    got = parse_tool_call(text, mode)
+    assert isinstance(got, (ToolCall, ParseError))
+    if isinstance(got, ToolCall):
+        assert got.name == name and isinstance(arguments, dict)

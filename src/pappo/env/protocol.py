@@ -154,7 +154,7 @@ def parse_tool_call(text: str, mode: Mode = "free") -> ToolCall | ParseError:
     if not isinstance(obj, dict) or "name" not in obj or set(obj) - {"name", "arguments"}:
         return ParseError('The tool call must be a JSON object {"name": ..., "arguments": {...}}.')
     name, args = obj["name"], obj.get("arguments", {})
-    if name not in _SCHEMAS[mode]:
+    if not isinstance(name, str) or name not in _SCHEMAS[mode]:  # a sampled name may be any JSON value
         return ParseError(f"Unknown tool {name!r}; the tools are {', '.join(tool_names(mode))}.")
     if not isinstance(args, dict):
         return ParseError(f"The arguments of {name} must be a JSON object.")
@@ -187,7 +187,7 @@ def format_tool_call(name: str, arguments: Mapping[str, Any] | None = None, thou
                      mode: Mode = "free") -> str:  # fmt: skip
     """An assistant turn in Hermes format (what Qwen2.5's chat template renders for a tool call)."""
     args = dict(arguments or {})
-    if name not in _SCHEMAS[mode]:
+    if not isinstance(name, str) or name not in _SCHEMAS[mode]:  # a sampled name may be any JSON value
         raise ValueError(f"unknown tool {name!r}; the tools are {', '.join(tool_names(mode))}")
     problem = check_arguments(name, args, mode)
     if problem:
