@@ -180,6 +180,9 @@ def check_one_seed_try(repo: Path) -> None:
     """A one-seed hyperparameter try trains that seed's runs only (the base run is copied: it reads
     no rl params); the full pipeline with the same params then trains each other run once."""
     tried = ("-S", "seed=1", "-S", "rl.ppo_epochs=2")  # the fixture's rl names no actor_lr
+    sh("git", "add", "-A", cwd=repo)
+    assert sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "seed 1", cwd=repo).returncode == 0
+    assert sh("dvc", "status", "--json", "dvc.yaml", cwd=repo).stdout.strip() in ("{}", "")  # release/dvc.yaml: not run yet
     t0 = time.perf_counter()
     one = sh("dvc", "exp", "run", *tried, "experiment", cwd=repo)
     t1 = time.perf_counter()
@@ -198,10 +201,11 @@ def check_one_seed_try(repo: Path) -> None:
     assert out.count("seed 0: update 1/1") == 4 and "seed 1: update 1/1" not in out, out  # seed 1's: copied
     print(f"dvc exp run {' '.join(tried)} experiment: stage experiment, 4 runs trained, {t1 - t0:.0f} s; "
           f"then without the target: {ran}, {t3 - t2:.0f} s")
-    assert sh("git", "checkout", "--", "params.yaml", "dvc.lock", cwd=repo).returncode == 0
+    assert sh("git", "checkout", "--", ".", cwd=repo).returncode == 0  # params, dvc.lock, the committed summary
     back = sh("dvc", "checkout", "--force", cwd=repo)
     assert back.returncode == 0, back.stdout + back.stderr
-    assert sh("dvc", "status", "--json", cwd=repo).stdout.strip() in ("{}", ""), "not restored"
+    restored = sh("dvc", "status", "--json", "dvc.yaml", cwd=repo).stdout.strip()
+    assert restored in ("{}", ""), restored
 
 
 def check_two_processes(repo: Path, single: dict) -> None:
