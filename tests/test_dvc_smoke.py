@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -31,7 +32,8 @@ def sh(*cmd: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
     repo = tmp_path / "repo"
-    for rel in ("dvc.yaml", ".dvc/config", ".dvcignore", "src/pappo", "pyproject.toml", "requirements.lock", "schemas"):
+    for rel in ("dvc.yaml", ".dvc/config", ".dvcignore", "src/pappo", "pyproject.toml", "requirements.lock", "schemas",
+                "release/dvc.yaml", "CITATION.cff", ".zenodo.json", ".gitignore"):
         src = ROOT / rel
         dst = repo / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -68,7 +70,7 @@ def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
     assert files_sha256(repo / "models/base") == record["files"]
     assert json.loads((repo / "reports/base_model.json").read_text()) == report
 
-    check_runs(repo, seeds=(0, 1))
+    check_runs(repo, seeds=(0, 1), first=first.stdout)
     check_audit(repo)
 
     # Changing a tracked input makes DVC rerun validation, which now fails and leaves no lock.
@@ -91,7 +93,7 @@ def without_timing(obj):  # type: ignore[no-untyped-def]
     return obj
 
 
-def check_runs(repo: Path, seeds: tuple[int, ...]) -> None:
+def check_runs(repo: Path, seeds: tuple[int, ...], first: str) -> None:
     """The train matrix and the single-seed experiment, through real DVC commands."""
     import jsonschema
 
@@ -124,16 +126,17 @@ def check_runs(repo: Path, seeds: tuple[int, ...]) -> None:
     assert without_timing(again) == without_timing(reports[1, "ppo"])
     assert again["timing"] != reports[1, "ppo"]["timing"]
 
-    # The single-seed experiment reused the matrix runs of `seed` (0) instead of training again.
+    # The single-seed experiment and the matrix made each run of `seed` (0) once: one copied the other's.
     exp = json.loads((repo / "reports/experiment/metrics.json").read_text())
-    assert exp["seed"] == 0 and set(exp) == {"seed", *RUN_METHODS}
+    assert set(exp) == set(RUN_METHODS) and json.loads((repo / "reports/experiment/ppo/report.json").read_text())["seed"] == 0
+    assert first.count("seed 0: update 1/1") == 4 and first.count("copied, not retrained") == 5, first
     sh("git", "add", "-A", cwd=repo)
     sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "runs", cwd=repo)
     run = sh("dvc", "exp", "run", "-S", "seed=1", cwd=repo)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "copied, not retrained" in run.stdout + run.stderr
     assert "Running stage 'train@" not in run.stdout and "Running stage 'experiment'" in run.stdout
-    assert json.loads((repo / "reports/experiment/metrics.json").read_text())["seed"] == 1
+    assert json.loads((repo / "reports/experiment/rft/report.json").read_text())["seed"] == 1
     show = sh("dvc", "exp", "show", "--csv", cwd=repo)
     assert show.returncode == 0 and "pappo.success" in show.stdout, show.stdout + show.stderr
     # what a person compares: the experiment seed's headline means and the base model's success, no
@@ -143,9 +146,66 @@ def check_runs(repo: Path, seeds: tuple[int, ...]) -> None:
     assert {"pappo.success", "pappo.tool_cost", "sampled_success"} <= set(header) and "pappo.success_hi" not in header
     print(f"dvc exp show --csv after dvc exp run -S seed=1: {len(header)} columns, of which "
           f"{sum(c.startswith('src/') for c in header)} code dependencies")
+    check_exp_show_view(repo)
     for seed in seeds:  # the matrix outputs are intact
         assert (repo / "reports" / "runs" / f"seed_{seed}" / "pappo" / "report.json").is_file()
+    check_one_seed_try(repo)
     check_two_processes(repo, reports[1, "ppo"])
+
+
+# `dvc exp show` as docs/experiment.md shows it: unchanged params and dependencies dropped, every
+# declared metric kept (the five methods' headline means and the base model's success)
+EXP_VIEW = ("--only-changed", "--keep", r"(base|rft|grpo|ppo|pappo)\.|(sampled_)?success$")
+# Experiment + Created + 5 methods x 5 means + the base model's 2 + at most 3 changed params: 32
+# cells of at most ~8 characters of value each (headers wrap in the terminal table), one screen.
+EXP_VIEW_MAX_COLUMNS = 32
+
+
+def md_columns(text: str) -> list[str]:
+    return [c.strip() for c in text.splitlines()[0].strip().strip("|").split("|")]
+
+
+def check_exp_show_view(repo: Path) -> None:
+    default = md_columns(sh("dvc", "exp", "show", "--md", cwd=repo).stdout)
+    view = md_columns(sh("dvc", "exp", "show", "--md", *EXP_VIEW, cwd=repo).stdout)
+    metrics = {f"{m}.{k}" for m in ("base", "rft", "grpo", "ppo", "pappo")
+               for k in ("success", "pass_at_k", "failed_edit_rate", "tool_cost", "repeated_test_rate")}  # fmt: skip
+    assert metrics | {"success", "sampled_success", "seed"} <= set(view), view
+    assert len(view) <= EXP_VIEW_MAX_COLUMNS, view
+    assert not {"exit_code", "head", "verdict", "integrity_ok"} & set(default)  # the audit verdict is an output
+    print(f"dvc exp show --md: {len(default)} columns; with {' '.join(EXP_VIEW)}: {len(view)}")
+
+
+def check_one_seed_try(repo: Path) -> None:
+    """A one-seed hyperparameter try trains that seed's runs only (the base run is copied: it reads
+    no rl params); the full pipeline with the same params then trains each other run once."""
+    tried = ("-S", "seed=1", "-S", "rl.ppo_epochs=2")  # the fixture's rl names no actor_lr
+    sh("git", "add", "-A", cwd=repo)
+    assert sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "seed 1", cwd=repo).returncode == 0
+    assert sh("dvc", "status", "--json", "dvc.yaml", cwd=repo).stdout.strip() in ("{}", "")  # release/dvc.yaml: not run yet
+    t0 = time.perf_counter()
+    one = sh("dvc", "exp", "run", *tried, "experiment", cwd=repo)
+    t1 = time.perf_counter()
+    out = one.stdout + one.stderr
+    assert one.returncode == 0, out
+    ran = sorted(line.split("'")[1] for line in one.stdout.splitlines() if line.startswith("Running stage"))
+    assert ran == ["experiment"] and out.count("seed 1: update 1/1") == 4, out
+    assert "reports/experiment/base: the same configuration as reports/runs/seed_1/base" in out
+    t2 = time.perf_counter()
+    full = sh("dvc", "exp", "run", *tried, cwd=repo)
+    t3 = time.perf_counter()
+    out = full.stdout + full.stderr
+    assert full.returncode == 0, out
+    ran = sorted(line.split("'")[1] for line in full.stdout.splitlines() if line.startswith("Running stage"))
+    assert not [r for r in ran if r.startswith(("base_run", "validate", "base_model", "experiment"))], ran
+    assert out.count("seed 0: update 1/1") == 4 and "seed 1: update 1/1" not in out, out  # seed 1's: copied
+    print(f"dvc exp run {' '.join(tried)} experiment: stage experiment, 4 runs trained, {t1 - t0:.0f} s; "
+          f"then without the target: {ran}, {t3 - t2:.0f} s")
+    assert sh("git", "checkout", "--", ".", cwd=repo).returncode == 0  # params, dvc.lock, the committed summary
+    back = sh("dvc", "checkout", "--force", cwd=repo)
+    assert back.returncode == 0, back.stdout + back.stderr
+    restored = sh("dvc", "status", "--json", "dvc.yaml", cwd=repo).stdout.strip()
+    assert restored in ("{}", ""), restored
 
 
 def check_two_processes(repo: Path, single: dict) -> None:
@@ -196,6 +256,7 @@ def check_audit(repo: Path) -> None:
     assert staged["numerics"]["comparison"] == "bitwise" and len(staged["numerics"]["groups"]) == 1
     sh("git", "add", "-A", cwd=repo)
     sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "evidence", cwd=repo)
+    check_release_leaves_status_clean(repo)
     stage_bytes = (repo / "receipts/audit.json").read_bytes()
     code, text = audit_output(repo)
     assert code == 2, text
@@ -243,6 +304,22 @@ def check_audit(repo: Path) -> None:
     assert code == 1 and "belongs to another run" in text, text
     assert audit_output(repo)[0] == 2  # restored: integrity holds again
     check_published_numbers(repo)
+
+
+def check_release_leaves_status_clean(repo: Path) -> None:
+    """`dvc repro release/dvc.yaml` builds the bundle and commits its record; `dvc status` (every
+    dvc.yaml) then has nothing to report, also without dist/ (git-ignored: a clone has none)."""
+    release = sh("dvc", "repro", "release/dvc.yaml", cwd=repo)
+    assert release.returncode == 0, release.stdout[-3000:] + release.stderr[-3000:]
+    record = json.loads((repo / "release/bundle.json").read_text())
+    assert record["sha256"] == hashlib.sha256((repo / record["path"]).read_bytes()).hexdigest()
+    sh("git", "add", "-A", cwd=repo)
+    assert sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "release", cwd=repo).returncode == 0
+    shutil.rmtree(repo / "dist")
+    status = sh("dvc", "status", cwd=repo)
+    assert status.returncode == 0 and "Data and pipelines are up to date" in status.stdout, status.stdout + status.stderr
+    again = sh("dvc", "repro", "release/dvc.yaml", cwd=repo)
+    assert again.returncode == 0 and "didn't change" in again.stdout, again.stdout + again.stderr
 
 
 def check_reproduce(repo: Path) -> None:
@@ -348,7 +425,7 @@ def check_stale_only_where_code_changed(repo: Path) -> None:
     summary_py = repo / "src/pappo/evidence/summary.py"
     summary_py.write_text(summary_py.read_text() + "\n# wording\n")
     assert sh(*commit, "summary wording", cwd=repo).returncode == 0
-    assert set(json.loads(sh("dvc", "status", "--json", cwd=repo).stdout)) == {"report", "audit"}
+    assert set(json.loads(sh("dvc", "status", "--json", cwd=repo).stdout)) == {"report", "audit", "release/dvc.yaml:release"}
     rerun = sh("dvc", "repro", cwd=repo)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert "Running stage 'report'" in rerun.stdout and "Running stage 'audit'" in rerun.stdout

@@ -206,6 +206,9 @@ def test_leaks_catches_each_kind_of_injection(run_dir: Path, repo: Path, monkeyp
     assert "method: value of environment variable PAPPO_TEST_SECRET found" in messages
     assert not any("s3cr3t" in m for m in messages)  # the value itself is never echoed
     assert found(error="short env values and urls are fine: https://example.com/a/b, 1/2") == []
+    # `dvc exp run` exports the commit it derives from, which the receipt records on purpose
+    monkeypatch.setenv("DVC_EXP_BASELINE_REV", receipt.source.git_commit or "")
+    assert receipt.source.git_commit and leaks(receipt, repo_root=repo) == []
 
 
 def test_sanitise_replaces_repo_home_host_user_and_paths(monkeypatch: pytest.MonkeyPatch):

@@ -13,7 +13,8 @@ from conftest import write_params
 from pappo.cli import app
 from pappo.config import Params
 from pappo.experiment.report import Budget
-from pappo.experiment.single_seed import reusable
+from pappo.experiment.reuse import reusable
+from pappo.experiment.run import params_subset
 
 def pappo(*args: str, cwd: Path):  # type: ignore[no-untyped-def]
     """The real CLI in-process; `--out` paths are made absolute under cwd."""
@@ -56,8 +57,21 @@ def test_train_refuses_a_seed_without_a_split(fx_params: Params, tmp_path: Path)
 
 def test_a_run_is_reused_only_when_complete_and_valid(fx_params: Params, tmp_path: Path):
     run = tmp_path / "seed_0" / "ppo"
-    assert reusable(run, fx_params, "0" * 64) is None  # nothing there
+    assert reusable(run, fx_params, 0, "ppo", "0" * 64) is None  # nothing there
     run.mkdir(parents=True)
     (run / "adapters").mkdir()
     (run / "report.json").write_text('{"method": "ppo"}')  # not a valid report
-    assert reusable(run, fx_params, "0" * 64) is None
+    assert reusable(run, fx_params, 0, "ppo", "0" * 64) is None
+
+
+def test_the_untrained_base_run_reads_no_rl_params(fx_params: Params):
+    """A hyperparameter try (`-S rl.actor_lr=...`) leaves the base runs valid: neither their report's
+    params nor dvc.yaml's base_run stage include `rl`; every trained method's do."""
+    import yaml
+
+    assert "rl" not in params_subset(fx_params, "base") and "rl" in params_subset(fx_params, "ppo")
+    stages = yaml.safe_load((Path(__file__).resolve().parents[1] / "dvc.yaml").read_text())["stages"]
+    assert "rl" not in stages["base_run"]["params"] and "rl" in stages["train"]["params"]
+    assert set(params_subset(fx_params, "base")) == set(stages["base_run"]["params"])
+    assert set(params_subset(fx_params, "ppo")) == set(stages["train"]["params"])
+    assert "base" not in stages["train"]["matrix"]["method"]

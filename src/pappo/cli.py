@@ -422,18 +422,26 @@ def train(
     seed: int = typer.Option(..., help="Seed: its split (from the manifest lock) and its sampling."),
     out: Path = typer.Option(..., help="Run folder: report.json, metrics.json, adapters/, dvclive/, receipt.json."),
     base: Path = typer.Option(Path("models/base"), help="Base checkpoint folder (the base_model stage's output)."),
+    reuse: Path = typer.Option(None, help="A run folder (the single-seed experiment's) copied instead of training "
+                                          "when it holds this very run: same method, seed, params, code, checkpoint."),
     params_path: Path = ParamsOpt,
 ) -> None:
     """Train one method on one seed from the base checkpoint and evaluate it on the held-out families."""
     params = _pinned(params_path)
     from pappo.experiment.report import RUN_METHODS
+    from pappo.experiment.reuse import copy_run, reusable
     from pappo.experiment.run import run_method
+    from pappo.policy.checkpoint import read_record
 
     if method not in RUN_METHODS:
         _fail(f"--method {method!r}: use one of {list(RUN_METHODS)}")
     _require_sandbox(params)
     try:
-        report = run_method(params, seed, method, out, base, log=typer.echo)
+        report = reusable(reuse, params, seed, method, read_record(base).revision) if reuse else None
+        if report is not None:
+            copy_run(reuse, out, typer.echo)
+        else:
+            report = run_method(params, seed, method, out, base, log=typer.echo)
     except PappoError as e:
         _fail(str(e))
         return
@@ -550,9 +558,13 @@ def release(
     sandbox: bool = typer.Option(False, "--sandbox", help="Use https://sandbox.zenodo.org instead of zenodo.org."),
     publish: bool = typer.Option(False, "--publish", help="With --upload: publish (mints a DOI; cannot be undone)."),
     timeout: float = typer.Option(120.0, help="Seconds to wait for each Zenodo answer."),
+    record: Path = typer.Option(None, "--record", help="Also write what was built (zip, sha256, commit, SWHIDs) "
+                                                       "here: the release stage's committed output."),
     params_path: Path = ParamsOpt,
 ) -> None:
     """Build the Zenodo evidence bundle of HEAD (refused unless the audit of HEAD has integrity and the tree is clean)."""
+    import dataclasses
+
     from pappo.evidence import zenodo
     from pappo.evidence.release import build_bundle
     from pappo.io import atomic_write_json
@@ -572,6 +584,8 @@ def release(
                    f"{info.swhid_rev}\n{info.swhid_dir}")
         for claim, holds in info.claims.items():
             typer.echo(f"claim {claim}: {'HOLDS' if holds else 'DOES NOT HOLD'}")
+        if record is not None:
+            atomic_write_json(record, {**dataclasses.asdict(info), "path": info.path.as_posix()})
         if upload:
             meta = zenodo.load_metadata(root)
             answer = zenodo.upload(info.path, meta, zenodo.base_url(sandbox), token, publish, timeout)

@@ -25,7 +25,7 @@ from pappo.evidence import recompute
 from pappo.evidence.committed import check_committed, describe
 from pappo.evidence.stats import paired_diff_ci_seeds, seed_wins
 from pappo.evidence.summary import pick_best_baseline, task_values
-from pappo.experiment.report import RUN_METHODS, RunReport
+from pappo.experiment.report import RUN_METHODS, RunReport, run_stage
 from pappo.experiment.run import SOURCE_PATHS, claims_sha256, params_subset
 from pappo.io import canonical_json, sha256_bytes, sha256_file
 from pappo.numerics import Comparison, NumericsInfo, comparison
@@ -158,7 +158,7 @@ def _load_run(ctx: _Ctx, seed: int, method: str) -> tuple[RunReport, rc.Receipt]
     for name, model, schema in (("report.json", RunReport, "run_report"), ("receipt.json", rc.Receipt, "receipt")):
         path = run / name
         if not path.is_file():
-            ctx.fail(path, "-", "a file", "missing", f"run `dvc repro train@{seed}-{method}`")
+            ctx.fail(path, "-", "a file", "missing", f"run `dvc repro {run_stage(seed, method)}`")
             return None
         try:
             data = json.loads(path.read_text())
@@ -188,14 +188,14 @@ def _load_run(ctx: _Ctx, seed: int, method: str) -> tuple[RunReport, rc.Receipt]
 
 
 def _check_lock(ctx: _Ctx) -> None:
-    """dvc.lock binds every file a train stage wrote (md5): an edited or swapped report or receipt
+    """dvc.lock binds every file a run's stage wrote (md5): an edited or swapped report or receipt
     no longer matches, even where no receipt hash covers it."""
     path = ctx.root / "dvc.lock"
     if not path.is_file():
         ctx.fail(path, "-", "a file", "missing", "run dvc repro; the lock binds the outputs")
         return
     stages = (yaml.safe_load(path.read_text()) or {}).get("stages", {})
-    names = ["base_model", "report"] + [f"train@{s}-{m}" for s in ctx.params.seeds for m in RUN_METHODS]
+    names = ["base_model", "report"] + [run_stage(s, m) for s in ctx.params.seeds for m in RUN_METHODS]
     for name in names:
         if name not in stages:
             ctx.fail(path, f"stages.{name}", "a locked stage", "missing", f"run `dvc repro {name}`")
@@ -256,10 +256,9 @@ def _check_inputs(ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts
     if sha256_file(manifest) != lock.manifest_sha256:
         ctx.fail(manifest, "sha256", lock.manifest_sha256, sha256_file(manifest),
                  "the task manifest changed since validation; rerun dvc repro")  # fmt: skip
-    want = {"manifest_lock_sha256": sha256_file(lock_path),
-            "params_sha256": sha256_bytes(canonical_json(params_subset(p)).encode()),
-            "claims_sha256": claims_sha256(p)}  # fmt: skip
+    common = {"manifest_lock_sha256": sha256_file(lock_path), "claims_sha256": claims_sha256(p)}
     for (seed, method), r in receipts.items():
+        want = {**common, "params_sha256": sha256_bytes(canonical_json(params_subset(p, method)).encode())}
         path = ctx.runs / f"seed_{seed}" / method / "receipt.json"
         if r.checkpoint.revision != record.revision or r.checkpoint.files != record.files:
             ctx.fail(path, "checkpoint", record.revision, r.checkpoint.revision, "another base checkpoint")

@@ -41,6 +41,7 @@ _ABS_PATH = re.compile(r"(?<![\w/.~<>-])/(?!/)[^\s'\"`,;:()\[\]{}<>|]+|\b[A-Za-z
 _GIT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
 OUTPUT_EXCLUDE = ("receipt.json", "failure.json", "failure-*.json", ".*.tmp", ".gitignore", "*/.gitignore")  # DVC writes .gitignore files after the run (fnmatch: * spans /)
 _BENIGN_ENV = ("LANG", "LANGUAGE", "LC_*", "TERM", "COLORTERM", "SHLVL", "DEBIAN_FRONTEND",
+               "DVC_EXP_BASELINE_REV", "DVC_EXP_NAME",  # `dvc exp run`: the commit (recorded on purpose) and its name
                *PINNED_ENV)  # the pinned numerics: recorded on purpose
 
 

@@ -27,7 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pappo.evidence.stats import bootstrap_ci_seeds, mean_pass_at_k, paired_diff_ci_seeds, seed_wins
-from pappo.experiment.report import RUN_METHODS, RunReport
+from pappo.experiment.report import RUN_METHODS, RunReport, run_stage
 from pappo.io import PappoError, atomic_write_bytes, json_bytes, sha256_file
 from pappo.rl.evaluate import Interval, TaskOutcome
 
@@ -153,7 +153,7 @@ def load_reports(runs_dir: Path, seeds: Sequence[int], methods: Sequence[str]) -
     for s in seeds:
         for m in methods:
             path = report_path(runs_dir, s, m)
-            stage = f"train@{s}-{m}"
+            stage = run_stage(s, m)
             if not path.is_file():
                 raise PappoError(f"{path} is missing: stage {stage} writes it; run `dvc repro {stage}`")
             try:
@@ -193,7 +193,7 @@ def check_same_tasks(runs_dir: Path, reports: Mapping[Key, RunReport], seeds: Se
                 raise PappoError(
                     f"seed {s}: {report_path(runs_dir, s, m)} and {report_path(runs_dir, s, first)} evaluated "
                     f"different tasks (only in {m}: {only_b[:5]}, only in {first}: {only_a[:5]}); paired "
-                    f"comparisons need the same eval tasks: rerun `dvc repro train@{s}-{m}` and `train@{s}-{first}`"
+                    f"comparisons need the same eval tasks: rerun `dvc repro {run_stage(s, m)}` and `{run_stage(s, first)}`"
                 )
         out[s] = ids
     return out

@@ -15,6 +15,14 @@ from pappo.rl.evaluate import EvalResult
 
 RunMethod = Literal["base", "rft", "grpo", "ppo", "pappo"]
 RUN_METHODS: tuple[str, ...] = ("base", "rft", "grpo", "ppo", "pappo")
+
+
+def run_stage(seed: int, method: str) -> str:
+    """The dvc.yaml stage that makes run (seed, method): the untrained `base` runs have their own
+    matrix, which does not depend on the `rl` params; the trained methods are the `train` matrix."""
+    return f"base_run@{seed}" if method == "base" else f"train@{seed}-{method}"
+
+
 TIMING_FIELDS = ("timing", "updates[*].wall_s")
 
 

@@ -26,7 +26,8 @@ from pappo import numerics
 from pappo.config import Params
 from pappo.evidence import receipt as rc
 from pappo.env.protocol import tools_for
-from pappo.experiment.report import Budget, RunReport, Timing, UpdateEval, budget_limits, budget_used, flat_metrics
+from pappo.experiment.report import (Budget, RunReport, Timing, UpdateEval, budget_limits, budget_used, flat_metrics,
+                                     run_stage)
 from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes
 from pappo.policy.adapters import POLICY, ActorCritic
 from pappo.policy.chat import ChatCodec
@@ -46,9 +47,11 @@ SOURCE_PATHS = ("src/pappo", "dvc.yaml", "pyproject.toml", "requirements.lock") 
 CHECKPOINTS = Path(".pappo/checkpoints")
 
 
-def params_subset(params: Params) -> dict[str, Any]:
+def params_subset(params: Params, method: str) -> dict[str, Any]:
+    """The params sections a run of `method` reads (its report's `params`): the untrained `base`
+    runs read no `rl`, so a hyperparameter try leaves them valid (dvc.yaml: `base_run`)."""
     dumped = params.model_dump(mode="json", by_alias=True)
-    return {k: dumped[k] for k in PARAM_SECTIONS}
+    return {k: dumped[k] for k in PARAM_SECTIONS if not (method == "base" and k == "rl")}
 
 
 def claims_sha256(params: Params) -> str:
@@ -81,7 +84,7 @@ def run_method(params: Params, seed: int, method: str, out_dir: Path, base_dir: 
     rank 0 alone writes; the receipt records the world size and every rank's device."""
     clock, out_dir = rc.Clock.start(), Path(out_dir)
     dist = Dist.from_env(params.model.device)
-    receipt_args = dict(run_id=f"seed_{seed}/{method}", stage=f"train@{seed}-{method}", seed=seed, method=method,
+    receipt_args = dict(run_id=f"seed_{seed}/{method}", stage=run_stage(seed, method), seed=seed, method=method,
                         profile=params.model.profile, clock=clock, repo_root=Path.cwd(), source_paths=receipt_code(Path.cwd()),
                         world_size=dist.world_size, numerics=numerics.collect(params.numerics))  # fmt: skip
     devices = [str(d) for d in dist.gather(dist.device)]
@@ -116,7 +119,7 @@ def _run(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
     codec, store = ChatCodec(tokenizer, tools_for(params.env.actions)), TaskStore.from_params(params, "repofix")
     grade_fn = functools.partial(grade_many, default_pool(params.sandbox), hidden=store.hidden)
     ac = ActorCritic(model, params.lora)
-    subset = params_subset(params)
+    subset = params_subset(params, method)
     fingerprint = sha256_bytes(canonical_json([subset, source_sha256(), record.revision, method, seed]).encode())
 
     def evaluate_now(tag: int) -> EvalResult:

@@ -1,0 +1,48 @@
+"""A run made by the identical configuration is copied, not trained again.
+
+The `train` / `base_run` matrix (`reports/runs/seed_S/<method>`) and the single-seed experiment
+(`reports/experiment/<method>`, seed = params `seed`) make the same runs for the experiment's seed.
+Neither stage depends on the other (so `dvc exp run -S seed=N experiment` does not retrain the
+matrix first); each copies the other's run when that run was made by the same method, seed, params
+sections, train-stage code and base checkpoint revision, whichever ran first. On CPU under the
+pinned numerics a second training would reproduce the same report apart from timing fields, so
+`dvc repro` trains each (seed, method) once. The copy is the run's own files: its report, receipt
+(with the stage that makes the run) and timing say what ran.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Callable
+
+from pappo.config import Params
+from pappo.experiment.report import RunReport
+from pappo.experiment.run import params_subset, source_sha256
+from pappo.io import canonical_json, sha256_bytes
+
+
+def reusable(run_dir: Path, params: Params, seed: int, method: str, revision: str) -> RunReport | None:
+    """The report in `run_dir` if that run was made by exactly this configuration, else None."""
+    path = Path(run_dir) / "report.json"
+    if not path.is_file() or not (Path(run_dir) / "adapters").is_dir() or not (Path(run_dir) / "receipt.json").is_file():
+        return None
+    try:
+        report = RunReport.model_validate(json.loads(path.read_text()))
+    except ValueError:
+        return None
+    same = ((report.seed, report.method) == (seed, method)
+            and report.params_sha256 == sha256_bytes(canonical_json(params_subset(params, method)).encode())
+            and report.source_sha256 == source_sha256() and report.checkpoint.revision == revision)  # fmt: skip
+    return report if same else None
+
+
+def copy_run(source: Path, target: Path, log: Callable[[str], None]) -> None:
+    """Replace `target` by a copy of the run folder `source` (bar DVC's .gitignore files)."""
+    tmp = Path(target).with_name(Path(target).name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(source, tmp, ignore=shutil.ignore_patterns(".gitignore", "*.tmp"))
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+    log(f"{target}: the same configuration as {source}; copied, not retrained")
