@@ -13,6 +13,8 @@ import pytest
 
 from conftest import as_user, fixture_params, marked_processes, needs_namespaces, write_params
 from pappo.config import SandboxParams
+from pappo.sandbox import pool as pool_module
+from pappo.sandbox import prefault
 from pappo.sandbox.pool import SandboxPool
 from pappo.sandbox.runner import run_many, run_tests
 
@@ -257,6 +259,8 @@ def test_test_file_changed_during_the_run_is_tampering():
 FAIL_CLOSED_POOL = """
 from pappo.config import SandboxParams
 from pappo.io import PappoError
+from pappo.sandbox import pool as pool_module
+from pappo.sandbox import prefault
 from pappo.sandbox.pool import SandboxPool
 try:
     SandboxPool(SandboxParams(workers=1))
@@ -283,3 +287,63 @@ def test_auto_fails_closed_where_no_namespace_is_possible(unprivileged_home, tmp
                   no_userns=True)  # fmt: skip
     assert cli.returncode == 1 and "cannot contain untrusted code" in cli.stderr, cli.stderr[-2000:]
     assert "sandbox.isolation: rlimits" in cli.stderr and cli.stdout == ""
+
+
+def _add_checks(*pairs: tuple[int, int]) -> dict:
+    calls = [{"kind": "function", "target": "pkg:add", "args": [["int", a], ["int", b]], "kwargs": []} for a, b in pairs]
+    return {"roots": ["pkg"], "checks": calls, "always": True}
+
+
+def test_hidden_specs_go_once_per_worker_and_are_resent_when_it_lacks_them():
+    """Specs travel by digest after the first run (`pool._spec_ref`); the answers never change,
+    whether the spec came whole, by reference to what the run's child inherited, or resent."""
+    files = suite("def test_ok():\n    assert add(1, 2) == 3\n")
+    with SandboxPool(FAST.model_copy(update={"workers": 1})) as p:
+        worker = p._all[0]
+        spec = _add_checks((1, 2), (-5, 5))
+        first, second, third = (p.run(files, None, spec).hidden for _ in range(3))
+        assert first == second == third == [{"r": ["int", 3]}, {"r": ["int", 0]}]
+        assert len(worker.specs_sent) == 1
+        other = _add_checks((40, 2))
+        worker.specs_sent.add(pool_module._spec_ref(other))  # the pool believes it sent it; it did not
+        assert p.run(files, None, other).hidden == [{"r": ["int", 42]}]
+        assert p.run(files, None, other).hidden == [{"r": ["int", 42]}]
+        assert len(worker.specs_sent) == 2
+
+
+def test_spec_ref_names_the_content():
+    a, b = _add_checks((1, 2)), _add_checks((1, 2))
+    assert pool_module._spec_ref(a) == pool_module._spec_ref(b)  # equal specs, distinct objects
+    assert pool_module._spec_ref(a) != pool_module._spec_ref(_add_checks((1, 3)))
+    assert pool_module._spec_ref(a) != pool_module._spec_ref({**a, "always": False})
+
+
+def test_prefault_reads_only_writable_private_mappings():
+    maps = (
+        "55d0a000-55d0b000 r--p 00000000 08:01 123 /usr/bin/python3.11\n"
+        "55d0c000-55d0e000 rw-p 00002000 08:01 123 /usr/bin/python3.11\n"
+        "55d0f000-55d30000 rw-p 00000000 00:00 0 [heap]\n"
+        "7f00000000-7f00001000 rw-s 00000000 00:05 9 /dev/shm/x\n"
+        "7f00002000-7f00003000 ---p 00000000 00:00 0\n"
+        "7ffc000000-7ffc021000 rw-p 00000000 00:00 0 [stack]\n"
+        "7ffc100000-7ffc104000 r--p 00000000 00:00 0 [vvar]\n"
+        "7ffc104000-7ffc106000 rw-p 00000000 00:00 0 [vdso]\n"
+        "7f00004000-7f00006000 rw-p 00000000 00:00 0\n"
+    )
+    assert prefault.writable_private(maps) == [
+        (0x55D0C000, 0x55D0E000), (0x55D0F000, 0x55D30000), (0x7FFC000000, 0x7FFC021000), (0x7F00004000, 0x7F00006000)
+    ]  # fmt: skip
+
+
+def test_prefault_keeps_memory_as_it_was_and_yields_to_the_run():
+    data = bytearray(os.urandom(1 << 20))
+    before = bytes(data)
+    r, w = os.pipe()
+    try:
+        prefault.populate_writable(until_readable=r)  # populates (or, on kernels < 5.14, does nothing)
+        assert bytes(data) == before
+        os.write(w, b"go")
+        assert prefault.populate_writable(until_readable=r) == 0  # the run has arrived: stop at once
+    finally:
+        os.close(r)
+        os.close(w)

@@ -1,4 +1,4 @@
-"""The worker's side of a run's channels: framed messages, the result pipe, waiting for a child.
+"""A run's channels: framed messages, the result pipe, waiting for a child, checking its records.
 
 Records arrive as `<json>\t<hmac-sha256 hex>` lines (see `pytest_plugin.emit`); anything that
 fails the HMAC or the sequence is tampering. Kept import-light, like the worker.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import hashlib
 import itertools
 import json
 import logging
@@ -30,6 +31,7 @@ from typing import Any, Literal
 
 from pappo.config import SandboxParams
 from pappo.io import PappoError
+from pappo.sandbox.channel import parse_records
 
 log = logging.getLogger("pappo.sandbox")
 Outcome = Literal["passed", "failed", "error", "skipped", "timeout", "missing"]
@@ -90,6 +92,7 @@ class _Worker:
             if limits.isolation != "rlimits" and hello is not None:  # could not isolate: fail closed
                 raise PappoError(fail_closed_message(why))
             raise PappoError(f"sandbox worker did not start: {why}")
+        self.specs_sent: set[str] = set()  # hidden-check specs this worker holds (`_spec_ref`)
         self.isolation: str = hello["isolation"]
         self.base: str = hello["base"]
         self.notes: list[str] = hello["notes"]
@@ -192,13 +195,17 @@ class SandboxPool:
             "limits": {k: getattr(self.limits, k) for k in
                        ("timeout_s", "test_timeout_s", "cpu_s", "memory_mb", "max_procs", "max_file_mb")},
         }  # fmt: skip
-        if hidden is not None:
-            payload["hidden"] = dict(hidden)
         if trace is not None:
             payload["trace"] = dict(trace)
+        ref = None if hidden is None else _spec_ref(hidden)
         worker = self._next_idle()
         start = time.monotonic()
-        reply = worker.request(payload, timeout=self.limits.timeout_s + GRACE_S)
+        reply = worker.request(payload | _hidden_fields(worker, hidden, ref), timeout=self.limits.timeout_s + GRACE_S)
+        if reply is not None and reply.get("unknown_hidden_ref"):  # the worker let it go: send it whole
+            worker.specs_sent.discard(reply["unknown_hidden_ref"])
+            reply = worker.request(payload | _hidden_fields(worker, hidden, ref), timeout=self.limits.timeout_s + GRACE_S)
+        if reply is not None and ref is not None:
+            worker.specs_sent.add(ref)
         if reply is None:  # crashed or hung: replace it; the run is the sandbox's fault
             worker.kill()
             reply = {"infra_error": f"sandbox worker died or hung (exit {worker.proc.returncode})"}
@@ -233,9 +240,38 @@ class SandboxPool:
         return fresh
 
 
+_SPEC_REFS: dict[int, tuple[Any, Any, Any, str]] = {}
+
+
+def _spec_ref(hidden: Mapping[str, Any]) -> str:
+    """The digest a worker keeps a hidden-check spec under. Specs are large (tens of KB of JSON)
+    and the same for every run of a task, so each worker gets each one once (`server.py`).
+    Memoised on the identity of the spec's `checks` list, held here so its id cannot be reused;
+    a spec's lists are never edited in place."""
+    checks, roots, always = hidden["checks"], hidden.get("roots"), hidden.get("always", False)
+    hit = _SPEC_REFS.get(id(checks))
+    if hit is not None and hit[0] is checks and hit[1] == roots and hit[2] == always:
+        return hit[3]
+    text = json.dumps({"checks": checks, "roots": roots, "always": always}, sort_keys=True)
+    ref = hashlib.sha256(text.encode()).hexdigest()
+    if len(_SPEC_REFS) > 1024:
+        _SPEC_REFS.clear()
+    _SPEC_REFS[id(checks)] = (checks, roots, always, ref)
+    return ref
+
+
+def _hidden_fields(worker: _Worker, hidden: Mapping[str, Any] | None, ref: str | None) -> dict[str, Any]:
+    if hidden is None:
+        return {}
+    if ref in worker.specs_sent:
+        return {"hidden_ref": ref}
+    return {"hidden_ref": ref, "hidden": dict(hidden)}
+
+
 def _to_run(reply: dict[str, Any], test_ids: Sequence[str] | None, elapsed: float) -> TestRun:
     if reply.get("infra_error"):
         return TestRun({t: "missing" for t in test_ids or []}, infra_error=reply["infra_error"], duration_s=elapsed)
+    reply |= parse_records(base64.b64decode(reply["records"]), bytes.fromhex(reply["key"]))
     infra = None
     if not reply["ready"] and not reply["timed_out"]:
         infra = f"sandbox child failed before running tests (wait status {reply['exit_status']})"

@@ -42,7 +42,7 @@ import _pytest.python
 import pytest  # noqa: F401  (pre-imported on purpose: children must not pay for it)
 
 from pappo.io import write_tree
-from pappo.sandbox import channel, isolation, pytest_plugin, seccomp, typed, userns
+from pappo.sandbox import channel, isolation, prefault, pytest_plugin, seccomp, typed, userns
 
 for _name in _pytest.config.default_plugins:  # import every builtin plugin once, pre-fork
     try:
@@ -118,6 +118,7 @@ class _Spare:
     chan: int  # read end of the result channel
     log: int  # the child's stdout/stderr
     limits: dict[str, Any]
+    specs: frozenset[str]  # hidden-check specs it inherited from the worker (`Worker.specs`)
 
 
 class Worker:
@@ -137,6 +138,8 @@ class Worker:
         self.pidns = os.open("/proc/self/ns/pid", os.O_RDONLY) if self.isolation == "namespaces" else -1
         self._pending: int | None = None
         self._spare: _Spare | None = None
+        # Hidden-check specs by digest (`pool._spec_ref`): sent once; children forked later inherit them.
+        self.specs: dict[str, dict[str, Any]] = {}
         self.config, self.session = self._prepare_pytest()
 
     def _isolate(self, mode: str, uid: int) -> tuple[str, int | None]:
@@ -191,6 +194,13 @@ class Worker:
         channel.write_all(self.wfd, struct.pack(">I", len(data)) + data)
 
     def _handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        ref = req.get("hidden_ref")
+        if req.get("hidden") is not None:
+            if len(self.specs) >= 64:
+                del self.specs[next(iter(self.specs))]  # the oldest
+            self.specs[ref] = req["hidden"]
+        elif ref is not None and ref not in self.specs:
+            return {"unknown_hidden_ref": ref}
         files = {p: base64.b64decode(d) for p, d in req["files"].items()}
         trusted = self._materialise(files)
         for rel, data in files.items():  # fill the caches in the worker: every child inherits them
@@ -229,8 +239,10 @@ class Worker:
         spare = self._take_spare(req["limits"])
         key = secrets.token_bytes(32)
         start = time.monotonic()
-        go = json.dumps({"key": key.hex(), "test_timeout": float(req["limits"]["test_timeout_s"]),
-                         "trusted": trusted, "hidden": req.get("hidden"), "trace": req.get("trace")}).encode()  # fmt: skip
+        ref = req.get("hidden_ref")
+        hidden = None if ref is None or ref in spare.specs else self.specs[ref]  # else the child has it
+        go = json.dumps({"key": key.hex(), "test_timeout": float(req["limits"]["test_timeout_s"]), "trusted": trusted,
+                         "hidden": hidden, "hidden_ref": ref, "trace": req.get("trace")}).encode()  # fmt: skip
         try:
             channel.write_all(spare.go, go)
         except OSError:
@@ -247,7 +259,9 @@ class Worker:
         os.close(spare.log)
         if hangup:
             sys.exit(0)  # the pool went away: no one to answer
-        reply = channel.parse_records(data, key)
+        # The records go to the pool as they came; it checks them (`channel.parse_records`), which
+        # saves this worker a parse and a re-encoding of the large hidden-check answers.
+        reply = {"records": base64.b64encode(data).decode(), "key": key.hex()}
         reply.update(timed_out=timed_out, exit_status="killed" if status is None else status,
                      duration_s=time.monotonic() - start, log_tail=log_tail, isolation=self.isolation)  # fmt: skip
         return reply
@@ -282,7 +296,7 @@ class Worker:
             isolation.setns(self.pidns, isolation.CLONE_NEWPID)  # later forks: our own namespace
         os.close(chan_w)
         os.close(go_r)
-        return _Spare(pid, go_w, chan_r, log_fd, limits)
+        return _Spare(pid, go_w, chan_r, log_fd, limits, frozenset(self.specs))
 
     def _child(self, chan_w: int, go_r: int, log_fd: int, limits: dict[str, Any], max_fd: int) -> NoReturn:
         try:
@@ -300,14 +314,15 @@ class Worker:
                 seccomp.install()
             if self.uid is not None and not self.rootless:
                 isolation.drop_privileges(self.uid)
+            prefault.populate_writable(until_readable=4)  # copy-on-write faults while idle, not in the run
             go = json.loads(channel.read_all(4))  # blocks until the run starts
             os.close(4)
             if self.rootless:  # one host uid: read-only mounts, then no capability (userns.py)
                 isolation.protect_workspace(self.workspace, _writable(self.workspace))
                 userns.leave_worker_namespace(self.uid if self.uid is not None else 65534)
             _enter_workspace(self.workspace)
-            pytest_plugin.begin_run(3, bytes.fromhex(go["key"]), go["test_timeout"], go["trusted"],
-                                    go.get("hidden"), go.get("trace"))  # fmt: skip
+            hidden = go["hidden"] if go["hidden_ref"] is None or go["hidden"] is not None else self.specs[go["hidden_ref"]]
+            pytest_plugin.begin_run(3, bytes.fromhex(go["key"]), go["test_timeout"], go["trusted"], hidden, go["trace"])
         except BaseException as e:  # setup failed before any code under test ran: infra_error
             os.write(2, f"sandbox child setup failed: {type(e).__name__}: {e}\n".encode())
             os._exit(70)
