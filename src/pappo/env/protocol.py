@@ -77,11 +77,17 @@ TOOLS: list[dict[str, Any]] = [
 ]
 TOOL_NAMES: tuple[str, ...] = tuple(t["function"]["name"] for t in TOOLS)
 
-# Candidates mode: short descriptions, as the tiny model's context is the budget.
+# Candidates mode: the tiny model's context is the budget, so the system prompt names the tools in
+# one line each and the chat template gets no <tools> block (`tools_for`): ~40% fewer prompt tokens.
 CANDIDATE_SYSTEM_PROMPT = (
     "Make the failing tests pass by applying one of the numbered candidate edits. "
-    "One tool call per turn. Apply an edit, run the tests, revert it if they still fail, "
-    "and submit once they pass."
+    "One tool call per turn, as <tool_call>\n{\"name\": <tool>, \"arguments\": <object>}\n</tool_call>. Tools:\n"
+    "apply {\"id\": n}: apply candidate n (revert the applied one first)\n"
+    "revert {}: undo the applied candidate\n"
+    "view {\"id\": n}: show the code around candidate n\n"
+    "run_tests {}: run the tests\n"
+    "submit {}: finish; the code is graded\n"
+    "Apply an edit, run the tests, revert it if they still fail, and submit once they pass."
 )
 _ID = {"id": {"type": "integer", "description": "Candidate number."}}
 CANDIDATE_TOOLS: list[dict[str, Any]] = [
@@ -98,8 +104,9 @@ _JSON_TYPES = {"string": str, "integer": int}
 
 
 def tools_for(mode: Mode) -> list[dict[str, Any]]:
-    """The tool schemas of an action mode (what the chat template lists in the system prompt)."""
-    return _MODE_TOOLS[mode]
+    """What the chat template lists in its <tools> block: the schemas in free mode (as Qwen2.5 was
+    tuned on), none in candidates mode, whose system prompt describes its tools in brief."""
+    return TOOLS if mode == "free" else []
 
 
 def tool_names(mode: Mode) -> tuple[str, ...]:
