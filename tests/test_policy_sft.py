@@ -116,3 +116,22 @@ def test_training_changes_parameters_lowers_loss_and_is_deterministic(codec: Cha
     again, _, losses2 = trained()
     assert losses2 == losses
     assert all(torch.equal(a, b) for a, b in zip(model.parameters(), again.parameters()))
+
+
+def test_right_padded_batches_run_without_a_mask_and_give_the_same_real_positions():
+    right = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]])
+    left = torch.tensor([[1, 1, 1, 1], [0, 0, 1, 1]])
+    holes = torch.tensor([[1, 0, 1, 1]])
+    assert sft.dense_or_mask(right) is None and sft.dense_or_mask(None) is None
+    assert sft.dense_or_mask(left) is left and sft.dense_or_mask(holes) is holes
+    torch.manual_seed(0)
+    cfg = Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, max_position_embeddings=64)  # fmt: skip
+    model = AutoModelForCausalLM.from_config(cfg).eval()
+    ids = torch.randint(3, 64, (3, 4))
+    with torch.no_grad():
+        masked = model.model(input_ids=ids, attention_mask=right, use_cache=False).last_hidden_state
+        dense = model.model(input_ids=ids, attention_mask=sft.dense_or_mask(right), use_cache=False).last_hidden_state
+    real = right.bool()
+    torch.testing.assert_close(dense[real], masked[real], rtol=1e-4, atol=1e-5)
+    assert sft.model_lm_loss(model, ids, right, right.float()).isfinite()

@@ -279,7 +279,7 @@ class EvalParams(_Section):
 
     samples: int = Field(2, ge=0, description="Episodes per task at the training temperature (K of pass@K).")
     n_boot: int = Field(2000, ge=100, description="Bootstrap resamples of the 95% intervals over tasks.")
-    every_update: bool = Field(True, description="Evaluate after every update, not only at the end.")
+    every: int = Field(1, ge=0, description="Evaluate after every `every`-th update and after the last (0: the last only).")
 
 
 class ClaimParams(_Section):

@@ -136,7 +136,7 @@ def _run(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
         trainer.fingerprint, trainer.log = fingerprint, log
 
         def after_update(done: int, rec: dict[str, Any]) -> None:
-            if params.eval.every_update or done == params.rl.updates:
+            if done == params.rl.updates or (params.eval.every and done % params.eval.every == 0):
                 start = time.perf_counter()
                 rec["eval"] = UpdateEval(update=done, result=evaluate_now(done)).model_dump(mode="json")
                 rec["wall_s"]["eval"] = time.perf_counter() - start

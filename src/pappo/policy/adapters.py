@@ -26,6 +26,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from pappo.config import LoraParams
 from pappo.io import PappoError, atomic_write_bytes, atomic_write_json
+from pappo.policy.sft import dense_or_mask
 
 POLICY = "policy"
 CRITIC = "critic"
@@ -152,6 +153,7 @@ class ActorCritic(nn.Module):
         """Last hidden states (B, T, H) with the policy adapter, without the lm_head: callers apply
         `lm_head` only where they need logits (the sampled tokens), not at every prompt position."""
         self._use(POLICY)
+        attention_mask = dense_or_mask(attention_mask)
         position_ids = _positions(attention_mask, input_ids, None)  # (B, T)
         decoder = self.peft.get_base_model().base_model  # e.g. Qwen2Model, LoRA layers inside
         return decoder(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
@@ -173,6 +175,8 @@ class ActorCritic(nn.Module):
         step at V=152k). Values at padded positions are computed but meaningless; mask them.
         """
         self._use(CRITIC)
+        if position_ids is None:
+            attention_mask = dense_or_mask(attention_mask)
         position_ids = _positions(attention_mask, input_ids, position_ids)  # (B, T)
         decoder = self.peft.get_base_model().base_model  # e.g. Qwen2Model, LoRA layers inside
         hidden = decoder(

@@ -71,10 +71,23 @@ def masked_lm_loss(logits: torch.Tensor, ids: torch.Tensor, loss_mask: torch.Ten
     return (nll * target_mask).sum() / target_mask.sum().clamp(min=1.0)
 
 
+def dense_or_mask(attention_mask: torch.Tensor | None) -> torch.Tensor | None:
+    """The mask a full-sequence forward needs: None when every row is right-padded (its ones, then
+    its zeros). Causal attention then computes every real position exactly as with the mask (a real
+    token never sees a later pad), position ids default to 0..T-1 as the mask would give them, and
+    SDPA takes its fused causal kernel instead of materialising a (B, heads, T, T) mask: about a
+    third off a training forward+backward at T ~ 1500 (docs/rl.md). Pad positions' outputs differ
+    and must stay masked, as they already are in every loss."""
+    if attention_mask is None:
+        return None
+    m = attention_mask.bool()  # (B, T)
+    return None if bool((m[:, 1:] <= m[:, :-1]).all()) else attention_mask
+
+
 def model_lm_loss(model: torch.nn.Module, ids: torch.Tensor, attn: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
     """`masked_lm_loss` of a Qwen2 causal LM with the lm_head and softmax only at the positions
     whose target is in the loss (SFT: the assistant's tokens, a fraction of each sequence)."""
-    hidden = model.model(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state  # (B, T, H)
+    hidden = model.model(input_ids=ids, attention_mask=dense_or_mask(attn), use_cache=False).last_hidden_state  # (B, T, H)
     picked = loss_mask[:, 1:] != 0  # (B, T-1): position t-1 predicts token t
     logits = model.lm_head(hidden[:, :-1][picked]).float()  # (M, V)
     nll = torch.nn.functional.cross_entropy(logits, ids[:, 1:][picked], reduction="sum")
