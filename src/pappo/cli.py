@@ -58,10 +58,7 @@ def synthesize(
     from pappo.tasks.synthesize import synthesize_family
 
     params = _params(params_path)
-    sets = ["repofix", "warmup"] if task_set == "all" else [task_set]
-    if any(s not in ("repofix", "warmup") for s in sets):
-        _fail(f"--set {task_set!r}: choose repofix, warmup or all")
-    for name in sets:
+    for name in _sets(task_set):
         sp = getattr(params.tasks, name)
         usage: Counter[str] = Counter()
         tasks = []

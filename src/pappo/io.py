@@ -10,7 +10,11 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class PappoError(Exception):
@@ -86,3 +90,19 @@ def write_tree(root: Path, files: dict[str, bytes]) -> None:
             raise ValueError(f"file path {rel!r} escapes the tree root")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+
+
+def read_model_lines(path: Path, model: type[M], what: str, command: str) -> list[tuple[int, M]]:
+    """(line number, item) of every non-blank line of a JSON-lines file of `model` items; a missing
+    file or a bad line is an error naming the file, the line and the command that rebuilds it."""
+    path = Path(path)
+    if not path.is_file():
+        raise PappoError(f"{path}: {what} not found; run `{command}`")
+    out = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                out.append((n, model.model_validate_json(line)))
+            except ValueError as e:
+                raise PappoError(f"{path}:{n}: invalid {what} ({e}); re-run `{command}`") from e
+    return out

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pappo.io import PappoError, atomic_write_text, canonical_json, tree_sha256
+from pappo.io import PappoError, atomic_write_text, canonical_json, read_model_lines, tree_sha256
 
 if TYPE_CHECKING:
     from pappo.sandbox.grading import Grade
@@ -79,19 +79,11 @@ def candidates_path(manifest: Path) -> Path:
 
 
 def read_candidates(path: Path) -> dict[str, TaskCandidates]:
-    path = Path(path)
-    if not path.is_file():
-        raise PappoError(f"{path}: candidate edits not found; run `pappo candidates`")
     out: dict[str, TaskCandidates] = {}
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                c = TaskCandidates.model_validate_json(line)
-            except ValueError as e:
-                raise PappoError(f"{path}:{n}: invalid candidate edits ({e}); re-run `pappo candidates`") from e
-            if c.instance_id in out:
-                raise PappoError(f"{path}:{n}: task {c.instance_id} listed twice; re-run `pappo candidates`")
-            out[c.instance_id] = c
+    for n, c in read_model_lines(path, TaskCandidates, "candidate edits", "pappo candidates"):
+        if c.instance_id in out:
+            raise PappoError(f"{path}:{n}: task {c.instance_id} listed twice; re-run `pappo candidates`")
+        out[c.instance_id] = c
     return out
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from pappo.config import SandboxParams
-from pappo.io import PappoError, atomic_write_text, canonical_json
+from pappo.io import PappoError, atomic_write_text, canonical_json, read_model_lines
 from pappo.sandbox.grading import HiddenSuite, outcomes_digest, same_outcome
 from pappo.sandbox.pool import TestRun
 from pappo.sandbox.runner import run_many
@@ -77,18 +77,7 @@ def hidden_path(manifest: Path) -> Path:
 
 
 def read_hidden(path: Path) -> dict[str, HiddenChecks]:
-    path = Path(path)
-    if not path.is_file():
-        raise PappoError(f"{path}: hidden checks not found; run `pappo hidden-checks`")
-    out: dict[str, HiddenChecks] = {}
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                h = HiddenChecks.model_validate_json(line)
-            except ValueError as e:
-                raise PappoError(f"{path}:{n}: invalid hidden checks ({e}); re-run `pappo hidden-checks`") from e
-            out[h.instance_id] = h
-    return out
+    return {h.instance_id: h for _, h in read_model_lines(path, HiddenChecks, "hidden checks", "pappo hidden-checks")}
 
 
 def write_hidden(path: Path, items: list[HiddenChecks]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pappo.config import Params
 from pappo.io import PappoError
@@ -14,6 +14,8 @@ from pappo.tasks.hidden import hidden_path, read_hidden
 from pappo.tasks.manifest import read_manifest
 from pappo.tasks.models import Task
 from pappo.tasks.patches import apply_patch
+
+T = TypeVar("T")
 
 
 class TaskStore:
@@ -34,25 +36,25 @@ class TaskStore:
     def hidden(self) -> dict[str, HiddenSuite]:
         """Every task's hidden checks, for `grading.grade_many` (read on first use)."""
         if self._hidden is None:
-            found = read_hidden(hidden_path(self.manifest))
-            lacking = sorted(set(self.tasks) - set(found))
-            if lacking:
-                raise PappoError(f"{hidden_path(self.manifest)}: no hidden checks for {', '.join(lacking[:5])}; "
-                                 "run `pappo hidden-checks`")  # fmt: skip
-            self._hidden = {tid: found[tid].suite() for tid in self.tasks}
+            found = self._every_task(read_hidden(hidden_path(self.manifest)), hidden_path(self.manifest),
+                                     "hidden checks", "pappo hidden-checks")  # fmt: skip
+            self._hidden = {tid: h.suite() for tid, h in found.items()}
         return self._hidden
 
     @property
     def candidates(self) -> dict[str, TaskCandidates]:
         """Every task's candidate edits (the candidates action mode; read on first use)."""
         if self._candidates is None:
-            found = read_candidates(candidates_path(self.manifest))
-            lacking = sorted(set(self.tasks) - set(found))
-            if lacking:
-                raise PappoError(f"{candidates_path(self.manifest)}: no candidate edits for {', '.join(lacking[:5])}; "
-                                 "run `pappo candidates`")  # fmt: skip
-            self._candidates = {tid: found[tid] for tid in self.tasks}
+            self._candidates = self._every_task(read_candidates(candidates_path(self.manifest)),
+                                                candidates_path(self.manifest), "candidate edits", "pappo candidates")  # fmt: skip
         return self._candidates
+
+    def _every_task(self, found: dict[str, T], path: Path, what: str, command: str) -> dict[str, T]:
+        """`found`'s entries for this store's tasks, in task order; an error if one is lacking."""
+        lacking = sorted(set(self.tasks) - set(found))
+        if lacking:
+            raise PappoError(f"{path}: no {what} for {', '.join(lacking[:5])}; run `{command}`")
+        return {tid: found[tid] for tid in self.tasks}
 
     @classmethod
     def from_params(cls, params: Params, task_set: Literal["repofix", "warmup"] = "repofix") -> "TaskStore":
