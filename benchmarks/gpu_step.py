@@ -49,7 +49,7 @@ import torch
 from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
 from pappo.config import load_params
-from pappo.evidence import receipt as rc
+from pappo.experiment import receipt as rc
 from pappo.numerics import collect as collect_numerics
 from pappo.io import atomic_write_json
 from pappo.policy.adapters import ActorCritic

@@ -15,8 +15,8 @@ import torch
 from pydantic import ValidationError
 
 from pappo.config import NumericsParams
-from pappo.evidence import receipt as rc
-from pappo.evidence.receipt import (
+from pappo.experiment import receipt as rc
+from pappo.experiment.receipt import (
     CheckpointInfo,
     Clock,
     InputsInfo,

@@ -15,7 +15,7 @@ from test_evidence_summary import IDS, N_BOOT, SEEDS, K, run_report
 from pappo.config import Params
 from pappo.evidence import recompute
 from pappo.evidence.audit import AuditFailure
-from pappo.evidence.receipt import HardwareInfo
+from pappo.experiment.receipt import HardwareInfo
 from pappo.evidence.summary import write_summary
 from pappo.experiment.report import RUN_METHODS, RunReport, flat_metrics
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pappo.evidence.stats import (
+from pappo.stats import (
     Interval,
     bootstrap_ci,
     bootstrap_ci_seeds,

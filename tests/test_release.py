@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from pappo.evidence import receipt as rc
+from pappo.experiment import receipt as rc
 from pappo.evidence.audit import AuditVerdict, ClaimVerdict
 from pappo.evidence.release import build_bundle, git_tree_id, read_metadata, verify_bundle
 from pappo.evidence.summary import Comparison, MethodSummary, Summary

@@ -20,10 +20,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pappo.config import ClaimParams, Params
-from pappo.evidence import receipt as rc
+from pappo.experiment import receipt as rc
 from pappo.evidence import recompute
 from pappo.evidence.committed import check_committed, describe
-from pappo.evidence.stats import paired_diff_ci_seeds, seed_wins
+from pappo.stats import paired_diff_ci_seeds, seed_wins
 from pappo.evidence.summary import pick_best_baseline, task_values
 from pappo.experiment.report import RUN_METHODS, RunReport, run_stage
 from pappo.experiment.run import SOURCE_PATHS, claims_sha256, params_subset

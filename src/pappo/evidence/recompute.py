@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pappo.config import Params
-from pappo.evidence.receipt import Receipt
+from pappo.experiment.receipt import Receipt
 from pappo.evidence.summary import summary_files
 from pappo.experiment.report import RunReport, budget_limits, budget_used, flat_metrics
 from pappo.io import PappoError, sha256_bytes

@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from pappo.evidence.receipt import Receipt, verify_receipt
+from pappo.experiment.receipt import Receipt, verify_receipt
 from pappo.io import PappoError, sha256_bytes, sha256_file
 
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pappo.config import Params, load_params
-from pappo.evidence import receipt as rc
+from pappo.experiment import receipt as rc
 from pappo.evidence.audit import evaluate_claim
 from pappo.evidence.summary import METRICS
 from pappo.experiment.report import RUN_METHODS, RunReport

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from pappo.config import Params
 from pappo.evidence.audit import AuditVerdict
-from pappo.evidence.receipt import Receipt
+from pappo.experiment.receipt import Receipt
 from pappo.evidence.reproduce import Reproduction
 from pappo.evidence.summary import Summary
 from pappo.experiment.report import RunReport

@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pappo.evidence.stats import bootstrap_ci_seeds, mean_pass_at_k, paired_diff_ci_seeds, seed_wins
+from pappo.stats import bootstrap_ci_seeds, mean_pass_at_k, paired_diff_ci_seeds, seed_wins
 from pappo.experiment.report import RUN_METHODS, RunReport, run_stage
 from pappo.io import PappoError, atomic_write_bytes, json_bytes, sha256_file
 from pappo.rl.evaluate import Interval, TaskOutcome

@@ -24,7 +24,7 @@ import torch
 
 from pappo import numerics
 from pappo.config import Params
-from pappo.evidence import receipt as rc
+from pappo.experiment import receipt as rc
 from pappo.env.protocol import tools_for
 from pappo.experiment.report import (Budget, RunReport, Timing, UpdateEval, budget_limits, budget_used, flat_metrics,
                                      run_stage)

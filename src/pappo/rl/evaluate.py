@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pappo.config import Params
 from pappo.env.vec import VecEnv, board_seed, task_env
-from pappo.evidence.stats import bootstrap_ci, mean_pass_at_k
+from pappo.stats import bootstrap_ci, mean_pass_at_k
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine, Trajectory
 from pappo.rl.distributed import Dist

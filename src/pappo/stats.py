@@ -1,4 +1,4 @@
-"""Statistics for the evaluation report: bootstrap intervals, paired differences, pass@k, seed wins.
+"""Statistics shared by evaluation (rl) and evidence: bootstrap intervals, paired differences, pass@k, seed wins.
 
 Pure numpy + stdlib. Every bootstrap here is a percentile bootstrap (Efron & Tibshirani 1993,
 "An Introduction to the Bootstrap", ch. 13) over tasks, drawn from
