@@ -207,9 +207,12 @@ def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.
     1 is a perfect critic, 0 no better than the mean return, < 0 worse. When Var(returns) is 0
     (all targets equal, fewer than two policy tokens, no policy token) it is undefined and NaN is
     returned, never an error and never a made-up 0: skip NaN when averaging. "Is 0" means at most
-    rounding noise, Var <= (8 eps)^2 * mean(returns^2) for the dtype's eps: equal returns such as
-    three 0.1s give a mean off by an ulp and a variance of ~1e-34, which would otherwise yield
-    EV ~ -1e32 (verl adds 1e-5 to the denominator, which turns this case into a large negative number).
+    rounding noise, Var <= (8 eps)^2 * (mean(returns^2) + mean((returns - values)^2)) for the
+    dtype's eps: equal returns such as three 0.1s give a mean off by an ulp and a variance of
+    ~1e-34, and returns computed as advantage + value with every outcome 0 are pure rounding noise
+    of the values' size (eps * |V|, and |V| <= |R| + |R - V|); either would otherwise yield
+    EV ~ -1e12 or less (verl adds 1e-5 to the denominator, which turns this case into a large
+    negative number).
     """
     return explained_variance_from_moments(ev_moments(values, returns, mask), values.dtype)
 
@@ -234,6 +237,6 @@ def explained_variance_from_moments(m: torch.Tensor, dtype: torch.dtype = torch.
     var_d = (sd2 / n - (sd / n) ** 2).clamp(min=0.0)
     # one-pass variances carry ~eps64 * mean(r^2) of rounding noise: that floor too
     floor = max((8 * torch.finfo(dtype).eps) ** 2, 64 * torch.finfo(torch.float64).eps)
-    defined = var_r > floor * (sr2 / n)
+    defined = var_r > floor * (sr2 + sd2) / n
     nan = torch.full((), float("nan"), dtype=torch.float64, device=m.device)
     return torch.where(defined, 1.0 - var_d / torch.where(defined, var_r, 1.0), nan).to(dtype)
