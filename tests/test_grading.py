@@ -100,11 +100,12 @@ def test_infra_error_and_tamper_never_succeed():
 def test_oracle_solves_all_100_and_submitting_unedited_solves_none():
     """Must-show of the environment issue, through the real sandbox and the real environment."""
     params = load_params(ROOT / "params.yaml")
+    free = params.env.model_copy(update={"actions": "free"})  # the free-form tools (the hub profile's mode)
     store = TaskStore.from_params(params, "repofix")
     assert len(store.tasks) == 100
     tasks = list(store.tasks.values())
     with SandboxPool(params.sandbox) as pool:  # all 200 episodes stepped together (VecEnv)
-        envs = [RepairEnv(t, store.clean(t), store.buggy(t), params.env) for t in tasks for _ in (0, 1)]
+        envs = [RepairEnv(t, store.clean(t), store.buggy(t), free) for t in tasks for _ in (0, 1)]
         agents = [OracleAgent(t, store.buggy(t), params.env.view_max_lines) if k == 0 else SubmitAgent()
                   for t in tasks for k in (0, 1)]  # fmt: skip
         vec = VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden))
@@ -165,4 +166,5 @@ def test_cli_play_prints_transcript_and_metrics(agent: str):
     assert m["tool_cost"] > 0 and isinstance(m["success"], bool)
     if agent == "oracle":
         assert m["success"] and out["terminal_reward"] == EnvParams().rewards.success
-        assert out["final_grade"]["success"] and m["turns"] == 4
+        # the default profile's candidates mode: apply the fix, run_tests, submit
+        assert out["final_grade"]["success"] and m["turns"] == 3
