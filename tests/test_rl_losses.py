@@ -254,8 +254,8 @@ def test_kl_penalty_matches_naive(d, est):
 @HYP
 @given(d=batches(("v", "ret"), min_abs=1e-100))
 def test_explained_variance_matches_naive(d):
-    """Exact rational arithmetic; NaN iff Var(R) is within rounding noise of 0,
-    (8 eps)^2 * (mean(R^2) + mean((R - V)^2))."""
+    """Exact rational arithmetic; NaN iff Var(R) is within rounding noise of 0: at most
+    max((8 eps)^2, 64 eps64) * (mean(R^2) + mean((R - V)^2)), as `explained_variance_from_moments`."""
     pairs = [(Fraction(v), Fraction(r)) for rv, rr, rm in zip(d["v"], d["ret"], d["mask"])
              for v, r, m in zip(rv, rr, rm) if m]
 
@@ -269,7 +269,8 @@ def test_explained_variance_matches_naive(d):
         assert torch.isnan(got)
         return
     var_r, mean_sq = pvar([r for _, r in pairs]), sum(r * r + (r - v) ** 2 for v, r in pairs) / len(pairs)
-    noise = Fraction(8 * torch.finfo(F64).eps) ** 2 * mean_sq
+    eps = Fraction(torch.finfo(F64).eps)  # the kernel's floor: max((8 eps)^2, 64 eps64), eps of the values' dtype
+    noise = max((8 * eps) ** 2, 64 * eps) * mean_sq
     assume(not noise / 100 < var_r < noise * 100)  # too close to the threshold for float64 to decide
     expected = 1 - pvar([r - v for v, r in pairs]) / var_r if var_r > noise else math.nan
     assert_close(got, t64(float(expected)), equal_nan=True)
