@@ -170,22 +170,6 @@ def test_summary_of_a_failing_run_is_a_few_lines():
     assert bare.splitlines()[1] == "First failure: tests/test_a.py::t0 (timeout)"
 
 
-def test_summary_masks_memory_addresses_which_differ_from_run_to_run():
-    """Seen in lrucache-003: the same wrong edit, graded twice, showed two addresses; the policy
-    reads the summary, so the same seed trained differently."""
-    failure = {"test": "tests/test_c.py::t1", "outcome": "failed", "exc_type": "AssertionError",
-               "message": "assert 'long' in <lrucache.cache.LRUCache object at 0x7f19ec758850>",
-               "compare": {"op": "in", "left": "'long'", "right": "<lrucache.cache.LRUCache object at 0x7f19ec758850>"},
-               "test_file": "tests/test_c.py", "test_line": 109}  # fmt: skip
-    other = dict(failure, message=failure["message"].replace("7f19ec758850", "7f70f4124410"),
-                 compare=dict(failure["compare"], right="<lrucache.cache.LRUCache object at 0x7f70f4124410>"))
-    a, b = summarize_tests(grade(2, first_failure=failure)), summarize_tests(grade(2, first_failure=other))
-    assert a == b and "0x7f" not in a
-    assert "AssertionError: assert 'long' in <lrucache.cache.LRUCache object at 0x...>" in a
-    kept = dict(failure, message="assert 0x10 == 16", compare={"op": "==", "left": "0x10", "right": "16"})
-    assert "assert 0x10 == 16" in summarize_tests(grade(2, first_failure=kept))  # a hex literal is not an address
-
-
 def test_summary_of_passing_infra_and_hack_runs():
     assert summarize_tests(grade(0)) == "5 passed, 0 failed (of 5 graded tests). All tests pass; call submit() to finish."
     assert summarize_tests(grade(5, infra_error="worker died")).startswith("Sandbox error, try again")

@@ -54,6 +54,21 @@ def test_outcomes_per_test_and_failure_details(pool: SandboxPool):
     assert run.infra_error is None and not run.tamper and not run.ended_early
 
 
+def test_failure_texts_mask_memory_addresses_which_differ_from_run_to_run(pool: SandboxPool):
+    """Seen in lrucache-003: the same wrong edit, graded in two pools, showed two addresses; the
+    policy reads the failure text, so the same seed trained differently. A hex literal stays."""
+    run = pool.run(suite(
+        "class Box:\n    pass\n"
+        "def test_in():\n    assert 'long' in [Box()]\n"
+        "def test_raise():\n    raise ValueError(repr(Box()))\n"
+        "def test_hex():\n    raise ValueError('flag 0x10 set')\n"
+    ))  # fmt: skip
+    f = run.failures
+    assert f["tests/test_pkg.py::test_in"]["compare"]["right"] == "[<test_pkg.Box object at 0x...>]"
+    assert f["tests/test_pkg.py::test_raise"]["message"] == "<test_pkg.Box object at 0x...>"
+    assert f["tests/test_pkg.py::test_hex"]["message"] == "flag 0x10 set"
+
+
 def test_requested_ids_missing_and_skipped(pool: SandboxPool):
     run = pool.run(suite("import pytest\n@pytest.mark.skip\ndef test_skip():\n    pass\n"),
                    ["tests/test_pkg.py::test_skip", "tests/test_pkg.py::test_gone"])  # fmt: skip

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import difflib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -175,13 +174,9 @@ def _edit_snippet(path: str, text: str, offset: int, length: int) -> str:
 
 
 def summarize_tests(grade: Grade) -> str:
-    """What run_tests shows: counts, then the first failing test in a few lines. Memory addresses
-    in reprs (`<Obj object at 0x7f...>`) differ from run to run; the policy reads this text, so
-    they are masked (otherwise the same seed trains differently: docs/experiment.md)."""
-    return _ADDRESS.sub(" at 0x...", _summary(grade))
-
-
-def _summary(grade: Grade) -> str:
+    """What run_tests shows: counts, then the first failing test in a few lines. The sandbox
+    masks memory addresses in the failure texts it captures (pytest_plugin), so this text is the
+    same in every run of a seed (docs/experiment.md)."""
     if grade.infra_error:
         return f"Sandbox error, try again (the test run did not complete: {_clip(grade.infra_error)})."
     if grade.hack_attempt:  # refused by the static scan (nothing ran), or flagged while running
@@ -207,9 +202,6 @@ def _summary(grade: Grade) -> str:
     if f.get("test_file") and f.get("test_line"):
         lines.append(f"  at {f['test_file']}:{f['test_line']}")
     return "\n".join(lines)
-
-
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # CPython's default repr: "<pkg.Cls object at 0x7f3a...>"
 
 
 def _clip(text: str, limit: int = 200) -> str:

@@ -229,8 +229,9 @@ def ev_moments(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) 
 
 def explained_variance_from_moments(m: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """`explained_variance` from summed `ev_moments` (5,); NaN where undefined, as there. The
-    rounding-noise test uses `dtype`'s eps (the dtype the values were computed in) and the
-    float64 noise of the one-pass variance (Var <= 64 eps64 mean(r^2) counts as 0)."""
+    rounding-noise test counts Var(returns) <= floor * (mean(r^2) + mean((r - v)^2)) as 0, with
+    floor the larger of `dtype`'s (8 eps)^2 (the dtype the values were computed in) and the
+    float64 noise of the one-pass variance, 64 eps64."""
     n, sr, sr2, sd, sd2 = m.to(torch.float64).unbind()
     n = n.clamp(min=1.0)
     var_r = (sr2 / n - (sr / n) ** 2).clamp(min=0.0)

@@ -15,6 +15,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable
@@ -32,6 +33,9 @@ from pappo.sandbox import checks, typed, values
 _write, _exit, _fstat, _dumps = os.write, os._exit, os.fstat, json.dumps
 _hmac_new, _sha256, _setitimer = hmac.new, hashlib.sha256, signal.setitimer
 _RUN: dict[str, Any] = {}
+# CPython's default repr says where an object lives ("<pkg.Cls object at 0x7f3a...>"): different in
+# every run, and the policy reads these texts, so the same seed would train differently.
+_mask_addresses = re.compile(r" at 0x[0-9a-fA-F]+").sub
 
 
 class SandboxTestTimeout(BaseException):
@@ -114,12 +118,13 @@ def _short(value: object, limit: int = 240) -> str:
         text = repr(value)
     except Exception as e:  # a broken __repr__ in the code under test
         text = f"<unrepresentable: {type(e).__name__}>"
+    text = _mask_addresses(" at 0x...", text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _text(value: object) -> str:
     try:
-        return str(value)
+        return _mask_addresses(" at 0x...", str(value))
     except Exception as e:
         return f"<unprintable: {type(e).__name__}>"
 
@@ -221,7 +226,7 @@ def _failure(item: pytest.Item, call: pytest.CallInfo[None]) -> dict[str, Any]:
 def pytest_collectreport(report: pytest.CollectReport) -> None:
     if report.failed and _RUN:
         _RUN["n_other"] = _RUN.get("n_other", 0) + 1
-        emit("collect_error", nodeid=report.nodeid, message=str(report.longrepr)[-600:])
+        emit("collect_error", nodeid=report.nodeid, message=_text(report.longrepr)[-600:])
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
