@@ -75,6 +75,14 @@ def test_the_verdict_names_each_run_and_claim():
 
 
 def test_progress_scales_the_published_times_by_this_machines_pace():
-    line = rp._progress(1, 3, "seed_0/ppo", 10.0, [10.0, 20.0, 30.0], 20.0)  # twice as slow so far
+    line = rp._progress(1, 3, "seed_0/ppo", 10.0, [10.0, 20.0, 30.0], 20.0, 20.0)  # twice as slow so far
     assert "1/3 seed_0/ppo" in line and "ETA 100 s" in line
-    assert "finished" in rp._progress(3, 3, "done", 60.0, [10.0, 20.0, 30.0], 100.0)
+    assert "finished" in rp._progress(3, 3, "done", 60.0, [10.0, 20.0, 30.0], 100.0, 100.0)
+
+
+def test_the_untimed_base_model_does_not_count_as_a_slow_pace():
+    """Seen in a full reproduction: the base model (no published wall time) took minutes, and two
+    steps later the ETA said 26784 s for about 20 minutes of work."""
+    planned = [0.0, 40.0, 80.0, 120.0]
+    line = rp._progress(2, 4, "seed_0/grpo", 40.0, planned, 383.0, 53.0)
+    assert "ETA 265 s" in line  # (80 + 120) x 53 / 40

@@ -255,9 +255,9 @@ def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scrat
     steps: list[tuple[str, RunId | None]] = ([("base_model", None)] if base else []) + [
         (f"seed_{s}/{m}", (s, m)) for s, m in chosen]  # fmt: skip
     planned = [float(receipts[k].timing.wall_s) if k else 0.0 for _, k in steps]
-    checks, reproduced, done_s = [], {}, 0.0
+    checks, reproduced, done_s, paced_s = [], {}, 0.0, 0.0
     for i, (name, key) in enumerate(steps):
-        log(_progress(i, len(steps), name, done_s, planned, time.perf_counter() - t0))
+        log(_progress(i, len(steps), name, done_s, planned, time.perf_counter() - t0, paced_s))
         start = time.perf_counter()
         if key is None:
             _pappo(["base-model"], clone)
@@ -273,7 +273,8 @@ def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scrat
                                       receipts[key].determinism.numerics, time.perf_counter() - start))  # fmt: skip
             reproduced[key] = RunReport.model_validate_json((out / "report.json").read_bytes())
         done_s += planned[i]
-    log(_progress(len(steps), len(steps), "done", done_s, planned, time.perf_counter() - t0))
+        paced_s += time.perf_counter() - start if planned[i] > 0 else 0.0
+    log(_progress(len(steps), len(steps), "done", done_s, planned, time.perf_counter() - t0, paced_s))
     claims = check_claims(clone_params, published, receipts, reproduced) if reproduced else []
     ok = all(_ok(c) for c in checks) and all(c.published_holds == c.reproduced_holds for c in claims)
     rep = Reproduction(commit=sha, runs=checks, claims=claims, reproduced=ok, wall_s=time.perf_counter() - t0,
@@ -281,12 +282,15 @@ def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scrat
     return rep.model_copy(update={"verdict": render(rep)})
 
 
-def _progress(i: int, n: int, name: str, done_planned: float, planned: list[float], elapsed: float) -> str:
-    """`[2/5] seed_0/ppo: 41 s elapsed, ETA 80 s`: the published wall times, scaled by this machine's pace."""
+def _progress(i: int, n: int, name: str, done_planned: float, planned: list[float], elapsed: float,
+              paced: float) -> str:  # fmt: skip
+    """`[2/5] seed_0/ppo: 41 s elapsed, ETA 80 s`: the published wall times, scaled by this machine's pace
+    (`paced`: the seconds spent here on the steps done that have a published time; the base model
+    has none, so its minutes do not count as a slow pace)."""
     width = 20
     bar = "#" * (width * i // max(1, n)) + "." * (width - width * i // max(1, n))
     remaining = sum(planned[i:])
-    pace = elapsed / done_planned if done_planned > 0 else 1.0
+    pace = paced / done_planned if done_planned > 0 else 1.0
     eta = f"ETA {remaining * pace:.0f} s" if i < n else "finished"
     return f"[{bar}] {i}/{n} {name}: {elapsed:.0f} s elapsed, {eta}"
 
