@@ -4,6 +4,7 @@ real `dvc repro` in test_dvc_smoke: bit-identical on the same machine)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from test_evidence_summary import SEEDS, run_report
@@ -13,6 +14,8 @@ from pappo.evidence import reproduce as rp
 from pappo.experiment.report import RUN_METHODS
 from pappo.io import PappoError
 from pappo.numerics import NumericsInfo
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -86,3 +89,17 @@ def test_the_untimed_base_model_does_not_count_as_a_slow_pace():
     planned = [0.0, 40.0, 80.0, 120.0]
     line = rp._progress(2, 4, "seed_0/grpo", 40.0, planned, 383.0, 53.0)
     assert "ETA 265 s" in line  # (80 + 120) x 53 / 40
+
+
+def test_the_base_models_wall_time_does_not_count_but_its_outcomes_do():
+    """The base model's report records its wall time (the reproduction's plan); a rerun's other
+    time is no difference, a changed outcome is."""
+    pub = json.loads((ROOT / "reports" / "base_model.json").read_text())
+    again = json.loads(json.dumps(pub))
+    again["timing"] = {"wall_s": 1.0}
+    pub["timing"] = {"wall_s": 300.0}
+    check = rp.compare_base(pub, again, 1.0)
+    assert check.identical and check.first_difference is None and rp._ok(check)
+    again["eval"]["greedy"]["success_rate"] += 0.5
+    check = rp.compare_base(pub, again, 1.0)
+    assert not check.identical and check.first_difference == "eval.greedy.success_rate"

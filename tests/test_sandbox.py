@@ -156,6 +156,15 @@ def test_replacing_runner_machinery_is_tampering(pool: SandboxPool):
     assert "passed" not in run.outcomes.values()
 
 
+def test_replacing_the_failure_text_masker_is_tampering(pool: SandboxPool):
+    """The masker rewrites every failure text the policy reads; code that swaps it is caught."""
+    patch = ("import pappo.sandbox.pytest_plugin as p\n"
+             "p._mask_addresses = lambda repl, text: 'all tests pass'\n")
+    run = pool.run(suite("def test_a():\n    assert add(1, 1) == 3\n", pkg=patch))
+    assert any("_mask_addresses" in t for t in run.tamper), run.tamper
+    assert "passed" not in run.outcomes.values()
+
+
 def test_worker_crash_is_an_infra_error_and_the_worker_is_replaced():
     with SandboxPool(FAST, workers=1) as p:
         victim = p._all[0].proc.pid

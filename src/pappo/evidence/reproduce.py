@@ -170,7 +170,7 @@ def compare_base(published: dict[str, Any], reproduced: dict[str, Any], wall_s: 
     """The base model: checkpoint files and per-episode outcomes; success rates as metrics."""
     theirs, mine = (NumericsInfo.model_validate(d["numerics"]) for d in (published, reproduced))
     kind, why = comparison(theirs, mine)
-    first = _first_difference(published, reproduced)
+    first = _first_difference(without_timing(published), without_timing(reproduced))
     metrics = []
     for mode in ("greedy", "sampled"):
         p, r = published["eval"][mode]["success_rate"], reproduced["eval"][mode]["success_rate"]
@@ -254,7 +254,8 @@ def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scrat
     clone_params = load_params(clone / "params.yaml")
     steps: list[tuple[str, RunId | None]] = ([("base_model", None)] if base else []) + [
         (f"seed_{s}/{m}", (s, m)) for s, m in chosen]  # fmt: skip
-    planned = [float(receipts[k].timing.wall_s) if k else 0.0 for _, k in steps]
+    base_s = json.loads((root / "reports/base_model.json").read_text()).get("timing", {}).get("wall_s", 0.0)
+    planned = [float(receipts[k].timing.wall_s) if k else float(base_s) for _, k in steps]
     checks, reproduced, done_s, paced_s = [], {}, 0.0, 0.0
     for i, (name, key) in enumerate(steps):
         log(_progress(i, len(steps), name, done_s, planned, time.perf_counter() - t0, paced_s))
@@ -285,8 +286,8 @@ def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scrat
 def _progress(i: int, n: int, name: str, done_planned: float, planned: list[float], elapsed: float,
               paced: float) -> str:  # fmt: skip
     """`[2/5] seed_0/ppo: 41 s elapsed, ETA 80 s`: the published wall times, scaled by this machine's pace
-    (`paced`: the seconds spent here on the steps done that have a published time; the base model
-    has none, so its minutes do not count as a slow pace)."""
+    (`paced`: the seconds spent here on the steps done that have a published time; evidence from
+    before the base model recorded its wall time has none there, so those minutes set no pace)."""
     width = 20
     bar = "#" * (width * i // max(1, n)) + "." * (width - width * i // max(1, n))
     remaining = sum(planned[i:])

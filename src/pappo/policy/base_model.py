@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ TINY_ID = "pappo/tiny-qwen2"
 
 def run_stage(params: Params, out_dir: Path, report_path: Path, log: Any = print) -> dict[str, Any]:
     """Write the checkpoint to `out_dir` and the stage report to `report_path` (both replaced)."""
+    t0 = time.perf_counter()
     if params.model.profile == "hub":
         path, record = resolve_hub(params.model)
         report = {"profile": "hub", "checkpoint": record.model_dump(mode="json"), "snapshot": str(path)}
@@ -51,6 +53,8 @@ def run_stage(params: Params, out_dir: Path, report_path: Path, log: Any = print
     else:
         report = _tiny(params, Path(out_dir), log)
     report["numerics"] = numerics.collect(params.numerics).model_dump(mode="json")
+    # what a reproduction plans its time by (`pappo reproduce`'s ETA); never compared
+    report["timing"] = {"wall_s": round(time.perf_counter() - t0, 3)}
     atomic_write_json(report_path, report)
     atomic_write_json(metrics_path(report_path), headline(report))
     return report
