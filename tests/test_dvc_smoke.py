@@ -45,6 +45,7 @@ def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
     for name in ("repofix", "warmup"):
         params["tasks"][name] = {k: v.replace("tests/fixtures/", "data/") for k, v in params["tasks"][name].items()}
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    (repo / "matrix.yaml").write_text(yaml.safe_dump({"rl": params["rl"]}, sort_keys=False))
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
                 ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]):  # fmt: skip
         assert sh(*cmd, cwd=repo).returncode == 0
@@ -68,7 +69,8 @@ def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
     forced = sh("dvc", "repro", "--force", "base_model", cwd=repo)
     assert forced.returncode == 0, forced.stdout + forced.stderr
     assert files_sha256(repo / "models/base") == record["files"]
-    assert json.loads((repo / "reports/base_model.json").read_text()) == report
+    assert without_timing(json.loads((repo / "reports/base_model.json").read_text())) == without_timing(report)
+    assert report["timing"]["wall_s"] > 0  # what `pappo reproduce` plans by
 
     check_runs(repo, seeds=(0, 1), first=first.stdout)
     check_audit(repo)
@@ -177,30 +179,37 @@ def check_exp_show_view(repo: Path) -> None:
 
 
 def check_one_seed_try(repo: Path) -> None:
-    """A one-seed hyperparameter try trains that seed's runs only (the base run is copied: it reads
-    no rl params); the full pipeline with the same params then trains each other run once."""
+    """A one-seed hyperparameter try, untargeted, trains that seed's runs only (the base run is
+    copied: it reads no rl params) and leaves the published matrix valid; the same change made to
+    the published configuration (matrix.yaml) then trains each other run once."""
     tried = ("-S", "seed=1", "-S", "rl.ppo_epochs=2")  # the fixture's rl names no actor_lr
     sh("git", "add", "-A", cwd=repo)
     assert sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "seed 1", cwd=repo).returncode == 0
     assert sh("dvc", "status", "--json", "dvc.yaml", cwd=repo).stdout.strip() in ("{}", "")  # release/dvc.yaml: not run yet
+    published = {p: p.read_bytes() for p in (repo / "reports" / "runs").rglob("report.json")}
     t0 = time.perf_counter()
-    one = sh("dvc", "exp", "run", *tried, "experiment", cwd=repo)
+    one = sh("dvc", "exp", "run", *tried, cwd=repo)
     t1 = time.perf_counter()
     out = one.stdout + one.stderr
     assert one.returncode == 0, out
     ran = sorted(line.split("'")[1] for line in one.stdout.splitlines() if line.startswith("Running stage"))
     assert ran == ["experiment"] and out.count("seed 1: update 1/1") == 4, out
     assert "reports/experiment/base: the same configuration as reports/runs/seed_1/base" in out
+    assert {p: p.read_bytes() for p in published} == published  # the matrix untouched
+    assert sh("dvc", "status", "--json", "dvc.yaml", cwd=repo).stdout.strip() in ("{}", "")
+    matrix = yaml.safe_load((repo / "matrix.yaml").read_text())
+    matrix["rl"]["ppo_epochs"] = 2
+    (repo / "matrix.yaml").write_text(yaml.safe_dump(matrix, sort_keys=False))
     t2 = time.perf_counter()
-    full = sh("dvc", "exp", "run", *tried, cwd=repo)
+    full = sh("dvc", "repro", cwd=repo)
     t3 = time.perf_counter()
     out = full.stdout + full.stderr
     assert full.returncode == 0, out
     ran = sorted(line.split("'")[1] for line in full.stdout.splitlines() if line.startswith("Running stage"))
     assert not [r for r in ran if r.startswith(("base_run", "validate", "base_model", "experiment"))], ran
     assert out.count("seed 0: update 1/1") == 4 and "seed 1: update 1/1" not in out, out  # seed 1's: copied
-    print(f"dvc exp run {' '.join(tried)} experiment: stage experiment, 4 runs trained, {t1 - t0:.0f} s; "
-          f"then without the target: {ran}, {t3 - t2:.0f} s")
+    print(f"dvc exp run {' '.join(tried)}: stage experiment, 4 runs trained, {t1 - t0:.0f} s; "
+          f"then the same in matrix.yaml, dvc repro: {ran}, {t3 - t2:.0f} s")
     assert sh("git", "checkout", "--", ".", cwd=repo).returncode == 0  # params, dvc.lock, the committed summary
     back = sh("dvc", "checkout", "--force", cwd=repo)
     assert back.returncode == 0, back.stdout + back.stderr
@@ -433,6 +442,15 @@ def check_stale_only_where_code_changed(repo: Path) -> None:
     assert sh(*commit, "evidence", cwd=repo).returncode == 0
     code, text = audit_output(repo)
     assert code == 2 and "integrity: OK" in text, text
+    # a one-seed try edits params.yaml's rl (`dvc exp run -S rl.actor_lr=...`): the experiment alone
+    # is stale, the published matrix (matrix.yaml's rl) and its audit stay valid
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["rl"]["ppo_epochs"] = params["rl"].get("ppo_epochs", 1) + 1  # the fixture's rl names no actor_lr
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    stale = set(json.loads(sh("dvc", "status", "--json", cwd=repo).stdout)) - {"release/dvc.yaml:release"}
+    assert stale == {"experiment"}, stale
+    assert audit_output(repo)[0] == 2
+    assert sh("git", "checkout", "params.yaml", cwd=repo).returncode == 0
     trainer = repo / "src/pappo/rl/trainer.py"
     trainer.write_text(trainer.read_text() + "\n# a change\n")
     assert sh(*commit, "trainer", cwd=repo).returncode == 0

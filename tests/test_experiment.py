@@ -11,10 +11,13 @@ from typer.testing import CliRunner
 
 from conftest import write_params
 from pappo.cli import app
-from pappo.config import Params
+from pappo.config import Params, load_matrix_params, load_params
 from pappo.experiment.report import Budget
 from pappo.experiment.reuse import reusable
 from pappo.experiment.run import params_subset
+from pappo.io import PappoError
+
+ROOT = Path(__file__).resolve().parents[1]
 
 def pappo(*args: str, cwd: Path):  # type: ignore[no-untyped-def]
     """The real CLI in-process; `--out` paths are made absolute under cwd."""
@@ -66,12 +69,43 @@ def test_a_run_is_reused_only_when_complete_and_valid(fx_params: Params, tmp_pat
 
 def test_the_untrained_base_run_reads_no_rl_params(fx_params: Params):
     """A hyperparameter try (`-S rl.actor_lr=...`) leaves the base runs valid: neither their report's
-    params nor dvc.yaml's base_run stage include `rl`; every trained method's do."""
+    params nor dvc.yaml's base_run stage include `rl`; every trained method's do, from matrix.yaml."""
     import yaml
 
     assert "rl" not in params_subset(fx_params, "base") and "rl" in params_subset(fx_params, "ppo")
-    stages = yaml.safe_load((Path(__file__).resolve().parents[1] / "dvc.yaml").read_text())["stages"]
-    assert "rl" not in stages["base_run"]["params"] and "rl" in stages["train"]["params"]
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     assert set(params_subset(fx_params, "base")) == set(stages["base_run"]["params"])
-    assert set(params_subset(fx_params, "ppo")) == set(stages["train"]["params"])
+    train = stages["train"]["params"]
+    assert set(params_subset(fx_params, "ppo")) == {p for p in train if isinstance(p, str)} | {"rl"}
+    assert "rl" not in train and {"matrix.yaml": ["rl"]} in train and "--matrix matrix.yaml" in stages["train"]["cmd"]
     assert "base" not in stages["train"]["matrix"]["method"]
+
+
+def test_a_one_seed_try_leaves_the_published_matrix_valid():
+    """The matrix reads `rl` from matrix.yaml only, so `dvc exp run -S seed=2 -S rl.actor_lr=...`
+    (which edits params.yaml) stales the experiment alone; committed, the two `rl` are equal, so
+    `dvc repro` trains each (seed, method) once (the experiment copies the matrix's runs)."""
+    import yaml
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    for name, stage in stages.items():
+        if "rl" in stage.get("params", []) and name != "experiment":
+            raise AssertionError(f"dvc.yaml stage {name} depends on params.yaml's rl: a one-seed try would rerun it")
+    assert "rl" in stages["experiment"]["params"] and "--matrix" not in stages["experiment"]["cmd"]
+    assert load_matrix_params(ROOT / "params.yaml", ROOT / "matrix.yaml") == load_params(ROOT / "params.yaml"), (
+        "matrix.yaml's rl differs from params.yaml's: the published matrix and the experiment would train "
+        "different configurations; make them equal before committing")
+
+
+def test_matrix_yaml_holds_the_rl_section_only_and_errors_name_the_file(tmp_path: Path):
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text("rl:\n  updates: 3\n")
+    assert load_matrix_params(ROOT / "params.yaml", matrix).rl.updates == 3
+    matrix.write_text("rl:\n  updates: 3\nlora:\n  rank: 2\n")
+    with pytest.raises(PappoError, match="matrix.yaml: holds the seed matrix's `rl` section and nothing else"):
+        load_matrix_params(ROOT / "params.yaml", matrix)
+    matrix.write_text("rl:\n  updatez: 3\n")
+    with pytest.raises(PappoError, match=r"matrix.yaml: invalid params:\n  - rl.updatez"):
+        load_matrix_params(ROOT / "params.yaml", matrix)
+    with pytest.raises(PappoError, match="nowhere.yaml: not found"):
+        load_matrix_params(ROOT / "params.yaml", tmp_path / "nowhere.yaml")

@@ -136,6 +136,7 @@ def repo(tmp_path: Path) -> Path:
     git(root, "init", "-q")
     for rel, text in {"README.md": "# tiny\n", "src/pkg/__init__.py": "", "src/pkg/lib.py": "X = 1\n",
                       "src/pkg/lib/core.py": "Y = 2\n", "src/pkg/lib-a.txt": "dash\n", "params.yaml": "seeds: [0]\n",
+                      "matrix.yaml": "rl:\n  updates: 1\n",
                       "data/repofix/manifest.jsonl": '{"instance_id": "t-001"}\n',
                       "data/repofix/manifest.lock.json": '{"n_tasks": 1}\n', "reports/summary.md": "# summary\n",
                       "reports/summary/success.svg": "<svg/>\n", "reports/base_model.json": "{}\n",
@@ -188,7 +189,7 @@ def test_bundle_is_reproducible_complete_and_verifies(repo: Path, tmp_path: Path
     assert verify_bundle(first.path) == []
     files = entries(first.path)
     assert list(files) == sorted(files)
-    for name in ("params.yaml", "dvc.lock", "data/repofix/manifest.jsonl", "data/repofix/manifest.lock.json",
+    for name in ("params.yaml", "matrix.yaml", "dvc.lock", "data/repofix/manifest.jsonl", "data/repofix/manifest.lock.json",
                  "CITATION.cff", ".zenodo.json", "receipts/audit.json", "reports/summary.json", "reports/summary/success.svg",
                  f"{RUN}/receipt.json", f"{RUN}/adapters/adapter_model.safetensors", "source/src/pkg/lib/core.py",
                  "RELEASE_NOTES.md", "BUNDLE.json", "SHA256SUMS"):  # fmt: skip

@@ -7,27 +7,30 @@ from pathlib import Path
 
 import typer
 
-from pappo.config import Params, load_params
+from pappo.config import Params, load_matrix_params, load_params
 from pappo.io import PappoError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 ParamsOpt = typer.Option(Path("params.yaml"), "--params", help="Path of params.yaml.")
+MatrixOpt = typer.Option(Path("matrix.yaml"), "--matrix", help="The seed matrix's `rl` section (matrix.yaml): "
+                                                               "the published runs' configuration.")  # fmt: skip
 
 
-def _params(path: Path) -> Params:
+def _params(path: Path, matrix: Path | None = None) -> Params:
+    """params.yaml; with `matrix`, its `rl` replaced by the seed matrix's (config.load_matrix_params)."""
     try:
-        return load_params(path)
+        return load_params(path) if matrix is None else load_matrix_params(path, matrix)
     except PappoError as e:
         _fail(str(e))
         raise  # unreachable
 
 
-def _pinned(path: Path) -> Params:
+def _pinned(path: Path, matrix: Path | None = None) -> Params:
     """Params, with the CPU numerics pinned before anything loads torch (commands that train or evaluate)."""
     from pappo.numerics import pin
 
-    params = _params(path)
+    params = _params(path, matrix)
     for warning in pin(params.numerics):
         typer.echo(f"warning: numerics not pinned as asked: {warning}", err=True)
     return params
@@ -367,9 +370,11 @@ def base_model(
 def profile(
     overlay: Path = typer.Argument(..., help="Profile overlay, e.g. profiles/qwen2.5-coder-7b.yaml."),
     revision: str = typer.Option(None, help="model.revision: the 40-hex hub commit to pin."),
+    matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
 ) -> None:
-    """Merge a params profile into params.yaml (validated; written atomically, comments dropped)."""
+    """Merge a params profile into params.yaml and its `rl` into matrix.yaml (validated; written
+    atomically, comments dropped), so the published matrix and the experiment run the profile alike."""
     import yaml
 
     from pappo.config import apply_profile
@@ -381,8 +386,11 @@ def profile(
         _fail(str(e))
         return
     header = f"# params.yaml with {overlay} merged in by `pappo profile` (field docs: src/pappo/config.py)\n"
-    atomic_write_text(params_path, header + yaml.safe_dump(merged.model_dump(mode="json", by_alias=True), sort_keys=False))
-    typer.echo(f"wrote {params_path}: model {merged.model.id}@{merged.model.revision or '(unpinned)'} on {merged.model.device}")
+    dumped = merged.model_dump(mode="json", by_alias=True)
+    atomic_write_text(matrix, f"# matrix.yaml: params.yaml's rl with {overlay} merged in by `pappo profile`\n"
+                              + yaml.safe_dump({"rl": dumped["rl"]}, sort_keys=False))  # fmt: skip
+    atomic_write_text(params_path, header + yaml.safe_dump(dumped, sort_keys=False))
+    typer.echo(f"wrote {params_path} and {matrix}: model {merged.model.id}@{merged.model.revision or '(unpinned)'} on {merged.model.device}")
 
 
 @app.command()
@@ -421,10 +429,12 @@ def train(
     base: Path = typer.Option(Path("models/base"), help="Base checkpoint folder (the base_model stage's output)."),
     reuse: Path = typer.Option(None, help="A run folder (the single-seed experiment's) copied instead of training "
                                           "when it holds this very run: same method, seed, params, code, checkpoint."),
+    matrix: Path = typer.Option(None, "--matrix", help="A run of the seed matrix: take `rl` from this file "
+                                                       "(matrix.yaml) instead of params.yaml."),
     params_path: Path = ParamsOpt,
 ) -> None:
     """Train one method on one seed from the base checkpoint and evaluate it on the held-out families."""
-    params = _pinned(params_path)
+    params = _pinned(params_path, matrix)
     from pappo.experiment.report import RUN_METHODS
     from pappo.experiment.reuse import copy_run, reusable
     from pappo.experiment.run import run_method
@@ -477,13 +487,14 @@ def audit(
     out: Path = typer.Option(None, help="Write the verdict (JSON) here; default: print it, write nothing "
                                         "(receipts/audit.json is the audit stage's DVC output)."),
     stage: bool = typer.Option(False, help="DVC stage mode: exit 0 when only claims fail (integrity still exits 1)."),
+    matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
 ) -> None:
     """Check every run's evidence and the pre-registered claims: exit 0 all hold, 2 a claim does not, 1 integrity fails."""
     from pappo.evidence.audit import audit as run_audit
     from pappo.io import atomic_write_json
 
-    params = _params(params_path)
+    params = _params(params_path, matrix)
     root = Path.cwd()
     try:
         verdict = run_audit(params, root, runs, base, root / "schemas", stage)
@@ -524,6 +535,7 @@ def reproduce(
     base: bool = typer.Option(False, "--base", help="Rebuild the base model too (the runs then train from it)."),
     out: Path = typer.Option(Path("reproduction.json"), help="Where to write the Reproduction (JSON)."),
     scratch: Path = typer.Option(None, help="Folder for the scratch clone (default: a new temporary folder, removed)."),
+    matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
 ) -> None:
     """Re-run runs of the published commit here and compare: exit 0 reproduced, 2 not, 1 error."""
@@ -531,7 +543,7 @@ def reproduce(
 
     from pappo.evidence.reproduce import choose_runs, reproduce as run_reproduce, write
 
-    params = _params(params_path)
+    params = _params(params_path, matrix)
     try:
         chosen = choose_runs(params, runs, sample)
         with tempfile.TemporaryDirectory(prefix="pappo-reproduce-") as tmp:
@@ -557,6 +569,7 @@ def release(
     timeout: float = typer.Option(120.0, help="Seconds to wait for each Zenodo answer."),
     record: Path = typer.Option(None, "--record", help="Also write what was built (zip, sha256, commit, SWHIDs) "
                                                        "here: the release stage's committed output."),
+    matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
 ) -> None:
     """Build the Zenodo evidence bundle of HEAD (refused unless the audit of HEAD has integrity and the tree is clean)."""
@@ -572,7 +585,7 @@ def release(
         if audit_path is None:
             from pappo.evidence.audit import audit as run_audit
 
-            verdict = run_audit(_params(params_path), root, runs, base, root / "schemas")
+            verdict = run_audit(_params(params_path, matrix), root, runs, base, root / "schemas")
             audit_path = out / "audit.json"
             atomic_write_json(audit_path, verdict.model_dump(mode="json"))
             typer.echo(verdict.verdict)

@@ -413,9 +413,25 @@ def load_params(path: Path = Path("params.yaml")) -> Params:
         raise PappoError(f"{path}: invalid params:\n{_format_errors(e)}")
 
 
-def _format_errors(e: ValidationError) -> str:
+def load_matrix_params(params_path: Path, matrix_path: Path) -> Params:
+    """params.yaml with its `rl` section replaced by the seed matrix's (matrix.yaml): the configuration
+    of the published runs. params.yaml's own `rl` is the single-seed experiment's, so a one-seed try
+    (`dvc exp run -S seed=2 -S rl.actor_lr=...`) leaves the matrix valid."""
+    params = load_params(params_path)
+    raw = _yaml_mapping(matrix_path)
+    if set(raw) != {"rl"}:
+        raise PappoError(f"{matrix_path}: holds the seed matrix's `rl` section and nothing else; found "
+                         f"{sorted(raw)}: move other sections to {params_path}")  # fmt: skip
+    try:
+        rl = RLParams.model_validate(raw["rl"])
+    except ValidationError as e:
+        raise PappoError(f"{matrix_path}: invalid params:\n{_format_errors(e, 'rl.')}")
+    return params.model_copy(update={"rl": rl})
+
+
+def _format_errors(e: ValidationError, prefix: str = "") -> str:
     lines = []
     for err in e.errors():
         where = ".".join(str(p) for p in err["loc"]) or "<root>"
-        lines.append(f"  - {where}: {err['msg']}")
+        lines.append(f"  - {prefix}{where}: {err['msg']}")
     return "\n".join(lines)

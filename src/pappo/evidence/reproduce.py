@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pappo.config import Params, load_params
+from pappo.config import Params, load_matrix_params
 from pappo.experiment import receipt as rc
 from pappo.evidence.audit import evaluate_claim
 from pappo.evidence.summary import METRICS
@@ -246,12 +246,12 @@ def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scrat
                          "first: a reproduction needs evidence of one commit")  # fmt: skip
     # the evidence commit (HEAD: dvc.lock, the summary) whose train code the audit showed is the runs'
     sha = _sh(["git", "rev-parse", "HEAD"], root).strip()
-    if _sh(["git", "status", "--porcelain", "--untracked-files=no", "--", "dvc.lock", "params.yaml", "src"], root):
-        raise PappoError("dvc.lock, params.yaml or src/ differ from HEAD: commit them (or restore them) first; a "
+    if _sh(["git", "status", "--porcelain", "--untracked-files=no", "--", "dvc.lock", "params.yaml", "matrix.yaml", "src"], root):
+        raise PappoError("dvc.lock, params.yaml, matrix.yaml or src/ differ from HEAD: commit them (or restore them) first; a "
                          "reproduction re-runs the commit")  # fmt: skip
     t0 = time.perf_counter()
     clone = prepare_clone(root, sha, Path(scratch), base)
-    clone_params = load_params(clone / "params.yaml")
+    clone_params = load_matrix_params(clone / "params.yaml", clone / "matrix.yaml")
     steps: list[tuple[str, RunId | None]] = ([("base_model", None)] if base else []) + [
         (f"seed_{s}/{m}", (s, m)) for s, m in chosen]  # fmt: skip
     base_s = json.loads((root / "reports/base_model.json").read_text()).get("timing", {}).get("wall_s", 0.0)
@@ -267,7 +267,7 @@ def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scrat
                                        time.perf_counter() - start))  # fmt: skip
         else:
             out = clone / "reports" / "runs" / f"seed_{key[0]}" / key[1]
-            _pappo(["train", "--seed", str(key[0]), "--method", key[1], "--out", str(out)], clone)
+            _pappo(["train", "--seed", str(key[0]), "--method", key[1], "--out", str(out), "--matrix", "matrix.yaml"], clone)
             pub = json.loads((root / "reports" / "runs" / name / "report.json").read_text())
             mine = rc.Receipt.model_validate_json((out / "receipt.json").read_bytes()).determinism.numerics
             checks.append(compare_run(name, pub, json.loads((out / "report.json").read_text()), mine,
