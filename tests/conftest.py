@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -116,3 +117,11 @@ def write_params(params: Params, path: Path) -> Path:
 @pytest.fixture
 def fx_params(tmp_path: Path) -> Params:
     return fixture_params(tmp_path)
+
+
+def load_benchmark(name: str):  # type: ignore[no-untyped-def]
+    """benchmarks/<name>.py as a module (the benchmarks are scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module

@@ -4,7 +4,6 @@ architecture's size, and the refusal of --device cuda without CUDA."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -14,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from conftest import ROOT
+from conftest import ROOT, load_benchmark
 
 SCRIPT = ROOT / "benchmarks" / "gpu_step.py"
 SMALL = ["--config", "tiny", "--device", "cpu", "--episodes", "1x2", "--max-turns", "2", "--max-new-tokens-per-turn", "16"]
@@ -23,10 +22,7 @@ CFG = SimpleNamespace(hidden_size=64, intermediate_size=160, num_hidden_layers=3
 
 
 def load_bench():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("gpu_step", SCRIPT)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return load_benchmark("gpu_step")
 
 
 gs = load_bench()

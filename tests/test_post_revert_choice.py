@@ -3,20 +3,15 @@ in a trajectory, with the token that spells its id; turns that are not that choi
 
 from __future__ import annotations
 
-import importlib.util
 
-from conftest import ROOT
+from conftest import load_benchmark
 from pappo.env.protocol import format_tool_call
 from pappo.policy.rollout import Trajectory
 
-SCRIPT = ROOT / "benchmarks" / "post_revert_choice.py"
 
 
 def load_bench():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("post_revert_choice", SCRIPT)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return load_benchmark("post_revert_choice")
 
 
 class CharTok:

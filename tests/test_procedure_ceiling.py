@@ -3,21 +3,16 @@ solves all, submitting at once none, the grounded agent the hand-checked task; J
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
-from conftest import ROOT, write_params
+from conftest import load_benchmark, write_params
 
-SCRIPT = ROOT / "benchmarks" / "procedure_ceiling.py"
 
 
 def load_bench():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("procedure_ceiling", SCRIPT)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return load_benchmark("procedure_ceiling")
 
 
 @pytest.mark.slow
