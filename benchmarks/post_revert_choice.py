@@ -1,15 +1,15 @@
 """The decisive choice of the candidates tier: which id a policy applies right after a revert.
 
     python benchmarks/post_revert_choice.py [--params params.yaml] [--seeds 0 1 2]
-                                            [--methods base ppo pappo] [--out FILE.json]
+                                            [--methods base ppo pappo] [--runs DIR] [--out FILE.json]
 
 Plays each published policy (the base checkpoint plus `reports/runs/seed_S/<method>/adapters`,
-so run it after `dvc repro`) greedily on its seed's held-out boards, as the evaluation does, and
-reports per (seed, method): greedy success, how often the first apply after a revert re-applies
-the id just reverted (which cannot pass: it just failed), and the mean probability the policy
-gives that reverted id at that token (temperature `rollout.temperature`). A context-free policy
-gains over the base only by lowering that probability below the others' (docs/experiment.md);
-this says how far RL moved it.
+so run it after `dvc repro`; `--runs` reads other run folders, e.g. a trial's) greedily on its
+seed's held-out boards, as the evaluation does, and reports per (seed, method): greedy success,
+how often the first apply after a revert re-applies the id just reverted (which cannot pass: it
+just failed), and the mean probability the policy gives that reverted id at that token
+(temperature `rollout.temperature`). A context-free policy gains over the base only by lowering
+that probability below the others' (docs/experiment.md); this says how far RL moved it.
 """
 
 from __future__ import annotations
@@ -68,12 +68,13 @@ def decisions(tok: Any, traj: Trajectory) -> list[tuple[int, int, int]]:
     return out
 
 
-def measure(params: Params, seed: int, method: str, pool: SandboxPool) -> dict[str, Any]:
+def measure(params: Params, seed: int, method: str, pool: SandboxPool,
+            runs: Path = Path("reports/runs")) -> dict[str, Any]:  # fmt: skip
     _, _, eval_ids = read_split(params, seed)
     model, tok, _ = load_checkpoint(params.model, Path("models/base"))
     ac = ActorCritic(model, params.lora)
     if method != "base":
-        ac.load_weights(Path(f"reports/runs/seed_{seed}/{method}/adapters"))
+        ac.load_weights(runs / f"seed_{seed}" / method / "adapters")
     codec, store = ChatCodec(tok, tools_for("candidates")), TaskStore.from_params(params, "repofix")
     ids = sorted(eval_ids)
     envs = [task_env(store, i, params.env, board_seed(seed, n)) for n, i in enumerate(ids)]
@@ -104,6 +105,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap.add_argument("--matrix", type=Path, default=Path("matrix.yaml"), help="The published runs' rl (matrix.yaml).")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--methods", nargs="+", default=["base", "ppo", "pappo"])
+    ap.add_argument("--runs", type=Path, default=Path("reports/runs"), help="Run folders: RUNS/seed_S/<method>/adapters.")
     ap.add_argument("--out", type=Path, default=None, help="Write the rows as JSON here.")
     args = ap.parse_args(argv)
     params = load_matrix_params(args.params, args.matrix)
@@ -114,7 +116,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     with SandboxPool(params.sandbox) as pool:
         for seed in args.seeds:
             for method in args.methods:
-                rows.append(measure(params, seed, method, pool))
+                rows.append(measure(params, seed, method, pool, args.runs))
                 print(json.dumps(rows[-1]))
     if args.out is not None:
         atomic_write_json(args.out, rows)
