@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from conftest import FIXTURES, ROOT, fixture_params_raw
+from pappo.evidence.reproduce import without_timing
 
 BIN = Path(sys.executable).parent
 
@@ -81,18 +82,6 @@ def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
     broken = sh("dvc", "repro", cwd=repo)
     assert broken.returncode != 0 and "malformed JSON" in broken.stdout + broken.stderr
     assert not (repo / "data/repofix/manifest.lock.json").exists()
-
-
-TIMING = ("timing", "wall_s")
-
-
-def without_timing(obj):  # type: ignore[no-untyped-def]
-    """The report minus its timing fields (RunReport: `timing`, `updates[*].wall_s`)."""
-    if isinstance(obj, dict):
-        return {k: without_timing(v) for k, v in obj.items() if k not in TIMING}
-    if isinstance(obj, list):
-        return [without_timing(v) for v in obj]
-    return obj
 
 
 def check_runs(repo: Path, seeds: tuple[int, ...], first: str) -> None:

@@ -4,9 +4,9 @@ real `dvc repro` in test_dvc_smoke: bit-identical on the same machine)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 from test_evidence_summary import SEEDS, run_report
 
 from pappo.config import Params
@@ -14,8 +14,6 @@ from pappo.evidence import reproduce as rp
 from pappo.experiment.report import RUN_METHODS
 from pappo.io import PappoError
 from pappo.numerics import NumericsInfo
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture

@@ -9,15 +9,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import write_params
+from conftest import ROOT, write_params
 from pappo.cli import app
 from pappo.config import Params, load_matrix_params, load_params
 from pappo.experiment.report import Budget
 from pappo.experiment.reuse import reusable
 from pappo.experiment.run import params_subset
 from pappo.io import PappoError
-
-ROOT = Path(__file__).resolve().parents[1]
 
 def pappo(*args: str, cwd: Path):  # type: ignore[no-untyped-def]
     """The real CLI in-process; `--out` paths are made absolute under cwd."""

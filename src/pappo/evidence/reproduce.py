@@ -254,16 +254,16 @@ def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scrat
     clone_params = load_matrix_params(clone / "params.yaml", clone / "matrix.yaml")
     steps: list[tuple[str, RunId | None]] = ([("base_model", None)] if base else []) + [
         (f"seed_{s}/{m}", (s, m)) for s, m in chosen]  # fmt: skip
-    base_s = json.loads((root / "reports/base_model.json").read_text()).get("timing", {}).get("wall_s", 0.0)
-    planned = [float(receipts[k].timing.wall_s) if k else float(base_s) for _, k in steps]
+    published_base = json.loads((root / "reports/base_model.json").read_text())
+    base_s = float(published_base.get("timing", {}).get("wall_s", 0.0))
+    planned = [float(receipts[k].timing.wall_s) if k else base_s for _, k in steps]
     checks, reproduced, done_s, paced_s = [], {}, 0.0, 0.0
     for i, (name, key) in enumerate(steps):
         log(_progress(i, len(steps), name, done_s, planned, time.perf_counter() - t0, paced_s))
         start = time.perf_counter()
         if key is None:
             _pappo(["base-model"], clone)
-            checks.append(compare_base(json.loads((root / "reports/base_model.json").read_text()),
-                                       json.loads((clone / "reports/base_model.json").read_text()),
+            checks.append(compare_base(published_base, json.loads((clone / "reports/base_model.json").read_text()),
                                        time.perf_counter() - start))  # fmt: skip
         else:
             out = clone / "reports" / "runs" / f"seed_{key[0]}" / key[1]
