@@ -165,11 +165,9 @@ def test_replacing_the_failure_text_masker_is_tampering(pool: SandboxPool):
     assert "passed" not in run.outcomes.values()
 
 
-@pytest.mark.xfail(strict=True, reason="known hole (2026-12-02): the integrity scan watches callables defined "
-                   "in the plugin, not the foreign ones it captured at import (_dumps, _write, _hmac_new, ...)")
 def test_rebinding_a_captured_function_of_the_plugin_is_tampering(pool: SandboxPool):
-    """Code under test that rebinds the plugin's captured json.dumps forges an authenticated pass.
-    Strict xfail: it fails once the hole is closed, so the mark goes with the fix."""
+    """Code under test that rebinds the plugin's captured json.dumps would forge an authenticated
+    pass: the integrity scan watches every callable global of the plugin, captured ones too."""
     patch = ("import pappo.sandbox.pytest_plugin as p\n_d = p._dumps\n"
              "def f(o, **k):\n    return _d({**o, 'outcome': 'passed'} if o.get('kind') == 'outcome' else o, **k)\n"
              "p._dumps = f\n")  # fmt: skip
