@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from pappo.config import load_params
 from pappo.experiment import receipt as rc
@@ -55,7 +55,7 @@ from pappo.io import atomic_write_json
 from pappo.policy.adapters import ActorCritic
 from pappo.policy.chat import ChatCodec
 from pappo.policy.checkpoint import tiny_config
-from pappo.policy.tokenizer import build_tokenizer
+from pappo.policy.tokenizer import build_tokenizer, load_tokenizer
 from pappo.rl.batch import from_trajectories
 from pappo.rl.trainer import Trainer
 from pappo.tasks.store import TaskStore
@@ -228,7 +228,7 @@ def setup(args: argparse.Namespace, device: torch.device, dtype: torch.dtype):  
     params = bench_params(args)
     with tempfile.TemporaryDirectory(prefix="pappo-bench-tok-") as tmp:
         build_tokenizer(params.model.tiny, params.tasks.warmup.repos, Path(tmp))
-        tokenizer = AutoTokenizer.from_pretrained(tmp)
+        tokenizer = load_tokenizer(Path(tmp))
     cfg = model_config(args.config, tokenizer, params)
     model = build_model(cfg, device, dtype, args.seed, args.gradient_checkpointing)
     base = sum(p.numel() for p in model.parameters())

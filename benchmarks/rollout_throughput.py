@@ -37,16 +37,18 @@ from common import stand_in_grades  # noqa: E402
 
 
 def load_model(params, checkpoint: Path | None):  # type: ignore[no-untyped-def]
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
+
+    from pappo.policy.tokenizer import load_tokenizer
 
     if checkpoint is not None and (checkpoint / "config.json").exists():
-        return AutoModelForCausalLM.from_pretrained(checkpoint), AutoTokenizer.from_pretrained(checkpoint)
+        return AutoModelForCausalLM.from_pretrained(checkpoint), load_tokenizer(checkpoint)
     from pappo.policy.checkpoint import build_tiny_model
     from pappo.policy.tokenizer import build_tokenizer
 
     with tempfile.TemporaryDirectory(prefix="pappo-bench-tok-") as tmp:
         build_tokenizer(params.model.tiny, params.tasks.warmup.repos, Path(tmp))
-        tokenizer = AutoTokenizer.from_pretrained(tmp)
+        tokenizer = load_tokenizer(Path(tmp))
     return build_tiny_model(params.model.tiny, tokenizer), tokenizer
 
 

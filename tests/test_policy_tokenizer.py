@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
-from pappo.config import TinyModelParams
+from pappo.config import ModelParams, TinyModelParams
 from pappo.env.protocol import SYSTEM_PROMPT
 from pappo.io import PappoError
 from pappo.policy.chat import QWEN25_CHAT_TEMPLATE
+from pappo.policy.checkpoint import TINY_MODEL_ID, build_tiny_model, load_checkpoint, save_checkpoint
 from pappo.policy.tokenizer import (
     SPECIAL_TOKENS,
     build_tokenizer,
@@ -108,3 +109,20 @@ def test_build_tokenizer_saves_and_records(tmp_path):
     assert record == {**corpus_record(corpus_files(WARMUP, SMALL)), "max_bytes": SMALL, "vocab_size": 512}
     loaded = AutoTokenizer.from_pretrained(tmp_path / "tok")
     assert len(loaded) == 512 and loaded.model_max_length == TinyModelParams().max_position_embeddings
+
+
+def test_a_saved_checkpoint_loads_the_encoding_it_was_trained_with(files, tmp_path):
+    """Next to the model's Qwen2 config.json, AutoTokenizer builds Qwen2Tokenizer and swaps in Qwen's
+    pre-tokenizer (each digit its own token): RL then read every number in its prompts unlike its
+    pre-training and SFT data. load_checkpoint must give back the trained encoding."""
+    tiny = TinyModelParams(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                           num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=512)  # fmt: skip
+    tok = train_tokenizer(files, VOCAB)
+    save_checkpoint(build_tiny_model(tiny, tok), tok, tmp_path / "ckpt", "tiny", TINY_MODEL_ID)
+    text = "Tests: 41 passed, 2 failed (of 43 graded tests).\n[3] pkg/mod.py:128\nApplied [3]. 2024 1 10"
+    trained = tok.encode(text, add_special_tokens=False)
+    qwen = AutoTokenizer.from_pretrained(tmp_path / "ckpt")
+    assert qwen.encode(text, add_special_tokens=False) != trained  # the hazard is real with this vocabulary
+    _, loaded, _ = load_checkpoint(ModelParams(tiny=tiny), tmp_path / "ckpt")
+    assert loaded.encode(text, add_special_tokens=False) == trained
+    assert loaded.decode(trained) == text and loaded.chat_template == QWEN25_CHAT_TEMPLATE

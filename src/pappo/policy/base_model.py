@@ -32,7 +32,7 @@ from pappo.policy.chat import ChatCodec
 from pappo.policy.checkpoint import build_tiny_model, resolve_hub, save_checkpoint
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine
-from pappo.policy.tokenizer import build_tokenizer, corpus_files
+from pappo.policy.tokenizer import build_tokenizer, corpus_files, load_tokenizer
 from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import SandboxPool
 from pappo.tasks.models import Task
@@ -80,9 +80,7 @@ def _tiny(params: Params, out_dir: Path, log: Any) -> dict[str, Any]:
     tok_dir = staging / "tokenizer"
     max_bytes = int(bm.corpus_mb * 1024 * 1024)
     corpus = build_tokenizer(params.model.tiny, params.tasks.warmup.repos, tok_dir, max_bytes=max_bytes)
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(tok_dir)
+    tokenizer = load_tokenizer(tok_dir)  # the encoding RL and evaluation will load with the checkpoint
     codec = ChatCodec(tokenizer, tools_for(params.env.actions))
     model = build_tiny_model(params.model.tiny, tokenizer)
     log(f"tokenizer: {corpus['vocab_size']} tokens from {corpus['n_files']} files; model: "

@@ -397,14 +397,16 @@ def _load_hub(params: ModelParams) -> tuple[PreTrainedModel, PreTrainedTokenizer
 
 
 def _load_tiny(params: ModelParams, folder: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, CheckpointRecord]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
+
+    from pappo.policy.tokenizer import load_tokenizer
 
     record = read_record(folder)
     verify_against(record, folder)
     model = AutoModelForCausalLM.from_pretrained(
         folder, dtype=_torch_dtype(params.dtype), attn_implementation=ATTN_IMPLEMENTATION, local_files_only=True
     )
-    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    tokenizer = load_tokenizer(folder)
     _refuse_other_shape(params.tiny, model.config, folder)
     return model, tokenizer, record.model_copy(update={"dtype": params.dtype})
 
