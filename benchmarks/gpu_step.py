@@ -54,8 +54,8 @@ from pappo.numerics import collect as collect_numerics
 from pappo.io import atomic_write_json
 from pappo.policy.adapters import ActorCritic
 from pappo.policy.chat import ChatCodec
-from pappo.policy.checkpoint import tiny_config
-from pappo.policy.tokenizer import build_tokenizer, load_tokenizer
+from pappo.policy.checkpoint import load_tokenizer, tiny_config
+from pappo.policy.tokenizer import build_tokenizer
 from pappo.rl.batch import from_trajectories
 from pappo.rl.trainer import Trainer
 from pappo.tasks.store import TaskStore

@@ -39,7 +39,7 @@ from common import stand_in_grades  # noqa: E402
 def load_model(params, checkpoint: Path | None):  # type: ignore[no-untyped-def]
     from transformers import AutoModelForCausalLM
 
-    from pappo.policy.tokenizer import load_tokenizer
+    from pappo.policy.checkpoint import load_tokenizer
 
     if checkpoint is not None and (checkpoint / "config.json").exists():
         return AutoModelForCausalLM.from_pretrained(checkpoint), load_tokenizer(checkpoint)

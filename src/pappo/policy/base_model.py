@@ -29,10 +29,10 @@ from pappo.env.vec import VecEnv, board_seed, task_env
 from pappo.io import PappoError, atomic_write_json
 from pappo.policy import sft
 from pappo.policy.chat import ChatCodec
-from pappo.policy.checkpoint import build_tiny_model, resolve_hub, save_checkpoint
+from pappo.policy.checkpoint import build_tiny_model, load_tokenizer, resolve_hub, save_checkpoint
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine
-from pappo.policy.tokenizer import build_tokenizer, corpus_files, load_tokenizer
+from pappo.policy.tokenizer import build_tokenizer, corpus_files
 from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import SandboxPool
 from pappo.tasks.models import Task

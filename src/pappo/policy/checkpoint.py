@@ -396,10 +396,19 @@ def _load_hub(params: ModelParams) -> tuple[PreTrainedModel, PreTrainedTokenizer
     return model, tokenizer, record
 
 
+def load_tokenizer(folder: Path) -> PreTrainedTokenizerBase:
+    """The tiny tokenizer saved in `folder`, encoding exactly as it was trained and saved.
+
+    Not AutoTokenizer: next to a Qwen2 config.json it builds Qwen2Tokenizer, which replaces the
+    saved pre-tokenizer with Qwen's (every digit its own token), so a checkpoint loaded for RL would
+    spell every number in prompts and observations unlike its pre-training and SFT data."""
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast.from_pretrained(folder, local_files_only=True)
+
+
 def _load_tiny(params: ModelParams, folder: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, CheckpointRecord]:
     from transformers import AutoModelForCausalLM
-
-    from pappo.policy.tokenizer import load_tokenizer
 
     record = read_record(folder)
     verify_against(record, folder)

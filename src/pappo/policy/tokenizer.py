@@ -173,15 +173,6 @@ def _wrap(tok: Tokenizer) -> PreTrainedTokenizerFast:
     return fast
 
 
-def load_tokenizer(folder: Path) -> PreTrainedTokenizerFast:
-    """The tiny tokenizer saved in `folder`, encoding exactly as it was trained and saved.
-
-    Not AutoTokenizer: next to a Qwen2 config.json it builds Qwen2Tokenizer, which replaces the
-    saved pre-tokenizer with Qwen's (every digit its own token), so a checkpoint loaded for RL would
-    spell every number in prompts and observations unlike its pre-training and SFT data."""
-    return PreTrainedTokenizerFast.from_pretrained(folder, local_files_only=True)
-
-
 def build_tokenizer(
     params: TinyModelParams, warmup_repos: Path, out_dir: Path, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> dict[str, Any]:
