@@ -4,6 +4,7 @@ are exercised through real DVC in test_dvc_smoke)."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from conftest import ROOT, write_params
 from pappo.cli import app
 from pappo.config import Params, load_matrix_params, load_params
 from pappo.experiment.report import Budget
+from pappo.experiment import receipt as rc
 from pappo.experiment.reuse import reusable
 from pappo.experiment.run import params_subset
 from pappo.io import PappoError
@@ -63,6 +65,63 @@ def test_a_run_is_reused_only_when_complete_and_valid(fx_params: Params, tmp_pat
     (run / "adapters").mkdir()
     (run / "report.json").write_text('{"method": "ppo"}')  # not a valid report
     assert reusable(run, fx_params, 0, "ppo", "0" * 64) is None
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True, capture_output=True)
+
+
+def test_a_run_whose_receipt_binds_other_code_is_retrained(fx_params: Params, tmp_path: Path):
+    """Same report, params, imported code and base revision, but the receipt binds another dvc.yaml
+    code list, other bytes of it, or uncommitted code: the audit would reject the copy, so it is no copy."""
+    from test_evidence_receipt import make
+    from test_evidence_summary import run_report
+
+    from pappo.experiment.run import source_sha256
+    from pappo.io import canonical_json, sha256_bytes
+    from pappo.stage_code import ENVIRONMENT
+
+    repo = tmp_path / "repo"
+    (repo / "src" / "pkg").mkdir(parents=True)
+    (repo / "src" / "pkg" / "a.py").write_text("A = 1\n")
+    (repo / "src" / "pkg" / "b.py").write_text("B = 2\n")
+    (repo / "dvc.yaml").write_text("stages:\n  train:\n    cmd: x\n    deps: [src/pkg/a.py]\n")
+    for name in ENVIRONMENT:
+        (repo / name).write_text(name)
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "init")
+    run = tmp_path / "runs" / "seed_0" / "ppo"
+    (run / "adapters").mkdir(parents=True)
+    report = run_report("ppo", 0).model_copy(update={
+        "params_sha256": sha256_bytes(canonical_json(params_subset(fx_params, "ppo")).encode()),
+        "source_sha256": source_sha256()})  # fmt: skip
+    (run / "report.json").write_text(report.model_dump_json())
+
+    def receipt(paths: list[str]) -> None:
+        made = make(run, repo).model_copy(update={"source": rc.collect_source(repo, [*paths, *ENVIRONMENT])})
+        (run / "receipt.json").write_text(made.model_dump_json())
+
+    revision = report.checkpoint.revision
+    receipt(["src/pkg/a.py"])  # dvc.yaml's list and the environment
+    assert reusable(run, fx_params, 0, "ppo", revision, repo_root=repo) is not None
+    assert reusable(run, fx_params, 0, "ppo", "f" * 64, repo_root=repo) is None  # another base
+    receipt(["src/pkg"])  # a wider list than dvc.yaml's: the audit's "binds other code"
+    assert reusable(run, fx_params, 0, "ppo", revision, repo_root=repo) is None
+    receipt(["src/pkg/a.py"])
+    (repo / "dvc.yaml").write_text("stages:\n  train:\n    cmd: x\n    deps: [src/pkg/a.py, src/pkg/b.py]\n")
+    git(repo, "commit", "-qam", "widen")  # the stage now lists b.py too (what 0b1933e did)
+    assert reusable(run, fx_params, 0, "ppo", revision, repo_root=repo) is None
+    receipt(["src/pkg/a.py", "src/pkg/b.py"])
+    assert reusable(run, fx_params, 0, "ppo", revision, repo_root=repo) is not None
+    (repo / "src" / "pkg" / "b.py").write_text("B = 3\n")
+    git(repo, "commit", "-qam", "edit")  # listed bytes changed since the receipt: stale
+    assert reusable(run, fx_params, 0, "ppo", revision, repo_root=repo) is None
+    (repo / "src" / "pkg" / "a.py").write_text("A = 4\n")  # made from uncommitted code ...
+    receipt(["src/pkg/a.py", "src/pkg/b.py"])
+    assert reusable(run, fx_params, 0, "ppo", revision, repo_root=repo) is not None  # ... reused while still dirty
+    git(repo, "commit", "-qam", "commit it")  # committed now: a rerun binds a clean tree, the copy does not
+    assert reusable(run, fx_params, 0, "ppo", revision, repo_root=repo) is None
 
 
 def test_the_untrained_base_run_reads_no_rl_params(fx_params: Params):

@@ -4,7 +4,9 @@ The `train` / `base_run` matrix (`reports/runs/seed_S/<method>`) and the single-
 (`reports/experiment/<method>`, seed = params `seed`) make the same runs for the experiment's seed.
 Neither stage depends on the other (so `dvc exp run -S seed=N experiment` does not retrain the
 matrix first); each copies the other's run when that run was made by the same method, seed, params
-sections, train-stage code and base checkpoint revision, whichever ran first. On CPU under the
+sections, train-stage code and base checkpoint revision, whichever ran first, and whose receipt
+binds the code a fresh receipt would (the train stage's dvc.yaml code list, the same bytes), so the
+audit accepts the copy as it would a retrained run. On CPU under the
 pinned numerics a second training would reproduce the same report apart from timing fields, so
 `dvc repro` trains each (seed, method) once. The copy is the run's own files: its report, receipt
 (with the stage that makes the run) and timing say what ran.
@@ -18,12 +20,14 @@ from pathlib import Path
 from typing import Callable
 
 from pappo.config import Params
+from pappo.experiment import receipt as rc
 from pappo.experiment.report import RunReport
-from pappo.experiment.run import params_subset, source_sha256
+from pappo.experiment.run import params_subset, receipt_code, source_sha256
 from pappo.io import canonical_json, sha256_bytes
 
 
-def reusable(run_dir: Path, params: Params, seed: int, method: str, revision: str) -> RunReport | None:
+def reusable(run_dir: Path, params: Params, seed: int, method: str, revision: str,
+             repo_root: Path | None = None) -> RunReport | None:  # fmt: skip
     """The report in `run_dir` if that run was made by exactly this configuration, else None."""
     path = Path(run_dir) / "report.json"
     if not path.is_file() or not (Path(run_dir) / "adapters").is_dir() or not (Path(run_dir) / "receipt.json").is_file():
@@ -35,7 +39,21 @@ def reusable(run_dir: Path, params: Params, seed: int, method: str, revision: st
     same = ((report.seed, report.method) == (seed, method)
             and report.params_sha256 == sha256_bytes(canonical_json(params_subset(params, method)).encode())
             and report.source_sha256 == source_sha256() and report.checkpoint.revision == revision)  # fmt: skip
-    return report if same else None
+    return report if same and binds_current_code(Path(run_dir), Path(repo_root or Path.cwd())) else None
+
+
+def binds_current_code(run_dir: Path, repo_root: Path) -> bool:
+    """Whether the run's receipt binds what a receipt made now would: the train stage's dvc.yaml code
+    list (it can widen while the imported code stays the same), the same bytes, and clean code
+    unless the tree is dirty now too. Otherwise the audit would reject the copy (foreign or stale)."""
+    try:
+        receipt = rc.Receipt.model_validate(json.loads((run_dir / "receipt.json").read_text()))
+        paths = receipt_code(repo_root)
+        now = rc.collect_source(repo_root, paths)
+    except ValueError:
+        return False
+    return (sorted(receipt.source.source_paths) == sorted(paths) and receipt.source.tree_sha256 == now.tree_sha256
+            and (now.git_dirty or not receipt.source.git_dirty))  # fmt: skip
 
 
 def copy_run(source: Path, target: Path, log: Callable[[str], None]) -> None:
