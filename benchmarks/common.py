@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+from pappo.config import Params, load_matrix_params
+from pappo.env.protocol import tools_for
+from pappo.numerics import pin
+from pappo.policy.adapters import ActorCritic
+from pappo.policy.chat import ChatCodec
+from pappo.policy.checkpoint import load_checkpoint
 from pappo.sandbox.grading import Grade
+from pappo.tasks.store import TaskStore
 
 
 def stand_in_grades(items):  # type: ignore[no-untyped-def]
@@ -14,3 +24,21 @@ def stand_in_grades(items):  # type: ignore[no-untyped-def]
         outcomes = {t: "failed" if i == 0 else "passed" for i, t in enumerate(tests)}
         out.append(Grade(task.instance_id, False, outcomes, 1, False, [], None, [], None, 0.0, "stand-in"))
     return out
+
+
+def candidates_params(params_path: Path, matrix_path: Path) -> Params:
+    """The published runs' params (rl from matrix.yaml), pinned; the probes measure the candidates tier."""
+    params = load_matrix_params(params_path, matrix_path)
+    if params.env.actions != "candidates":
+        raise SystemExit(f"{params_path}: env.actions is {params.env.actions!r}; this probes the candidates tier")
+    pin(params.numerics)
+    return params
+
+
+def candidates_policy(params: Params, base: Path, adapters: Path | None) -> tuple[ActorCritic, Any, ChatCodec, TaskStore]:
+    """The base checkpoint with a run's adapters (None: the base alone), its tokenizer and codec, and the task store."""
+    model, tok, _ = load_checkpoint(params.model, base)
+    ac = ActorCritic(model, params.lora)
+    if adapters is not None:
+        ac.load_weights(adapters)
+    return ac, tok, ChatCodec(tok, tools_for("candidates")), TaskStore.from_params(params, "repofix")

@@ -20,25 +20,24 @@ import argparse
 import itertools
 import json
 import statistics
+import sys
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from pappo.config import load_matrix_params
 from pappo.env.candidate_agents import board_of, call
-from pappo.env.protocol import tools_for
 from pappo.env.vec import board_seed, task_env
 from pappo.io import atomic_write_json
-from pappo.numerics import pin
-from pappo.policy.adapters import POLICY, ActorCritic
+from pappo.policy.adapters import POLICY
 from pappo.policy.chat import ChatCodec
-from pappo.policy.checkpoint import load_checkpoint
 from pappo.policy.sft import encode_episode
 from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import SandboxPool
 from pappo.tasks.splits import read_split
-from pappo.tasks.store import TaskStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
+from common import candidates_params, candidates_policy  # noqa: E402
 
 
 def after_revert(env: Any, codec: ChatCodec, reverted: int) -> list[int]:
@@ -100,15 +99,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--tasks", type=int, default=5, help="Held-out boards probed (the first N in id order).")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
-    params = load_matrix_params(args.params, args.matrix)
-    if params.env.actions != "candidates":
-        raise SystemExit(f"{args.params}: env.actions is {params.env.actions!r}; this probes the candidates tier")
-    pin(params.numerics)
-    model, tok, _ = load_checkpoint(params.model, args.base)
-    ac = ActorCritic(model, params.lora)
-    if args.adapters is not None:
-        ac.load_weights(args.adapters)
-    codec, store = ChatCodec(tok, tools_for("candidates")), TaskStore.from_params(params, "repofix")
+    params = candidates_params(args.params, args.matrix)
+    ac, _, codec, store = candidates_policy(params, args.base, args.adapters)
     id_tokens = id_token_ids(codec, params.env.candidates.k)
     ids = sorted(read_split(params, args.seed)[2])[: args.tasks]
     boards = []

@@ -18,25 +18,25 @@ import argparse
 import functools
 import json
 import statistics
+import sys
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from pappo.config import Params, load_matrix_params
-from pappo.env.protocol import ToolCall, parse_tool_call, tools_for
+from pappo.config import Params
+from pappo.env.protocol import ToolCall, parse_tool_call
 from pappo.env.vec import VecEnv, board_seed, task_env
 from pappo.io import atomic_write_json
-from pappo.numerics import pin
-from pappo.policy.adapters import POLICY, ActorCritic
-from pappo.policy.chat import ChatCodec
-from pappo.policy.checkpoint import load_checkpoint
+from pappo.policy.adapters import POLICY
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine, Trajectory
 from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import SandboxPool
 from pappo.tasks.splits import read_split
-from pappo.tasks.store import TaskStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
+from common import candidates_params, candidates_policy  # noqa: E402
 
 
 def calls(tok: Any, traj: Trajectory) -> list[tuple[int, int, ToolCall | None]]:
@@ -71,11 +71,8 @@ def decisions(tok: Any, traj: Trajectory) -> list[tuple[int, int, int]]:
 def measure(params: Params, seed: int, method: str, pool: SandboxPool,
             runs: Path = Path("reports/runs")) -> dict[str, Any]:  # fmt: skip
     _, _, eval_ids = read_split(params, seed)
-    model, tok, _ = load_checkpoint(params.model, Path("models/base"))
-    ac = ActorCritic(model, params.lora)
-    if method != "base":
-        ac.load_weights(runs / f"seed_{seed}" / method / "adapters")
-    codec, store = ChatCodec(tok, tools_for("candidates")), TaskStore.from_params(params, "repofix")
+    adapters = runs / f"seed_{seed}" / method / "adapters" if method != "base" else None
+    ac, tok, codec, store = candidates_policy(params, Path("models/base"), adapters)
     ids = sorted(eval_ids)
     envs = [task_env(store, i, params.env, board_seed(seed, n)) for n, i in enumerate(ids)]
     with ac.adapter(POLICY):
@@ -108,10 +105,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap.add_argument("--runs", type=Path, default=Path("reports/runs"), help="Run folders: RUNS/seed_S/<method>/adapters.")
     ap.add_argument("--out", type=Path, default=None, help="Write the rows as JSON here.")
     args = ap.parse_args(argv)
-    params = load_matrix_params(args.params, args.matrix)
-    if params.env.actions != "candidates":
-        raise SystemExit(f"{args.params}: env.actions is {params.env.actions!r}; this measures the candidates tier")
-    pin(params.numerics)
+    params = candidates_params(args.params, args.matrix)
     rows = []
     with SandboxPool(params.sandbox) as pool:
         for seed in args.seeds:
