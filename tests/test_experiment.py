@@ -4,7 +4,6 @@ are exercised through real DVC in test_dvc_smoke)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -67,14 +66,10 @@ def test_a_run_is_reused_only_when_complete_and_valid(fx_params: Params, tmp_pat
     assert reusable(run, fx_params, 0, "ppo", "0" * 64) is None
 
 
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True, capture_output=True)
-
-
 def test_a_run_whose_receipt_binds_other_code_is_retrained(fx_params: Params, tmp_path: Path):
     """Same report, params, imported code and base revision, but the receipt binds another dvc.yaml
     code list, other bytes of it, or uncommitted code: the audit would reject the copy, so it is no copy."""
-    from test_evidence_receipt import make
+    from test_evidence_receipt import git, make
     from test_evidence_summary import run_report
 
     from pappo.experiment.run import source_sha256
