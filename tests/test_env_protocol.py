@@ -16,6 +16,7 @@ from pappo.env.protocol import (
     TOOLS,
     ParseError,
     ToolCall,
+    decision_spans,
     format_tool_call,
     initial_messages,
     parse_tool_call,
@@ -155,3 +156,36 @@ def test_any_json_in_a_tool_call_parses_or_is_a_parse_error(name, arguments, mod
     assert isinstance(got, (ToolCall, ParseError))
     if isinstance(got, ToolCall):
         assert got.name == name and isinstance(arguments, dict)
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        (format_tool_call("apply", {"id": 3}, "Try candidate 2.", mode="candidates"), ["apply", "3"]),
+        (format_tool_call("run_tests", mode="candidates"), ["run_tests"]),
+        (format_tool_call("str_replace", {"path": "a.py", "old_str": 'x "q"', "new_str": "y"}),
+         ["str_replace", "a.py", 'x \\"q\\"', "y"]),
+        ('Try 4.\n<tool_call>\n{"name": "apply", "arguments": {"id": }}', ["apply"]),  # cut: no id value
+        ('<tool_call>\n{"name": "apply", "arguments": {"id": -12}}\n</tool_call> "id": 9', ["apply", "-12"]),
+        ('"name": "submit" but no block', []),
+    ],
+)
+def test_decision_spans_are_the_call_values_only(text: str, values: list[str]):
+    """The thought (even one naming an id), the keys, tags and text after the block are not decisions."""
+    assert [text[a:b] for a, b, _ in decision_spans(text)] == values
+    assert [key for *_, key in decision_spans(text)][:1] == (["name"] if values else [])
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(TOOL_NAMES), value=st.text(max_size=12) | st.integers(), thought=st.text(max_size=20))
+def test_every_formatted_call_spells_its_values_in_its_spans(name: str, value: Any, thought: str):
+    """For any call format_tool_call writes, the spans decode (as JSON) to the name and arguments."""
+    args = {} if name in ("run_tests", "submit") else {k: value for k in SCHEMAS[name]["required"]}
+    try:
+        text = format_tool_call(name, args, thought)
+    except ValueError:
+        return  # a call format_tool_call refuses (wrong type, tags in the thought)
+    got = [text[a:b] for a, b, _ in decision_spans(text)]
+    spelled = [json.dumps(v, ensure_ascii=False) for v in args.values()]
+    want = [name] + [j[1:-1] if j.startswith('"') else j for j in spelled]
+    assert got == [w for w in want if w]  # an empty string spells no token

@@ -10,6 +10,7 @@ from pappo.config import EnvParams, RolloutParams
 from pappo.env.episode import RepairEnv
 from pappo.env.vec import VecEnv
 from pappo.policy.decoder import Qwen2Decoder
+from pappo.policy.decisions import ARG, INSIDE, NAME, decision_flags
 from pappo.policy.rollout import RolloutEngine, Sampler, hf_forward, teacher_forced_logprobs
 from pappo.tasks.store import TaskStore
 from test_env_episode import FakeGrader
@@ -85,6 +86,22 @@ def test_masks_spans_and_budget(model, fx_params):  # type: ignore[no-untyped-de
             assert traj.token_ids[e0:s1] == codec.observation_ids(obs, stop)
             assert set(traj.tool_mask[e0:s1]) == {1}
         assert traj.metrics["tokens"] == sum(traj.response_mask) and len(traj.turn_rewards) == env.metrics.turns
+        assert len(traj.decision_mask) == n
+        assert all(r or not d for r, d in zip(traj.response_mask, traj.decision_mask))  # decisions are sampled
+        for start, end in traj.turn_spans:
+            assert traj.decision_mask[start:end] == decision_flags(codec, traj.token_ids[start:end])
+
+
+def test_decision_flags_mark_the_tokens_that_spell_the_values():
+    """One byte a token: the first byte of the name and of each argument value opens a choice, the
+    value's other bytes are INSIDE it, everything else (thought, keys, tags) is 0."""
+    codec = ByteCodec()
+    text = 'Try 2.\n{"name": "apply", "arguments": {"id": 31}}\n'
+    ids = codec._ids("Try 2.\n", 99) + [codec.OPEN] + codec._ids(text[7:], 99) + [codec.CLOSE, codec.END]
+    flags = decision_flags(codec, ids)
+    assert [(chr(i - 8), f) for i, f in zip(ids, flags) if f] == [
+        ("a", NAME), ("p", INSIDE), ("p", INSIDE), ("l", INSIDE), ("y", INSIDE), ("3", ARG), ("1", INSIDE)]
+    assert flags[-2:] == [0, 0] and decision_flags(codec, codec._ids("no call", 99)) == [0] * 7
 
 
 def test_same_seed_same_rollout_and_greedy(model, fx_params):  # type: ignore[no-untyped-def]

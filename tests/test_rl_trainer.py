@@ -4,6 +4,7 @@ that learns), every method's update, infra-error episodes dropped, kill and resu
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from pappo.config import LoraParams, Params
 from pappo.env.episode import GradeItem
 from pappo.policy.adapters import ActorCritic
 from pappo.rl import losses
-from pappo.rl.batch import from_trajectories, token_values
+from pappo.rl.batch import from_trajectories, policy_outputs, token_values
 from pappo.rl.trainer import Trainer
 from pappo.sandbox.grading import Grade
 from pappo.tasks.store import TaskStore
@@ -190,3 +191,60 @@ def test_resume_refuses_another_methods_checkpoint(fx_params: Params, tmp_path: 
     trainer("grpo", small_params(fx_params), tmp_path).run()
     with pytest.raises(Exception, match="checkpoint of grpo seed 0, not ppo seed 0"):
         trainer("ppo", small_params(fx_params), tmp_path).run()
+
+
+def test_decisions_loss_learns_only_on_the_choices_and_anchors_the_format(fx_params: Params, tmp_path: Path):
+    """`rl.loss_tokens: decisions`: the policy-gradient term reads advantages only where
+    decision_mask is 1, the KL anchor reads the reference only on the other sampled tokens."""
+    params = small_params(fx_params, loss_tokens="decisions", kl_coef=0.5)
+    t = trainer("ppo", params, tmp_path)
+    trajs, groups, index = t.rollouts(0)
+    batch = from_trajectories(trajs, groups, 0, index)
+    t.freeze(batch)
+    resp = batch.response_mask.bool()
+    # the random tiny model writes no tool call; stand in every third sampled token as a decision
+    decision = resp & (torch.arange(resp.shape[1])[None, :] % 3 == 0)
+    batch.decision_mask = decision.float()
+    batch.ref_log_prob = batch.old_log_prob - 0.3  # a reference the policy has moved away from
+    assert decision.any() and (resp & ~decision).any()
+
+    def loss(advantages: torch.Tensor, ref: torch.Tensor) -> float:
+        with torch.no_grad():
+            return float(t._actor_loss(replace(batch, advantages=advantages, ref_log_prob=ref))[0])
+
+    a, ref, base = batch.advantages, batch.ref_log_prob, loss(batch.advantages, batch.ref_log_prob)
+    fmt = (resp & ~decision).float()
+    assert loss(a + 5.0 * fmt, ref) == base  # advantages off the decisions do not enter
+    assert loss(a + 5.0 * decision.float(), ref) != base
+    assert loss(a, ref + 1.0 * decision.float()) == base  # the anchor leaves the decisions free
+    assert loss(a, ref + 1.0 * fmt) != base
+    t.params = params.model_copy(update={"rl": params.rl.model_copy(update={"loss_tokens": "response"})})
+    t.rl = t.params.rl
+    assert loss(a + 5.0 * fmt, ref) != base  # "response": every sampled token is trained
+
+
+def test_a_choice_log_prob_is_the_softmax_over_its_options(fx_params: Params, tmp_path: Path):
+    """policy_outputs with a choice table: at a choice, exp(log-prob) over the options sums to 1
+    and equals a naive softmax over those logits; other tokens keep the full-vocabulary log-prob."""
+    params = small_params(fx_params)
+    t = trainer("ppo", params, tmp_path)
+    trajs, groups, index = t.rollouts(0)
+    batch = from_trajectories(trajs, groups, 0, index)
+    resp = batch.response_mask.bool()
+    rows = torch.where(resp & (torch.arange(resp.shape[1])[None, :] % 4 == 1), 1, 0)  # stand-in choices
+    table = torch.zeros(3, 264, dtype=torch.bool)
+    table[1, batch.input_ids[rows == 1].unique()] = True  # the sampled tokens are options
+    table[1, :5] = True
+    batch = replace(batch, choice_row=rows)
+    with torch.no_grad():
+        full, _ = policy_outputs(t.ac, batch, 1.0)
+        restricted, _ = policy_outputs(t.ac, batch, 1.0, choices=table)
+        logits = t.ac.peft(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # (B, T, V)
+    for b, pos in (rows == 1).nonzero().tolist():
+        options = table[1].nonzero().squeeze(-1)
+        naive = torch.log_softmax(logits[b, pos - 1, options].float(), -1)
+        want = naive[(options == batch.input_ids[b, pos]).nonzero().item()]
+        assert torch.isclose(restricted[b, pos], want, atol=1e-5)
+        assert restricted[b, pos] > full[b, pos]  # fewer options, more mass each
+    other = resp & (rows == 0)
+    assert torch.equal(restricted[other], full[other])

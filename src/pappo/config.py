@@ -245,6 +245,10 @@ class RLParams(_Section):
     loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = Field(
         "token-mean", description="How per-token losses become one number."
     )
+    loss_tokens: Literal["response", "decisions"] = Field(
+        "response", description="Tokens the actor loss (and rft's NLL) is taken over: every sampled token, or only "
+        "those that spell the tool call's name and argument values (the agent's choices; format tokens get no gradient)."
+    )
     kl_coef: float = Field(0.0, ge=0, description="Weight of KL(policy || base) in the actor loss.")
     kl_estimator: Literal["k1", "k2", "k3"] = Field("k3", description="Per-token KL estimator.")
     entropy_coeff: float = Field(0.0, ge=0, description="Entropy bonus weight.")

@@ -21,6 +21,7 @@ numbered candidate edit, revert, run_tests, submit). A turn is parsed against it
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -170,6 +171,27 @@ def parse_tool_call(text: str, mode: Mode = "free") -> ToolCall | ParseError:
         return ParseError(problem)
     clean = {k: v for k, v in args.items() if v is not None}
     return ToolCall(name, clean, text[:start].strip())
+
+
+# A scalar JSON value after a key (group 1): a string's contents (group 2) or a number/literal (group 3).
+_KEY_VALUE = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+(?:\.\d+)?|true|false|null))')
+
+
+def decision_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, key) of the choices a turn makes: the non-empty scalar values inside its
+    (first) tool-call block, i.e. the tool name (key "name") and each argument value. Thought,
+    tags, keys and punctuation are format, not decisions (`rl.loss_tokens: decisions` trains only
+    these). A block cut before its values, or no block, has none."""
+    start = text.find(OPEN)
+    if start < 0:
+        return []
+    end = text.find(CLOSE, start)
+    spans = []
+    for m in _KEY_VALUE.finditer(text, start + len(OPEN), len(text) if end < 0 else end):
+        group = 2 if m.group(2) is not None else 3
+        if m.end(group) > m.start(group):
+            spans.append((m.start(group), m.end(group), m.group(1)))
+    return spans
 
 
 def check_arguments(name: str, args: Mapping[str, Any], mode: Mode = "free") -> str | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields, replace
 import torch
 
 from pappo.policy.adapters import ActorCritic
+from pappo.policy.decisions import ARG, NAME
 from pappo.policy.rollout import Trajectory
 from pappo.rl.advantages import pad_rows, turn_index_from_spans
 
@@ -34,6 +35,8 @@ class RolloutBatch:
     process: torch.Tensor  # (B, N) per-turn process rewards (patch-aware events), outcome excluded
     group: torch.Tensor  # (B,) long, index of the task (GRPO groups)
     index: torch.Tensor  # (B,) long, global episode index of the update (minibatches are drawn over it)
+    decision_mask: torch.Tensor  # float, 1 on the sampled tokens that make a choice (a subset of response_mask)
+    choice_row: torch.Tensor  # long, row of the choice table whose options a choice is made among; 0: all tokens
     old_log_prob: torch.Tensor | None = None
     ref_log_prob: torch.Tensor | None = None
     old_values: torch.Tensor | None = None
@@ -63,21 +66,33 @@ class RolloutBatch:
 
 
 def from_trajectories(trajs: Sequence[Trajectory], groups: Sequence[int], pad_id: int,
-                      index: Sequence[int] | None = None) -> RolloutBatch:  # fmt: skip
+                      index: Sequence[int] | None = None, choices: torch.Tensor | None = None) -> RolloutBatch:  # fmt: skip
     """Right-padded tensors of the given trajectories (their order kept); `index`: each one's
-    global episode index (default 0..B-1, a single process)."""
+    global episode index (default 0..B-1, a single process). `choices` (`decisions.choice_table`,
+    finite options): a choice is the first token of a name or argument value that is one of its
+    kind's options, made among them; without it, every token of a value is a choice."""
     width = max(len(t.token_ids) for t in trajs)
     b = len(trajs)
     ids = torch.full((b, width), pad_id, dtype=torch.long)
     attn = torch.zeros(b, width, dtype=torch.long)
     resp = torch.zeros(b, width)
     sampler = torch.zeros(b, width)
+    kind = torch.zeros(b, width, dtype=torch.long)
     for r, t in enumerate(trajs):
         n = len(t.token_ids)
         ids[r, :n] = torch.tensor(t.token_ids)
         attn[r, :n] = 1
         resp[r, :n] = torch.tensor(t.response_mask, dtype=torch.float32)
         sampler[r, :n] = torch.tensor(t.logprobs, dtype=torch.float32)
+        if t.decision_mask:
+            kind[r, :n] = torch.tensor(t.decision_mask, dtype=torch.long)
+    kind = kind * (resp != 0)
+    if choices is None:
+        decision, row = kind > 0, torch.zeros_like(kind)
+    else:
+        first = (kind == NAME) | (kind == ARG)
+        decision = first & choices[kind.where(first, 0), ids]  # (B, T) an option of its kind
+        row = kind * decision
     turn_index = turn_index_from_spans([t.turn_spans for t in trajs], width)
     terminal = torch.tensor([t.terminal_reward for t in trajs], dtype=torch.float32)
     rewards, turn_mask = pad_rows([t.turn_rewards for t in trajs])  # (B, N)
@@ -87,17 +102,23 @@ def from_trajectories(trajs: Sequence[Trajectory], groups: Sequence[int], pad_id
     process[has_turn, last[has_turn]] -= terminal[has_turn]  # the outcome is not a process reward
     return RolloutBatch(ids, attn, resp, sampler, turn_index, turn_mask.float(), terminal, process,
                         torch.tensor(list(groups), dtype=torch.long),
-                        torch.tensor(list(range(b) if index is None else index), dtype=torch.long))  # fmt: skip
+                        torch.tensor(list(range(b) if index is None else index), dtype=torch.long),
+                        decision.float(), row)  # fmt: skip
 
 
-def policy_outputs(ac: ActorCritic, batch: RolloutBatch, temperature: float,
-                   entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:  # fmt: skip
+def policy_outputs(ac: ActorCritic, batch: RolloutBatch, temperature: float, entropy: bool = False,
+                   choices: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:  # fmt: skip
     """Trainer log-probs (B, T) of the sampled tokens under the policy adapter, and the entropy of
     the distributions they were drawn from; 0 elsewhere. The lm_head runs only at the positions
-    that predict a sampled token (prompt and tool tokens are most of a sequence)."""
+    that predict a sampled token (prompt and tool tokens are most of a sequence). With `choices`
+    (the choice table), a choice's distribution is the softmax over its options alone."""
     hidden = ac.policy_hidden(batch.input_ids, batch.attention_mask)  # (B, T, H)
     picked = batch.response_mask[:, 1:] != 0  # (B, T-1): position t-1 predicts token t
     logits = ac.lm_head(hidden[:, :-1][picked]).float() / temperature  # (M, V)
+    if choices is not None:
+        rows = batch.choice_row[:, 1:][picked]  # (M,)
+        # -1e9, not -inf: excluded tokens get probability 0 and the entropy stays finite
+        logits = logits.masked_fill((rows[:, None] > 0) & ~choices.to(logits.device)[rows], -1e9)
     logp = torch.log_softmax(logits, dim=-1)  # (M, V)
     chosen = logp.gather(-1, batch.input_ids[:, 1:][picked][:, None]).squeeze(-1)  # (M,)
     lp = _scatter(chosen, picked)
@@ -111,10 +132,11 @@ def _scatter(values: torch.Tensor, picked: torch.Tensor) -> torch.Tensor:
     return out.masked_scatter(torch.nn.functional.pad(picked, (1, 0)), values)
 
 
-def reference_log_probs(ac: ActorCritic, batch: RolloutBatch, temperature: float) -> torch.Tensor:
+def reference_log_probs(ac: ActorCritic, batch: RolloutBatch, temperature: float,
+                        choices: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
     """Log-probs under the frozen base (adapters off): (B, T)."""
     with ac.adapter("policy") as peft, peft.disable_adapter():
-        return policy_outputs(ac, batch, temperature)[0]
+        return policy_outputs(ac, batch, temperature, choices=choices)[0]
 
 
 def token_values(ac: ActorCritic, batch: RolloutBatch) -> torch.Tensor:

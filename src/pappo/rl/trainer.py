@@ -36,6 +36,7 @@ from pappo.config import Params
 from pappo.env.vec import VecEnv, task_env
 from pappo.io import PappoError, atomic_write_json
 from pappo.policy.adapters import POLICY, ActorCritic
+from pappo.policy.decisions import choice_table, choice_tokens
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine, Trajectory
 from pappo.rl import advantages as adv_k
@@ -69,11 +70,20 @@ class Trainer:
         self.store, self.train_ids, self.grade_fn = store, sorted(train_ids), grade_fn
         self.out_dir, self.seed = Path(out_dir), seed
         self._optimizers()
+        self.choices = self._choice_table()
         self.history: list[dict[str, Any]] = []
         self.update_index = 0
         self.on_update: Callable[[int, dict[str, Any]], None] | None = None  # eval hook, before the checkpoint
         self.fingerprint = ""  # what the run depends on (params, code, checkpoint); a different one is not resumed
         self.log: Callable[[str], None] = lambda message: None
+
+    def _choice_table(self) -> torch.Tensor | None:
+        """The options each choice is made among (decisions mode with finite options), or None."""
+        if self.rl.loss_tokens != "decisions":
+            return None
+        env = self.params.env
+        choices = choice_tokens(self.codec, env.actions, env.candidates.k)
+        return choice_table(choices, self.ac.lm_head.out_features) if choices else None
 
     def _optimizers(self) -> None:
         self.actor_opt = torch.optim.AdamW(self.ac.policy_parameters(), lr=self.rl.actor_lr, weight_decay=0.0)
@@ -111,7 +121,7 @@ class Trainer:
         if self.dist.sum(0 if kept else 1):
             raise PappoError(f"update {u}: every episode of a rank hit a sandbox infra error; check `pappo run-tests`")
         batch = from_trajectories([trajs[i] for i in kept], [groups[i] for i in kept], self.codec.pad_id,
-                                  [index[i] for i in kept]).to(self.dist.device)  # fmt: skip
+                                  [index[i] for i in kept], self.choices).to(self.dist.device)  # fmt: skip
         record |= self.optimise(batch, u, lap)
         lap("optimise")
         record["wall_s"] = timing  # seconds per phase: the only run-to-run noise in a record
@@ -170,9 +180,9 @@ class Trainer:
         for idx in self._micro(torch.arange(len(batch))):
             mb = batch.select(idx)
             if not values_only:
-                parts["old"].append(_pad(policy_outputs(self.ac, mb, temp)[0], width))
+                parts["old"].append(_pad(policy_outputs(self.ac, mb, temp, choices=self.choices)[0], width))
             if self.rl.kl_coef > 0 and not values_only:
-                parts["ref"].append(_pad(reference_log_probs(self.ac, mb, temp), width))
+                parts["ref"].append(_pad(reference_log_probs(self.ac, mb, temp, self.choices), width))
             if self.method in CRITIC_METHODS:
                 parts["val"].append(_pad(token_values(self.ac, mb), width))
         if not values_only:
@@ -183,7 +193,8 @@ class Trainer:
         if values_only:
             return {}
         gap = (batch.old_log_prob - batch.sampler_log_prob).abs()  # type: ignore[operator]
-        mask, d = batch.response_mask, self.dist
+        # the sampler drew from the whole vocabulary; a restricted choice's log-prob differs by design
+        mask, d = batch.response_mask * (batch.choice_row == 0), self.dist
         n = max(d.sum(mask.sum()), 1.0)
         return {
             "rollout/logprob_gap_mean": d.sum((gap * mask).sum()) / n,
@@ -209,7 +220,7 @@ class Trainer:
             a = adv_k.broadcast_turns(a_n, b.turn_index, mask)
             ret = adv_k.broadcast_turns(ret_n, b.turn_index, mask)
         if rl.whiten_advantages:
-            a = self._whiten(a, mask)
+            a = self._whiten(a, self.loss_mask(b))
         return a, ret
 
     def _whiten(self, a: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -245,8 +256,9 @@ class Trainer:
 
     def _step(self, batch: RolloutBatch, idx: torch.Tensor) -> dict[str, float]:
         """One optimizer step of the actor (and critic) on the minibatch `idx`."""
-        critic = self.method in CRITIC_METHODS
-        total = self.dist.sum(_weight(batch.response_mask[idx], self.rl.loss_agg_mode))  # the GLOBAL minibatch
+        critic, mode = self.method in CRITIC_METHODS, self.rl.loss_agg_mode
+        total = self.dist.sum(_weight(batch.response_mask[idx], mode))  # the GLOBAL minibatch
+        actor_total = self.dist.sum(_weight(self.loss_mask(batch)[idx], mode))
         if total == 0:
             return {}
         self.actor_opt.zero_grad(set_to_none=True)
@@ -254,9 +266,10 @@ class Trainer:
         sums: dict[str, float] = {}
         for micro in self._micro(idx):
             mb = batch.select(micro)
-            share = _weight(mb.response_mask, self.rl.loss_agg_mode) / max(total, 1e-12)
+            share = _weight(mb.response_mask, mode) / max(total, 1e-12)
+            actor_share = _weight(self.loss_mask(mb), mode) / max(actor_total, 1e-12)
             actor_loss, stats = self._actor_loss(mb)
-            (actor_loss * share).backward()
+            (actor_loss * actor_share).backward()
             if critic:
                 v_loss, v_stats = self._critic_loss(mb)
                 (v_loss * share).backward()
@@ -280,10 +293,15 @@ class Trainer:
         row = {int(g): r for r, g in enumerate(batch.index.tolist())}
         return torch.tensor([row[g] for g in chunk.tolist() if g in row], dtype=torch.long)
 
+    def loss_mask(self, b: RolloutBatch) -> torch.Tensor:
+        """The tokens the actor learns on (B, T): every sampled token, or the decisions alone."""
+        return b.decision_mask if self.rl.loss_tokens == "decisions" else b.response_mask
+
     def _actor_loss(self, mb: RolloutBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        rl, mask = self.rl, mb.response_mask
+        rl, mask = self.rl, self.loss_mask(mb)
         assert mb.old_log_prob is not None and mb.advantages is not None
-        log_prob, entropy = policy_outputs(self.ac, mb, self.params.rollout.temperature, entropy=True)
+        log_prob, entropy = policy_outputs(self.ac, mb, self.params.rollout.temperature, entropy=True,
+                                           choices=self.choices)  # fmt: skip
         assert entropy is not None
         if rl.trust_region == "gppo":
             pg, st = gppo_loss(log_prob, mb.old_log_prob, mb.advantages, mask, rl.gppo.geometry,
@@ -298,7 +316,9 @@ class Trainer:
         stats = {f"actor/{k}": v for k, v in st.items()}
         stats |= {"actor/pg_loss": pg.detach(), "actor/entropy": ent.detach()}
         if rl.kl_coef > 0 and mb.ref_log_prob is not None:
-            kl = losses.agg_loss(losses.kl_penalty(log_prob, mb.ref_log_prob, rl.kl_estimator), mask, rl.loss_agg_mode)
+            # decisions: the anchor holds the format tokens, which the policy gradient leaves out
+            kl_mask = mb.response_mask - mb.decision_mask if rl.loss_tokens == "decisions" else mask
+            kl = losses.agg_loss(losses.kl_penalty(log_prob, mb.ref_log_prob, rl.kl_estimator), kl_mask, rl.loss_agg_mode)
             loss = loss + rl.kl_coef * kl
             stats["actor/kl_loss"] = kl.detach()
         return loss, stats
@@ -343,12 +363,12 @@ class Trainer:
             for m, chunk in enumerate(order.chunk(min(self.rl.minibatches, len(good)))):
                 idx = self._local(batch, chunk)
                 self.actor_opt.zero_grad(set_to_none=True)
-                total = self.dist.sum(batch.response_mask[idx].sum())
+                total = self.dist.sum(self.loss_mask(batch)[idx].sum())
                 nll_sum = 0.0
                 for micro in self._micro(idx):
                     mb = batch.select(micro)
-                    log_prob, _ = policy_outputs(self.ac, mb, 1.0)
-                    nll = -(log_prob * mb.response_mask).sum() / max(total, 1.0)
+                    log_prob, _ = policy_outputs(self.ac, mb, 1.0, choices=self.choices)
+                    nll = -(log_prob * self.loss_mask(mb)).sum() / max(total, 1.0)
                     nll.backward()
                     nll_sum += float(nll.detach())
                 nll_sum = self.dist.sum(nll_sum)
