@@ -193,6 +193,11 @@ class RolloutParams(_Section):
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling mass (1.0: off).")
     max_new_tokens_per_turn: int = Field(192, ge=8, description="Longest assistant turn.")
     max_tokens_per_episode: int = Field(3072, ge=64, description="Prompt + all turns + observations.")
+    calls: Literal["sampled", "constrained"] = Field(
+        "sampled", description="sampled: every token of a turn is drawn from the policy; constrained (candidates mode, "
+        "rl.loss_tokens decisions): the call's format is forced and the policy draws only its choices (the tool, the "
+        "candidate id) among the valid ones (policy/constrained.py)."
+    )
 
 
 class BaseModelParams(_Section):
@@ -247,7 +252,8 @@ class RLParams(_Section):
     )
     loss_tokens: Literal["response", "decisions"] = Field(
         "response", description="Tokens the actor loss (and rft's NLL) is taken over: every sampled token, or only "
-        "those that spell the tool call's name and argument values (the agent's choices; format tokens get no gradient)."
+        "those that spell the tool call's name and argument values (the agent's choices; format tokens get no policy "
+        "gradient, only the KL anchor's when kl_coef > 0)."
     )
     kl_coef: float = Field(0.0, ge=0, description="Weight of KL(policy || base) in the actor loss.")
     kl_estimator: Literal["k1", "k2", "k3"] = Field("k3", description="Per-token KL estimator.")
@@ -360,6 +366,10 @@ class Params(_Section):
                 raise ValueError(f"claims {c.id}: min_seed_wins {c.min_seed_wins} exceeds the {len(self.seeds)} seeds")
             if c.baseline == c.method:
                 raise ValueError(f"claims {c.id}: method and baseline are both {c.method}; compare two methods")
+        if self.rollout.calls == "constrained" and (self.env.actions, self.rl.loss_tokens) != ("candidates", "decisions"):
+            # a forced token has probability 1 under the constraint: training on it would teach nothing real
+            raise ValueError(f"rollout.calls constrained needs env.actions candidates and rl.loss_tokens decisions "
+                             f"(got {self.env.actions}, {self.rl.loss_tokens}); set them or rollout.calls: sampled")  # fmt: skip
         if self.model.gradient_checkpointing and self.lora.dropout > 0:
             # checkpointing needs train mode, in which LoRA dropout would also perturb the frozen
             # old log-probs, so the first PPO ratios would not be 1

@@ -6,6 +6,7 @@
 - `SystematicAgent`: apply [1], run_tests, submit if they pass, else revert and go on with [2]...
   It knows nothing about the candidates: what it finds depends on the turn budget.
 - `NoisyCandidateAgent`: the oracle's script with seeded mistakes, for demonstrations.
+- `Thoughtless`: another agent's turns without their thought, as constrained decoding writes them.
 Each is deterministic given its seed; the stateful ones are one instance per episode.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from pappo.env.agents import Agent, SubmitAgent
 from pappo.env.episode import RepairEnv
-from pappo.env.protocol import format_tool_call
+from pappo.env.protocol import ParseError, format_tool_call, parse_tool_call
 from pappo.io import PappoError
 
 PASS_MARK = "All tests pass"  # what summarize_tests says when every graded test passed
@@ -152,3 +153,17 @@ def make_candidate_agent(name: str, env: RepairEnv, seed: int = 0) -> Agent:
     if name == "submit":
         return SubmitAgent()
     raise PappoError(f"unknown candidates-mode agent {name!r}; choose one of {', '.join(AGENTS)}")
+
+
+class Thoughtless:
+    """`agent`'s turns with the thought left out (an unparsable turn is kept as it is): the turns
+    constrained decoding writes (`rollout.calls: constrained`), so that demonstrations teach the
+    choice where the policy makes it, at the call itself."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    def act(self, messages: Sequence[dict[str, Any]]) -> str:
+        text = self.agent.act(messages)
+        parsed = parse_tool_call(text, mode="candidates")
+        return text if isinstance(parsed, ParseError) else call(parsed.name, parsed.arguments)

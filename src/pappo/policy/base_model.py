@@ -21,7 +21,7 @@ import torch
 from pappo import numerics
 from pappo.config import Params
 from pappo.env.agents import Agent, NoisyAgent, play_all
-from pappo.env.candidate_agents import NoisyCandidateAgent, board_of
+from pappo.env.candidate_agents import NoisyCandidateAgent, Thoughtless, board_of
 from pappo.env.episode import RepairEnv
 from pappo.env.grounded import GroundedAgent
 from pappo.env.protocol import tools_for
@@ -30,6 +30,7 @@ from pappo.io import PappoError, atomic_write_json
 from pappo.policy import sft
 from pappo.policy.chat import ChatCodec
 from pappo.policy.checkpoint import build_tiny_model, load_tokenizer, resolve_hub, save_checkpoint
+from pappo.policy.constrained import call_trie
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine
 from pappo.policy.tokenizer import build_tokenizer, corpus_files
@@ -138,9 +139,10 @@ def _demonstrator(params: Params, env: RepairEnv) -> Agent:
     bm = params.base_model
     if params.env.actions == "candidates":
         k, correct = board_of(env)
-        return NoisyCandidateAgent(correct, k, seed=env.seed, p_wrong_edit=bm.p_wrong_edit,
-                                   p_failed_edit=bm.p_failed_edit, p_repeated_test=bm.p_repeated_test,
-                                   p_parse_error=bm.p_parse_error)  # fmt: skip
+        noisy = NoisyCandidateAgent(correct, k, seed=env.seed, p_wrong_edit=bm.p_wrong_edit,
+                                    p_failed_edit=bm.p_failed_edit, p_repeated_test=bm.p_repeated_test,
+                                    p_parse_error=bm.p_parse_error)  # fmt: skip
+        return Thoughtless(noisy) if params.rollout.calls == "constrained" else noisy
     if bm.demo_agent == "grounded":
         return GroundedAgent(seed=env.seed, order="shuffle")
     return NoisyAgent(env.task, env.buggy_tree, seed=env.seed, p_wrong_edit=bm.p_wrong_edit,
@@ -156,7 +158,7 @@ def eval_tasks(params: Params) -> tuple[TaskStore, list[str]]:
 def evaluate(params: Params, model: torch.nn.Module, codec: ChatCodec, pool: SandboxPool) -> dict[str, Any]:
     """Success of the policy on the eval tasks, greedy and sampled, with per-task outcomes."""
     store, ids = eval_tasks(params)
-    engine = RolloutEngine(Qwen2Decoder(model), codec, params.rollout)
+    engine = RolloutEngine(Qwen2Decoder(model), codec, params.rollout, call_trie(codec, params))
     out: dict[str, Any] = {"n_tasks": len(ids), "split_seed": params.base_model.eval_split_seed}
     for mode, greedy in (("greedy", True), ("sampled", False)):
         results = []

@@ -26,6 +26,7 @@ from transformers import DynamicCache
 
 from pappo.config import RolloutParams
 from pappo.env.vec import VecEnv
+from pappo.policy.constrained import CallTrie
 from pappo.policy.decisions import decision_flags
 from pappo.policy.decoder import KVCache, Qwen2Decoder
 
@@ -81,10 +82,14 @@ class Sampler:
         self.temperature, self.top_p, self.greedy = params.temperature, params.top_p, greedy
         self.generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
 
-    def __call__(self, logits: torch.Tensor, episodes: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(self, logits: torch.Tensor, episodes: Sequence[int],
+                 allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
         """logits (B, V) of the given episodes -> sampled ids (B,), their log-probs (B,) under the
-        temperature-scaled softmax."""
-        logp = torch.log_softmax(logits.float() / (1.0 if self.greedy else self.temperature), dim=-1)  # (B, V)
+        temperature-scaled softmax, restricted to `allowed` (B, V) bool when given."""
+        logits = logits.float()
+        if allowed is not None:
+            logits = logits.masked_fill(~allowed.to(logits.device), float("-inf"))
+        logp = torch.log_softmax(logits / (1.0 if self.greedy else self.temperature), dim=-1)  # (B, V)
         if self.greedy:
             ids = logp.argmax(dim=-1)
         else:
@@ -176,10 +181,11 @@ class _Batch:
 class RolloutEngine:
     """Plays every episode of a VecEnv to its end with one batched, cached model.
 
-    `decoder` is a `Qwen2Decoder` snapshot of the policy (build a new one after the weights change)."""
+    `decoder` is a `Qwen2Decoder` snapshot of the policy (build a new one after the weights change);
+    with `trie` (`constrained.call_trie`) every turn is one of its valid calls."""
 
-    def __init__(self, decoder: Qwen2Decoder, codec: Any, params: RolloutParams) -> None:
-        self.decoder, self.codec, self.params = decoder, codec, params
+    def __init__(self, decoder: Qwen2Decoder, codec: Any, params: RolloutParams, trie: CallTrie | None = None) -> None:
+        self.decoder, self.codec, self.params, self.trie = decoder, codec, params, trie
         self.forward: Forward = decoder
         self.compactions = 0  # sub-batches made (diagnostics)
 
@@ -232,7 +238,8 @@ class RolloutEngine:
         active, rows = batch, list(range(n))  # the batch being decoded and its rows (of `batch`)
         while any(live[r] for r in rows):
             drawing = [j for j, r in enumerate(rows) if live[r]]  # idle rows draw nothing
-            ids, lp = sample(logits[drawing], [batch.rows[rows[j]] for j in drawing])  # (B_live,) each
+            allowed = self.trie.mask([turns[rows[j]] for j in drawing], logits.shape[-1]) if self.trie else None
+            ids, lp = sample(logits[drawing], [batch.rows[rows[j]] for j in drawing], allowed)  # (B_live,) each
             drawn = {j: (int(ids[k]), float(lp[k])) for k, j in enumerate(drawing)}
             step = []
             for j, r in enumerate(rows):

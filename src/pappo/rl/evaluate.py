@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pappo.config import Params
 from pappo.env.vec import VecEnv, board_seed, task_env
 from pappo.stats import bootstrap_ci, mean_pass_at_k
+from pappo.policy.constrained import call_trie
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine, Trajectory
 from pappo.rl.distributed import Dist
@@ -126,7 +127,7 @@ def aggregate(tasks: list[TaskOutcome], k: int, n_boot: int) -> EvalResult:
 
 def _play(decoder: Qwen2Decoder, codec: Any, params: Params, store: TaskStore, ids: Sequence[str],
           grade_fn: Callable[..., Any], greedy: bool, seeds: Sequence[int], boards: Sequence[int]) -> list[Trajectory]:  # fmt: skip
-    engine = RolloutEngine(decoder, codec, params.rollout)
+    engine = RolloutEngine(decoder, codec, params.rollout, call_trie(codec, params))
     out: list[Trajectory] = []
     bs = params.rollout.batch_size
     for at in range(0, len(ids), bs):

@@ -36,6 +36,7 @@ from pappo.config import Params
 from pappo.env.vec import VecEnv, task_env
 from pappo.io import PappoError, atomic_write_json
 from pappo.policy.adapters import POLICY, ActorCritic
+from pappo.policy.constrained import call_trie
 from pappo.policy.decisions import choice_table, choice_tokens
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine, Trajectory
@@ -71,6 +72,7 @@ class Trainer:
         self.out_dir, self.seed = Path(out_dir), seed
         self._optimizers()
         self.choices = self._choice_table()
+        self.trie = call_trie(codec, params)  # rollout.calls constrained: the valid calls, else None
         self.history: list[dict[str, Any]] = []
         self.update_index = 0
         self.on_update: Callable[[int, dict[str, Any]], None] | None = None  # eval hook, before the checkpoint
@@ -153,7 +155,7 @@ class Trainer:
         envs = [task_env(self.store, ids[g], self.params.env, hash_seed(self.seed, u, i)) for g, i in zip(groups, index)]
         with self.ac.adapter(POLICY):
             decoder = Qwen2Decoder(self.ac.peft)  # snapshot of the current policy
-        engine = RolloutEngine(decoder, self.codec, self.params.rollout)
+        engine = RolloutEngine(decoder, self.codec, self.params.rollout, self.trie)
         trajs: list[Trajectory] = []
         bs = self.params.rollout.batch_size
         for at in range(0, len(envs), bs):
@@ -193,8 +195,7 @@ class Trainer:
         if values_only:
             return {}
         gap = (batch.old_log_prob - batch.sampler_log_prob).abs()  # type: ignore[operator]
-        # the sampler drew from the whole vocabulary; a restricted choice's log-prob differs by design
-        mask, d = batch.response_mask * (batch.choice_row == 0), self.dist
+        mask, d = self.gap_mask(batch), self.dist
         n = max(d.sum(mask.sum()), 1.0)
         return {
             "rollout/logprob_gap_mean": d.sum((gap * mask).sum()) / n,
@@ -297,6 +298,20 @@ class Trainer:
         """The tokens the actor learns on (B, T): every sampled token, or the decisions alone."""
         return b.decision_mask if self.rl.loss_tokens == "decisions" else b.response_mask
 
+    def kl_mask(self, b: RolloutBatch) -> torch.Tensor:
+        """The tokens the KL anchor reads (B, T): the actor's, except with sampled calls in decisions
+        mode, where it holds the format tokens the policy gradient leaves out (constrained calls
+        force the format, so there it reads the choices)."""
+        if self.rl.loss_tokens == "decisions" and self.trie is None:
+            return b.response_mask - b.decision_mask
+        return self.loss_mask(b)
+
+    def gap_mask(self, b: RolloutBatch) -> torch.Tensor:
+        """The tokens whose sampler log-prob the trainer recomputes under the same distribution (B, T):
+        with constrained calls the choices (both restricted to the valid options; a forced token's
+        recorded 0 is the constraint's), else every sampled token but a restricted choice."""
+        return b.decision_mask if self.trie is not None else b.response_mask * (b.choice_row == 0)
+
     def _actor_loss(self, mb: RolloutBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         rl, mask = self.rl, self.loss_mask(mb)
         assert mb.old_log_prob is not None and mb.advantages is not None
@@ -316,9 +331,8 @@ class Trainer:
         stats = {f"actor/{k}": v for k, v in st.items()}
         stats |= {"actor/pg_loss": pg.detach(), "actor/entropy": ent.detach()}
         if rl.kl_coef > 0 and mb.ref_log_prob is not None:
-            # decisions: the anchor holds the format tokens, which the policy gradient leaves out
-            kl_mask = mb.response_mask - mb.decision_mask if rl.loss_tokens == "decisions" else mask
-            kl = losses.agg_loss(losses.kl_penalty(log_prob, mb.ref_log_prob, rl.kl_estimator), kl_mask, rl.loss_agg_mode)
+            kl = losses.agg_loss(losses.kl_penalty(log_prob, mb.ref_log_prob, rl.kl_estimator), self.kl_mask(mb),
+                                 rl.loss_agg_mode)  # fmt: skip
             loss = loss + rl.kl_coef * kl
             stats["actor/kl_loss"] = kl.detach()
         return loss, stats
