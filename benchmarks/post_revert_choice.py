@@ -29,6 +29,8 @@ from pappo.env.protocol import ToolCall, parse_tool_call
 from pappo.env.vec import VecEnv, board_seed, task_env
 from pappo.io import atomic_write_json
 from pappo.policy.adapters import POLICY
+from pappo.policy.constrained import call_trie
+from pappo.policy.decisions import ARG, decision_flags
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine, Trajectory
 from pappo.sandbox.grading import grade_many
@@ -59,10 +61,9 @@ def decisions(tok: Any, traj: Trajectory) -> list[tuple[int, int, int]]:
         na, nb, nxt = turns[n + 1]
         if nxt is None or nxt.name != "apply":
             continue
-        digits = str(nxt.arguments.get("id"))
-        # the token that completes the id's digits after '"id"' (the choice itself)
-        pos = next((p for p in range(na, nb) if '"id"' in (text := tok.decode(traj.token_ids[na : p + 1]))
-                    and text.rstrip().endswith(digits)), None)  # fmt: skip
+        # the id's first token: the choice itself, as the decisions loss and constrained decoding see it
+        flags = decision_flags(tok, traj.token_ids[na:nb])
+        pos = next((na + i for i, kind in enumerate(flags) if kind == ARG), None)
         if pos is not None:
             out.append((int(last_applied), int(nxt.arguments["id"]), pos))
     return out
@@ -76,7 +77,7 @@ def measure(params: Params, seed: int, method: str, pool: SandboxPool,
     ids = sorted(eval_ids)
     envs = [task_env(store, i, params.env, board_seed(seed, n)) for n, i in enumerate(ids)]
     with ac.adapter(POLICY):
-        engine = RolloutEngine(Qwen2Decoder(ac.peft), codec, params.rollout)
+        engine = RolloutEngine(Qwen2Decoder(ac.peft), codec, params.rollout, call_trie(codec, params))
         trajs = engine.run(VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden)), seed=0, greedy=True,
                            episode_seeds=list(range(len(ids))))  # fmt: skip
         found, p_reverted = [], []

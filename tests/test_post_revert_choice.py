@@ -37,5 +37,5 @@ def test_the_apply_after_a_revert_is_found_with_its_id_token():
                     call("revert"), "not a call", call("apply", id=12), call("revert"), call("apply", id=4)])  # fmt: skip
     found = load_bench().decisions(CharTok(), t)
     assert [(r, a) for r, a, _ in found] == [(3, 3), (12, 4)]  # after "not a call", no apply follows its revert
-    for (_, applied, pos) in found:
-        assert chr(t.token_ids[pos]) == str(applied)[-1] and '"id"' in "".join(map(chr, t.token_ids[pos - 8 : pos]))
+    for (_, applied, pos) in found:  # the id's first token (decisions.decision_flags, kind ARG)
+        assert chr(t.token_ids[pos]) == str(applied)[0] and "".join(map(chr, t.token_ids[pos - 6 : pos])) == '"id": '

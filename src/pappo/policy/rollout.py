@@ -12,7 +12,9 @@ masked out, with positions counted over real tokens only, so each sequence sees 
 would see alone. Finished episodes are dropped from the batch (`KVCache.keep`). The model runs
 through `decoder.Qwen2Decoder`, a lean inference forward; the transformers forward serves training.
 Log-probs are of the full temperature-scaled distribution (top-p only shapes what is sampled),
-as in verl; `teacher_forced_logprobs` recomputes them from the ids for the check.
+as in verl; `teacher_forced_logprobs` recomputes them from the ids for the check. With a call
+trie (`rollout.calls: constrained`) the distribution is restricted to what may follow the turn's
+prefix: a forced token gets log-prob 0, a choice the softmax over its options.
 """
 
 from __future__ import annotations
