@@ -120,7 +120,9 @@ def bench_params(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     rl = {"tasks_per_update": args.tasks, "group_size": args.group, "target_kl": None, "updates": 1,
           "critic_warmup_steps": 0}  # fmt: skip
     rl |= {"micro_batch_size": args.micro_batch_size} if args.micro_batch_size else {}
-    rollout = {"batch_size": args.tasks * args.group}  # every episode in one lockstep batch
+    rl |= {"loss_tokens": "response"}
+    # the hub profile's decode path (profiles/qwen2.5-coder-7b.yaml): the model samples its calls
+    rollout = {"batch_size": args.tasks * args.group, "calls": "sampled"}  # every episode in one lockstep batch
     rollout |= {"max_new_tokens_per_turn": args.max_new_tokens_per_turn} if args.max_new_tokens_per_turn else {}
     env = {"max_turns": args.max_turns} if args.max_turns else {}
     return params.model_copy(update={"rl": params.rl.model_copy(update=rl),
