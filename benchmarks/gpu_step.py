@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import yaml
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from pappo.config import load_params
@@ -64,6 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
 from common import stand_in_grades  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+HUB_PROFILE = ROOT / "profiles" / "qwen2.5-coder-7b.yaml"  # its decode path is what the benchmark times
 SCHEMA = "pappo.gpu_step/1"
 SOURCE_PATHS = ["src/pappo", "benchmarks", "pyproject.toml", "requirements.lock"]
 QWEN25_CODER_7B = dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
@@ -120,9 +122,9 @@ def bench_params(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     rl = {"tasks_per_update": args.tasks, "group_size": args.group, "target_kl": None, "updates": 1,
           "critic_warmup_steps": 0}  # fmt: skip
     rl |= {"micro_batch_size": args.micro_batch_size} if args.micro_batch_size else {}
-    rl |= {"loss_tokens": "response"}
-    # the hub profile's decode path (profiles/qwen2.5-coder-7b.yaml): the model samples its calls
-    rollout = {"batch_size": args.tasks * args.group, "calls": "sampled"}  # every episode in one lockstep batch
+    hub = yaml.safe_load(HUB_PROFILE.read_text())  # whatever params.yaml's CPU tier decodes
+    rl |= {"loss_tokens": hub["rl"]["loss_tokens"]}
+    rollout = {"batch_size": args.tasks * args.group, "calls": hub["rollout"]["calls"]}  # one lockstep batch
     rollout |= {"max_new_tokens_per_turn": args.max_new_tokens_per_turn} if args.max_new_tokens_per_turn else {}
     env = {"max_turns": args.max_turns} if args.max_turns else {}
     return params.model_copy(update={"rl": params.rl.model_copy(update=rl),
