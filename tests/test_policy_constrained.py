@@ -127,7 +127,7 @@ def test_a_random_model_writes_only_valid_calls_and_records_its_choices(codec: C
             parsed = parse_tool_call(codec.decode(traj.token_ids[a:b]), mode="candidates")
             assert isinstance(parsed, ToolCall) and parsed.thought == ""
             for pos in range(a, b):
-                kind = traj.decision_mask[pos]
+                kind = traj.decision_kind[pos]
                 if len(trie.allowed(traj.token_ids[a:pos])) == 1:
                     assert traj.logprobs[pos] == 0.0  # forced: probability 1 under the constraint
                     continue

@@ -55,7 +55,7 @@ def test_a_choice_is_made_among_its_options_only(codec: ChatCodec):
         t = Trajectory("t", [], [], [], [], prompt_len=1)
         t.append([codec.pad_id], policy=False)
         t.append(turn, policy=True, logprobs=[0.0] * len(turn))
-        t.decision_mask[1:] = decision_flags(codec, turn)
+        t.decision_kind[1:] = decision_flags(codec, turn)
         t.turn_spans, t.turn_rewards = [(1, 1 + len(turn))], [0.0]
         trajs.append(t)
     batch = from_trajectories(trajs, [0, 0], codec.pad_id, choices=table)

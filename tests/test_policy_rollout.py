@@ -86,10 +86,10 @@ def test_masks_spans_and_budget(model, fx_params):  # type: ignore[no-untyped-de
             assert traj.token_ids[e0:s1] == codec.observation_ids(obs, stop)
             assert set(traj.tool_mask[e0:s1]) == {1}
         assert traj.metrics["tokens"] == sum(traj.response_mask) and len(traj.turn_rewards) == env.metrics.turns
-        assert len(traj.decision_mask) == n
-        assert all(r or not d for r, d in zip(traj.response_mask, traj.decision_mask))  # decisions are sampled
+        assert len(traj.decision_kind) == n
+        assert all(r or not d for r, d in zip(traj.response_mask, traj.decision_kind))  # decisions are sampled
         for start, end in traj.turn_spans:
-            assert traj.decision_mask[start:end] == decision_flags(codec, traj.token_ids[start:end])
+            assert traj.decision_kind[start:end] == decision_flags(codec, traj.token_ids[start:end])
 
 
 def test_decision_flags_mark_the_tokens_that_spell_the_values():

@@ -47,7 +47,7 @@ class Trajectory:
     response_mask: list[int]  # 1 where the policy sampled the token
     tool_mask: list[int]  # 1 on environment tokens appended after the prompt
     prompt_len: int
-    decision_mask: list[int] = field(default_factory=list)  # kind of choice a sampled token spells (decisions.decision_flags), 0 elsewhere
+    decision_kind: list[int] = field(default_factory=list)  # kind of choice a sampled token spells (decisions.decision_flags), 0 elsewhere
     turn_spans: list[tuple[int, int]] = field(default_factory=list)  # [start, end) of each turn's sampled ids
     turn_rewards: list[float] = field(default_factory=list)  # per turn, terminal reward on the last
     terminal_reward: float = 0.0  # the part of the last turn's reward that is the outcome
@@ -58,7 +58,7 @@ class Trajectory:
         self.logprobs += list(logprobs) if logprobs is not None else [0.0] * len(ids)
         self.response_mask += [int(policy)] * len(ids)
         self.tool_mask += [int(not policy)] * len(ids)
-        self.decision_mask += [0] * len(ids)
+        self.decision_kind += [0] * len(ids)
 
 
 def hf_forward(model: torch.nn.Module) -> Forward:
@@ -277,7 +277,7 @@ class RolloutEngine:
             start = len(trajs[env_i].token_ids)
             trajs[env_i].append(turns[r], policy=True, logprobs=lps[r])
             trajs[env_i].turn_spans.append((start, start + len(turns[r])))
-            trajs[env_i].decision_mask[start:] = decision_flags(self.codec, turns[r])
+            trajs[env_i].decision_kind[start:] = decision_flags(self.codec, turns[r])
         return turns, stops, last
 
     def _observe(self, vec: VecEnv, batch: _Batch, trajs: list[Trajectory], results: list[Any],

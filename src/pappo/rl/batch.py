@@ -84,8 +84,8 @@ def from_trajectories(trajs: Sequence[Trajectory], groups: Sequence[int], pad_id
         attn[r, :n] = 1
         resp[r, :n] = torch.tensor(t.response_mask, dtype=torch.float32)
         sampler[r, :n] = torch.tensor(t.logprobs, dtype=torch.float32)
-        if t.decision_mask:
-            kind[r, :n] = torch.tensor(t.decision_mask, dtype=torch.long)
+        if t.decision_kind:
+            kind[r, :n] = torch.tensor(t.decision_kind, dtype=torch.long)
     kind = kind * (resp != 0)
     if choices is None:
         decision, row = kind > 0, torch.zeros_like(kind)

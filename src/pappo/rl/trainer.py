@@ -182,7 +182,7 @@ class Trainer:
         for idx in self._micro(torch.arange(len(batch))):
             mb = batch.select(idx)
             if not values_only:
-                parts["old"].append(_pad(policy_outputs(self.ac, mb, temp, choices=self.choices)[0], width))
+                parts["old"].append(_pad(self.log_probs(mb, temp)[0], width))
             if self.rl.kl_coef > 0 and not values_only:
                 parts["ref"].append(_pad(reference_log_probs(self.ac, mb, temp, self.choices), width))
             if self.method in CRITIC_METHODS:
@@ -294,6 +294,11 @@ class Trainer:
         row = {int(g): r for r, g in enumerate(batch.index.tolist())}
         return torch.tensor([row[g] for g in chunk.tolist() if g in row], dtype=torch.long)
 
+    def log_probs(self, mb: RolloutBatch, temperature: float,
+                  entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:  # fmt: skip
+        """`policy_outputs` under the run's choice table (the one place the trainer applies it)."""
+        return policy_outputs(self.ac, mb, temperature, entropy=entropy, choices=self.choices)
+
     def loss_mask(self, b: RolloutBatch) -> torch.Tensor:
         """The tokens the actor learns on (B, T): every sampled token, or the decisions alone."""
         return b.decision_mask if self.rl.loss_tokens == "decisions" else b.response_mask
@@ -315,8 +320,7 @@ class Trainer:
     def _actor_loss(self, mb: RolloutBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         rl, mask = self.rl, self.loss_mask(mb)
         assert mb.old_log_prob is not None and mb.advantages is not None
-        log_prob, entropy = policy_outputs(self.ac, mb, self.params.rollout.temperature, entropy=True,
-                                           choices=self.choices)  # fmt: skip
+        log_prob, entropy = self.log_probs(mb, self.params.rollout.temperature, entropy=True)
         assert entropy is not None
         if rl.trust_region == "gppo":
             pg, st = gppo_loss(log_prob, mb.old_log_prob, mb.advantages, mask, rl.gppo.geometry,
@@ -381,7 +385,7 @@ class Trainer:
                 nll_sum = 0.0
                 for micro in self._micro(idx):
                     mb = batch.select(micro)
-                    log_prob, _ = policy_outputs(self.ac, mb, 1.0, choices=self.choices)
+                    log_prob, _ = self.log_probs(mb, 1.0)
                     nll = -(log_prob * self.loss_mask(mb)).sum() / max(total, 1.0)
                     nll.backward()
                     nll_sum += float(nll.detach())
