@@ -16,7 +16,7 @@ from pappo.env.episode import GradeItem
 from pappo.policy.adapters import ActorCritic
 from pappo.rl import losses
 from pappo.rl.batch import from_trajectories, policy_outputs, token_values
-from pappo.rl.trainer import Trainer
+from pappo.rl.trainer import Trainer, lr_factor
 from pappo.sandbox.grading import Grade
 from pappo.tasks.store import TaskStore
 from test_policy_rollout import ByteCodec
@@ -99,6 +99,28 @@ def test_target_kl_stops_the_epochs_early(fx_params: Params, tmp_path: Path):
     [record] = trainer("pappo", params, tmp_path).run()
     assert record["epochs_used"] < 8
     assert record["steps"][-1]["actor/ppo_kl"] > 1e-4
+
+
+def test_cosine_schedule_anneals_the_actor_rate_and_constant_keeps_it(fx_params: Params, tmp_path: Path):
+    assert [round(lr_factor(u, 4, "cosine", 0.0), 6) for u in range(4)] == [1.0, 0.853553, 0.5, 0.146447]
+    assert lr_factor(3, 4, "cosine", 0.2) == pytest.approx(0.2 + 0.8 * 0.146447, abs=1e-6)
+    assert {lr_factor(u, 4, "constant", 0.2) for u in range(4)} == {1.0}
+    params = small_params(fx_params, updates=3, actor_lr=0.05, lr_scheduler_type="cosine", min_lr_ratio=0.1)
+    t = trainer("grpo", params, tmp_path)
+    steps: list[float] = []
+    real_step = t.actor_opt.step
+
+    def step(*a, **k):  # type: ignore[no-untyped-def]
+        steps.append(t.actor_opt.param_groups[0]["lr"])  # the rate the optimizer really steps with
+        return real_step(*a, **k)
+
+    t.actor_opt.step = step  # type: ignore[method-assign]
+    history = t.run()
+    rates = [r["actor/lr"] for r in history]
+    assert rates[0] == 0.05 and rates[0] > rates[1] > rates[2] > 0.1 * 0.05
+    assert sorted(set(steps), reverse=True) == rates  # every step of an update at that update's rate
+    flat = trainer("grpo", small_params(fx_params, updates=2, actor_lr=0.05), tmp_path / "flat").run()
+    assert [r["actor/lr"] for r in flat] == [0.05, 0.05]
 
 
 def test_critic_fits_a_fixed_batch(fx_params: Params, tmp_path: Path):

@@ -242,6 +242,10 @@ class RLParams(_Section):
     minibatches: int = Field(2, ge=1, description="Optimizer steps per pass.")
     actor_lr: float = Field(2e-3, gt=0, description="AdamW learning rate of the policy LoRA.")
     critic_lr: float = Field(5e-3, gt=0, description="AdamW learning rate of the critic LoRA and value head.")
+    lr_scheduler_type: Literal["constant", "cosine"] = Field(
+        "constant", description="Actor learning rate per update u of U: constant, or cosine annealed "
+        "actor_lr x (m + (1 - m) (1 + cos(pi u / U)) / 2), m = min_lr_ratio (verl's knob names).")
+    min_lr_ratio: float = Field(0.0, ge=0, le=1, description="cosine: the floor of the annealed rate, a fraction of actor_lr.")
     grad_clip: float = Field(1.0, gt=0, description="Max global grad norm, per model.")
     clip_ratio_low: float = Field(0.2, ge=0, description="PPO clip: ratio floor 1 - clip_ratio_low.")
     clip_ratio_high: float = Field(0.28, ge=0, description="PPO clip: ratio ceiling 1 + clip_ratio_high (DAPO's clip-higher).")

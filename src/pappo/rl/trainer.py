@@ -23,6 +23,7 @@ Shapes: B episodes, T tokens, N turns.
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 import time
@@ -114,10 +115,13 @@ class Trainer:
             now = time.perf_counter()
             timing[name], clock = now - clock, now
 
+        lr = self.rl.actor_lr * lr_factor(u, self.rl.updates, self.rl.lr_scheduler_type, self.rl.min_lr_ratio)
+        for group in self.actor_opt.param_groups:
+            group["lr"] = lr
         trajs, groups, index = self.rollouts(u)
         lap("rollout")
         summaries = [s for part in self.dist.gather([episode_summary(t) for t in trajs]) for s in part]
-        record: dict[str, Any] = {"update": u, "rollout": rollout_stats(summaries)}
+        record: dict[str, Any] = {"update": u, "actor/lr": lr, "rollout": rollout_stats(summaries)}
         kept = [i for i, t in enumerate(trajs) if not t.metrics.get("infra_error")]
         record["rollout"]["infra_dropped"] = sum(bool(s["infra_error"]) for s in summaries)
         if self.dist.sum(0 if kept else 1):
@@ -449,6 +453,14 @@ class Trainer:
         self.critic_opt.load_state_dict(opt["critic"])
         torch.set_rng_state(opt["torch_rng"].cpu())
         self.update_index, self.history = int(state["update_index"]), list(state["history"])
+
+
+def lr_factor(u: int, updates: int, kind: str, min_ratio: float) -> float:
+    """The actor's learning rate at update `u` of `updates`, a fraction of `actor_lr`: 1, or a
+    cosine from 1 at u = 0 towards `min_ratio` (never reached: the last update still steps)."""
+    if kind == "constant":
+        return 1.0
+    return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * u / updates))
 
 
 def hash_seed(seed: int, update: int, index: int) -> int:
