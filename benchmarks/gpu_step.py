@@ -46,10 +46,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
-from pappo.config import load_params
+from pappo.config import RLParams, RolloutParams, load_params, profile_mapping
 from pappo.experiment import receipt as rc
 from pappo.numerics import collect as collect_numerics
 from pappo.io import atomic_write_json
@@ -122,9 +121,11 @@ def bench_params(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     rl = {"tasks_per_update": args.tasks, "group_size": args.group, "target_kl": None, "updates": 1,
           "critic_warmup_steps": 0}  # fmt: skip
     rl |= {"micro_batch_size": args.micro_batch_size} if args.micro_batch_size else {}
-    hub = yaml.safe_load(HUB_PROFILE.read_text())  # whatever params.yaml's CPU tier decodes
-    rl |= {"loss_tokens": hub["rl"]["loss_tokens"]}
-    rollout = {"batch_size": args.tasks * args.group, "calls": hub["rollout"]["calls"]}  # one lockstep batch
+    # the hub profile's decode path and loss tokens, whatever params.yaml's CPU tier uses
+    hub = profile_mapping(args.params, HUB_PROFILE)
+    hub_rl, hub_rollout = RLParams.model_validate(hub["rl"]), RolloutParams.model_validate(hub["rollout"])
+    rl |= {"loss_tokens": hub_rl.loss_tokens}
+    rollout = {"batch_size": args.tasks * args.group, "calls": hub_rollout.calls}  # one lockstep batch
     rollout |= {"max_new_tokens_per_turn": args.max_new_tokens_per_turn} if args.max_new_tokens_per_turn else {}
     env = {"max_turns": args.max_turns} if args.max_turns else {}
     return params.model_copy(update={"rl": params.rl.model_copy(update=rl),

@@ -84,3 +84,38 @@ def test_the_audit_stage_writes_its_verdict_file_explicitly():
     assert "--out receipts/audit.json" in stage["cmd"] and "--stage" in stage["cmd"]
     # an output, not a declared metric: its hashes and verdict text stay out of dvc exp show
     assert "receipts/audit.json" in stage["outs"] and "metrics" not in stage
+
+
+def test_git_trees_gives_the_receipt_s_tree_hash_with_a_few_git_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import subprocess
+
+    from pappo.experiment import receipt as rc
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)  # fmt: skip
+
+    (tmp_path / "src").mkdir()
+    for n in range(30):
+        (tmp_path / "src" / f"m{n}.py").write_text(f"x = {n}\n")
+    (tmp_path / "other.txt").write_text("not bound\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "one")
+    first = rc.collect_source(tmp_path, ["src", "gone.py"]).tree_sha256
+    (tmp_path / "src" / "m0.py").write_text("x = 'changed'\n")
+    git("commit", "-qam", "two")
+    calls: list[list[str]] = []
+    run = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda args, *a, **k: calls.append(args) or run(args, *a, **k))
+    trees = audit_mod.GitTrees(tmp_path, ("src", "gone.py"))
+    assert trees.at("HEAD") == rc.collect_source(tmp_path, ["src", "gone.py"]).tree_sha256 != first
+    assert trees.at("HEAD~1") == first and trees.is_commit("HEAD~1")
+    assert trees.at("HEAD") == trees.at("HEAD")  # cached
+    assert trees.at("0" * 40) is None and not trees.is_commit("0" * 40) and trees.at("nope") is None
+    listed = [c for c in calls if c[:2] in (["git", "ls-tree"], ["git", "cat-file"])]
+    assert len(listed) <= 8, listed  # a few per commit, not one per file (30 files)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    assert audit_mod.GitTrees(outside, ("src",)).at("HEAD") is None  # not a git repository

@@ -11,7 +11,7 @@ from pappo.evidence.summary import build_summary, pick_best_baseline, render_mar
 from pappo.experiment.report import RUN_METHODS, Budget, RunReport, Timing, UpdateEval
 from pappo.io import PappoError
 from pappo.policy.checkpoint import CheckpointRecord
-from pappo.rl.evaluate import TaskOutcome, aggregate
+from pappo.rl.results import TaskOutcome, aggregate
 
 SEEDS = (0, 1, 2)
 IDS = [f"task-{i}" for i in range(5)]

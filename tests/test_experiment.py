@@ -12,10 +12,9 @@ from typer.testing import CliRunner
 from conftest import ROOT, write_params
 from pappo.cli import app
 from pappo.config import Params, load_matrix_params, load_params
-from pappo.experiment.report import Budget
+from pappo.experiment.report import Budget, params_subset
 from pappo.experiment import receipt as rc
 from pappo.experiment.reuse import reusable
-from pappo.experiment.run import params_subset
 from pappo.io import PappoError
 
 def pappo(*args: str, cwd: Path):  # type: ignore[no-untyped-def]

@@ -3,11 +3,16 @@
 A module may import its own layer, any lower layer and the shared foundations (the top-level
 modules: config, io, numerics, stats, stage_code), never a higher layer. Read from the source with
 `ast`, so an import inside a function counts too; imports under `if TYPE_CHECKING:` (annotations
-only, nothing runs) do not."""
+only, nothing runs) do not. The evidence layer and the CLI also load without torch: the data
+contracts they read live in torch-free modules."""
 
 from __future__ import annotations
 
 import ast
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,3 +65,20 @@ def test_the_check_sees_a_violation(tmp_path: Path):
     f.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pappo.cli\n"
                  "def f():\n    from pappo.evidence.audit import run\n")
     assert [_layer(m) for _, m in _imports(f)] == [None, None, LAYERS.index("evidence"), LAYERS.index("evidence")]
+
+
+TORCH_FREE = ("pappo.cli", "pappo.evidence.audit", "pappo.evidence.summary", "pappo.evidence.recompute",
+              "pappo.evidence.schemas", "pappo.evidence.reproduce", "pappo.evidence.release")  # fmt: skip
+HEAVY = ("torch", "transformers", "peft")
+
+
+def test_the_evidence_layer_and_the_cli_load_without_torch():
+    # `pappo audit` / `pappo report` paid ~5 s for torch they never use; a fresh interpreter, as they run
+    code = (f"import importlib, json, sys\nout = {{}}\nfor m in {TORCH_FREE!r}:\n    importlib.import_module(m)\n"
+            f"    out[m] = [h for h in {HEAVY!r} if h in sys.modules]\nprint(json.dumps(out))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(SRC.parent)})  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    loaded = json.loads(out.stdout)
+    first = next((m for m, heavy in loaded.items() if heavy), None)
+    assert first is None, f"{first} loads {loaded[first]}: import them inside the functions that need them"

@@ -82,8 +82,9 @@ def test_one_frozen_base_serves_both_adapters() -> None:
         if isinstance(m, nn.Linear) and name.rsplit(".", 1)[-1] in TARGETS
     )
     assert sum(p.numel() for p in ac.policy_parameters()) == per_adapter
-    assert sum(p.numel() for p in ac.critic_parameters()) == per_adapter + 32 + 1
-    assert sum(p.numel() for p in ac.parameters()) == base_numel + 2 * per_adapter + 32 + 1
+    head = 32 + 1 + 1  # value head (H weights, a bias) and the critic's reward weight
+    assert sum(p.numel() for p in ac.critic_parameters()) == per_adapter + head
+    assert sum(p.numel() for p in ac.parameters()) == base_numel + 2 * per_adapter + head
 
 
 def test_fresh_policy_equals_base_exactly() -> None:
@@ -136,7 +137,7 @@ def test_one_backward_through_both_forwards_reaches_both_adapters(ac: ActorCriti
     perturb_adapters(ac)
     ids = batch()
     log_probs = ac.policy_forward(ids).logits.log_softmax(-1)[..., 0]  # (B, T)
-    values = ac.values(ids)  # (B, T)
+    values = ac.values(ids) + ac.reward_values(torch.ones(ids.shape))  # (B, T)
     (log_probs.mean() + values.pow(2).mean()).backward()
     for p in ac.policy_parameters() + ac.critic_parameters():
         assert p.grad is not None and p.grad.any()

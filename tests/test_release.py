@@ -31,7 +31,7 @@ from pappo.evidence.release import build_bundle, git_tree_id, read_metadata, ver
 from pappo.evidence.summary import Comparison, MethodSummary, Summary
 from pappo.evidence.zenodo import BASE_URLS, token_from_env, upload
 from pappo.io import PappoError
-from pappo.rl.evaluate import Interval
+from pappo.rl.results import Interval
 from test_evidence_receipt import NUMERICS
 
 RUN = "reports/runs/seed_0/pappo"

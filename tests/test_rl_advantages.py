@@ -19,6 +19,7 @@ from pappo.rl.advantages import (
     masked_whiten,
     pad_rows,
     pappo_turn_rewards,
+    rewards_before_turn,
     terminal_token_rewards,
     token_gae,
     turn_gae,
@@ -286,6 +287,26 @@ def test_broadcast_and_turn_values_equal_naive_loops(batch: Batch, extra_turns: 
                     want_first[i, k] = batch.values[i, j]
     close(out, want_out, 0.0)
     close(first, want_first, 0.0)
+
+
+@PROP
+@given(token_batches(), st.integers(0, 3), st.data())
+def test_rewards_before_turn_equal_naive_loop(batch: Batch, extra_turns: int, data: st.DataObject) -> None:
+    b, t = batch.mask.shape
+    n = max((len(s) for s in batch.spans), default=0) + extra_turns
+    rewards = _tensor(data.draw(st.lists(FLOAT, min_size=b * n, max_size=b * n)), b, n)
+    out = rewards_before_turn(rewards, batch.turn_index, batch.mask)
+    want = torch.zeros(b, t, dtype=F64)
+    for i in range(b):
+        for j in range(t):
+            if batch.mask[i, j]:
+                want[i, j] = sum(float(rewards[i, k]) for k in range(int(batch.turn_index[i, j])))
+    close(out, want)
+    # a turn's own reward and later ones never leak into its tokens' input
+    bumped = rewards.clone()
+    bumped[:, -1:] += 7.0
+    last = batch.turn_index == n - 1
+    close(rewards_before_turn(bumped, batch.turn_index, batch.mask)[~last], out[~last])
 
 
 def test_turn_index_errors_and_offsets() -> None:

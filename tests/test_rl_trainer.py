@@ -16,7 +16,8 @@ from pappo.env.episode import GradeItem
 from pappo.policy.adapters import ActorCritic
 from pappo.rl import losses
 from pappo.rl.batch import from_trajectories, policy_outputs, token_values
-from pappo.rl.trainer import Trainer, lr_factor
+from pappo.rl.trainer import Trainer
+from pappo.schedule import lr_factor
 from pappo.sandbox.grading import Grade
 from pappo.tasks.store import TaskStore
 from test_policy_rollout import ByteCodec
@@ -149,6 +150,20 @@ def test_critic_fits_a_fixed_batch(fx_params: Params, tmp_path: Path):
         t.critic_opt.step()
     ev1, loss1 = fit()
     assert ev0 < 0.5 and ev1 > 0.9 and loss1 < loss0 / 10
+
+
+@pytest.mark.parametrize("sees", [False, True])
+def test_the_critic_reads_the_rewards_so_far_only_when_told(fx_params: Params, tmp_path: Path, sees: bool):
+    t = trainer("ppo", small_params(fx_params, critic_lr=0.05, critic_sees_rewards=sees), tmp_path)
+    trajs, groups, index = t.rollouts(0)
+    batch = from_trajectories(trajs, groups, 0, index)
+    assert batch.rewards_so_far.abs().sum() > 0  # the random policy's parse errors: later turns follow rewards
+    t.optimise(batch, 0)
+    weight = float(t.ac.reward_head.weight)
+    assert (weight != 0.0) == sees  # never stepped (no gradient) unless the critic reads them
+    with torch.no_grad():
+        term = token_values(t.ac, batch, True) - token_values(t.ac, batch, False)
+    torch.testing.assert_close(term, weight * batch.rewards_so_far)
 
 
 @pytest.mark.parametrize("method", ["rft", "grpo", "pappo"])

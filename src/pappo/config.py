@@ -242,6 +242,9 @@ class RLParams(_Section):
     minibatches: int = Field(2, ge=1, description="Optimizer steps per pass.")
     actor_lr: float = Field(2e-3, gt=0, description="AdamW learning rate of the policy LoRA.")
     critic_lr: float = Field(5e-3, gt=0, description="AdamW learning rate of the critic LoRA and value head.")
+    critic_sees_rewards: bool = Field(
+        False, description="ppo/pappo: the critic also reads the process rewards received before each turn "
+        "(one learned weight; the policy does not read them), not only the token context.")
     lr_scheduler_type: Literal["constant", "cosine"] = Field(
         "constant", description="Actor learning rate per update u of U: constant, or cosine annealed "
         "actor_lr x (m + (1 - m) (1 + cos(pi u / U)) / 2), m = min_lr_ratio (verl's knob names).")
@@ -385,14 +388,19 @@ class Params(_Section):
 def apply_profile(params_path: Path, profile_path: Path, revision: str | None = None) -> Params:
     """params.yaml with a profile overlay merged in (section by section, field by field), and
     `model.revision` set if given; validated, so an unpinned hub revision is refused here."""
-    base, overlay = _yaml_mapping(params_path), _yaml_mapping(profile_path)
-    merged = _deep_merge(base, overlay)
+    merged = profile_mapping(params_path, profile_path)
     if revision is not None:
         merged.setdefault("model", {})["revision"] = revision
     try:
         return Params.model_validate(merged)
     except ValidationError as e:
         raise PappoError(f"{params_path} + {profile_path}: invalid params:\n{_format_errors(e)}")
+
+
+def profile_mapping(params_path: Path, profile_path: Path) -> dict[str, Any]:
+    """params.yaml with a profile overlay merged in, not yet validated: a caller that needs some
+    sections of a profile (a benchmark with random weights, no revision to pin) validates those."""
+    return _deep_merge(_yaml_mapping(params_path), _yaml_mapping(profile_path))
 
 
 def _yaml_mapping(path: Path) -> dict[str, Any]:

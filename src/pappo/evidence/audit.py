@@ -25,8 +25,7 @@ from pappo.evidence import recompute
 from pappo.evidence.committed import check_committed, describe
 from pappo.stats import paired_diff_ci_seeds, seed_wins
 from pappo.evidence.summary import pick_best_baseline, task_values
-from pappo.experiment.report import RUN_METHODS, RunReport, run_stage
-from pappo.experiment.run import SOURCE_PATHS, claims_sha256, params_subset
+from pappo.experiment.report import RUN_METHODS, RunReport, params_subset, run_stage
 from pappo.io import canonical_json, sha256_bytes, sha256_file
 from pappo.numerics import Comparison, NumericsInfo, comparison
 from pappo.policy.checkpoint import read_record
@@ -212,7 +211,7 @@ def _check_lock(ctx: _Ctx) -> None:
 def _check_source(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> None:
     """No uncommitted pipeline code; each receipt's commit exists, it binds the train stage's code
     (dvc.yaml at HEAD), its recorded tree is that commit's, and HEAD's is the same (else stale)."""
-    dirty = _git(ctx.root, "status", "--porcelain", "--untracked-files=normal", "--", *SOURCE_PATHS)
+    dirty = _git(ctx.root, "status", "--porcelain", "--untracked-files=normal", "--", *rc.SOURCE_PATHS)
     if dirty:
         ctx.fail("(working tree)", "git status", "clean pipeline code", dirty.splitlines()[0],
                  "uncommitted changes to the pipeline code; commit them and rerun")  # fmt: skip
@@ -221,7 +220,8 @@ def _check_source(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> Non
     except (OSError, ValueError) as e:
         ctx.fail("dvc.yaml", "stages.train.deps", "the train stage's code", "none", str(e))
         return
-    head_tree = tree_at(ctx.root, "HEAD", paths)
+    trees = GitTrees(ctx.root, paths)
+    head_tree = trees.at("HEAD")
     for (seed, method), r in receipts.items():
         path = ctx.runs / f"seed_{seed}" / method / "receipt.json"
         s = r.source
@@ -231,10 +231,10 @@ def _check_source(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> Non
             ctx.fail(path, "source.source_paths", list(paths)[:3], s.source_paths[:3],
                      "the receipt binds other code than the train stage's dvc.yaml dependencies; rerun dvc repro")  # fmt: skip
             continue
-        if s.git_commit is None or _git(ctx.root, "cat-file", "-t", s.git_commit) != "commit":
+        if s.git_commit is None or not trees.is_commit(s.git_commit):
             ctx.fail(path, "source.git_commit", "a commit of this repository", s.git_commit, "unknown commit")
             continue
-        at_commit = tree_at(ctx.root, s.git_commit, paths)
+        at_commit = trees.at(s.git_commit)
         if at_commit != s.tree_sha256:
             ctx.fail(path, "source.tree_sha256", at_commit, s.tree_sha256, "the code that ran is not the commit's")
         elif head_tree != s.tree_sha256:
@@ -256,7 +256,7 @@ def _check_inputs(ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts
     if sha256_file(manifest) != lock.manifest_sha256:
         ctx.fail(manifest, "sha256", lock.manifest_sha256, sha256_file(manifest),
                  "the task manifest changed since validation; rerun dvc repro")  # fmt: skip
-    common = {"manifest_lock_sha256": sha256_file(lock_path), "claims_sha256": claims_sha256(p)}
+    common = {"manifest_lock_sha256": sha256_file(lock_path), "claims_sha256": rc.claims_sha256(p)}
     for (seed, method), r in receipts.items():
         want = {**common, "params_sha256": sha256_bytes(canonical_json(params_subset(p, method)).encode())}
         path = ctx.runs / f"seed_{seed}" / method / "receipt.json"
@@ -353,16 +353,61 @@ def _values(report: RunReport, metric: str) -> list[float]:
     return [task_values(t)[metric] for t in sorted(report.final_eval.tasks, key=lambda t: t.instance_id)]
 
 
-def tree_at(root: Path, commit: str, paths: tuple[str, ...]) -> str | None:
-    """The receipt's source-tree hash of `paths` as committed at `commit` (None: not a commit)."""
-    names = _git(root, "ls-tree", "-r", "--name-only", commit, "--", *paths)
-    if names is None:
-        return None
-    listing = {}
-    for name in sorted(names.splitlines()):
-        blob = subprocess.run(["git", "show", f"{commit}:{name}"], cwd=root, capture_output=True, check=True).stdout
-        listing[name] = sha256_bytes(blob)
-    return rc.listing_sha256(listing)
+class GitTrees:
+    """Receipts' source-tree hashes of `paths` at commits, for one audit. Each commit is listed once
+    (`git ls-tree`) and blobs are read in one `git cat-file --batch`, each blob once: one git call
+    per file made the audit spawn ~1000 processes."""
+
+    def __init__(self, root: Path, paths: tuple[str, ...]) -> None:
+        self.root, self.paths = root, paths
+        self._trees: dict[str, str | None] = {}
+        self._kinds: dict[str, str | None] = {}
+        self._blobs: dict[str, str] = {}  # blob id -> sha256 of its bytes
+
+    def is_commit(self, rev: str) -> bool:
+        if rev not in self._kinds:
+            self._kinds[rev] = _git(self.root, "cat-file", "-t", rev)
+        return self._kinds[rev] == "commit"
+
+    def at(self, commit: str) -> str | None:
+        """The tree hash at `commit` (None: not a commit), as a receipt records it."""
+        if commit not in self._trees:
+            blobs = self._list(commit)
+            if blobs is not None:
+                self._read_blobs(sorted(set(blobs.values()) - self._blobs.keys()))
+            self._trees[commit] = None if blobs is None else rc.listing_sha256(
+                {name: self._blobs[blob] for name, blob in blobs.items()})  # fmt: skip
+        return self._trees[commit]
+
+    def _list(self, commit: str) -> dict[str, str] | None:
+        """{path: blob id} of the files under `paths` at `commit`; None when git cannot list it."""
+        out = subprocess.run(["git", "ls-tree", "-r", "-z", commit, "--", *self.paths], cwd=self.root,
+                             capture_output=True)  # fmt: skip
+        if out.returncode != 0:
+            return None
+        listing = {}
+        for entry in out.stdout.decode().split("\0"):
+            if entry:
+                meta, name = entry.split("\t", 1)  # "<mode> <type> <id>\t<path>"
+                listing[name] = meta.split()[2]
+        return listing
+
+    def _read_blobs(self, blobs: list[str]) -> None:
+        """sha256 of each blob's bytes, from one `git cat-file --batch`."""
+        if not blobs:
+            return
+        cmd = ["git", "cat-file", "--batch"]
+        out = subprocess.run(cmd, cwd=self.root, input="".join(f"{b}\n" for b in blobs).encode(), capture_output=True,
+                             check=True).stdout  # fmt: skip
+        at = 0
+        for blob in blobs:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()  # "<id> <type> <size>" or "<id> missing"
+            if len(header) != 3:
+                raise subprocess.CalledProcessError(128, cmd, output=out[at:end])  # as `git show` of it failed
+            start = end + 1
+            self._blobs[blob] = sha256_bytes(out[start : start + int(header[2])])
+            at = start + int(header[2]) + 1  # the content is followed by a newline
 
 
 def _git(root: Path, *args: str) -> str | None:

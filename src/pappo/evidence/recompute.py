@@ -25,8 +25,8 @@ from pappo.experiment.receipt import Receipt
 from pappo.evidence.summary import summary_files
 from pappo.experiment.report import RunReport, budget_limits, budget_used, flat_metrics
 from pappo.io import PappoError, sha256_bytes
-from pappo.policy.base_model import headline
-from pappo.rl.evaluate import aggregate
+from pappo.policy.base_metrics import headline
+from pappo.rl.results import aggregate
 
 Fail = Callable[[Path | str, str, Any, Any, str], None]
 MAX_PER_FILE = 5  # differences named per file: enough to see the edit, not a wall of text

@@ -72,7 +72,7 @@ def _git(root: Path, *args: str) -> bytes:
 
 def check_ready(repo_root: Path, audit_path: Path) -> tuple[str, Any]:
     """HEAD and the verdict, or a PappoError saying which gate is shut and what to do."""
-    from pappo.evidence.audit import AuditVerdict  # imports torch: only when needed
+    from pappo.evidence.audit import AuditVerdict  # numpy, jsonschema: only when needed
 
     head = _git(repo_root, "rev-parse", "--verify", "HEAD^{commit}").decode().strip()
     dirty = _git(repo_root, "status", "--porcelain", "--untracked-files=no").decode().splitlines()
@@ -211,7 +211,7 @@ def release_notes(bundle: dict[str, Any], summary: Any, verdict: Any) -> str:
 
 
 def _load_summary(repo_root: Path) -> Any:
-    from pappo.evidence.summary import Summary  # imports torch: only when needed
+    from pappo.evidence.summary import Summary  # numpy: only when needed
 
     path = repo_root / "reports" / "summary.json"
     try:
@@ -386,7 +386,7 @@ def _check_runs(entries: dict[str, tuple[int, bytes]], problems: list[str]) -> N
 
 
 def _check_audit(entries: dict[str, tuple[int, bytes]], bundle: dict[str, Any], problems: list[str]) -> None:
-    from pappo.evidence.audit import AuditVerdict  # imports torch: only when needed
+    from pappo.evidence.audit import AuditVerdict  # numpy, jsonschema: only when needed
 
     try:
         verdict = AuditVerdict.model_validate_json(entries["receipts/audit.json"][1])

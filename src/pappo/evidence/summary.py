@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pappo.stats import bootstrap_ci_seeds, mean_pass_at_k, paired_diff_ci_seeds, seed_wins
 from pappo.experiment.report import RUN_METHODS, RunReport, run_stage
 from pappo.io import PappoError, atomic_write_bytes, json_bytes, sha256_file
-from pappo.rl.evaluate import Interval, TaskOutcome
+from pappo.rl.results import Interval, TaskOutcome
 
 METRICS: tuple[str, ...] = ("success", "pass_at_k", "failed_edit_rate", "tool_cost", "repeated_test_rate")
 LABELS = {"success": "success", "pass_at_k": "pass@K", "failed_edit_rate": "failed edit rate",

@@ -29,15 +29,19 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from pappo.io import atomic_write_json, canonical_json, sha256_bytes, sha256_file
 from pappo.numerics import PINNED_ENV, NumericsInfo
 
+if TYPE_CHECKING:
+    from pappo.config import Params
+
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 _ABS_PATH = re.compile(r"(?<![\w/.~<>-])/(?!/)[^\s'\"`,;:()\[\]{}<>|]+|\b[A-Za-z]:\\[^\s'\"`,;]+")
+SOURCE_PATHS = ("src/pappo", "dvc.yaml", "pyproject.toml", "requirements.lock")  # the pipeline code a receipt binds
 _GIT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
 OUTPUT_EXCLUDE = ("receipt.json", "failure.json", "failure-*.json", ".*.tmp", ".gitignore", "*/.gitignore")  # DVC writes .gitignore files after the run (fnmatch: * spans /)
 _BENIGN_ENV = ("LANG", "LANGUAGE", "LC_*", "TERM", "COLORTERM", "SHLVL", "DEBIAN_FRONTEND",
@@ -306,6 +310,11 @@ def listing_sha256(listing: dict[str, str]) -> str:
 def sha256_json(obj: Any) -> str:
     """sha256 of the canonical JSON of `obj` (params subset, claims block)."""
     return sha256_bytes(canonical_json(obj).encode())
+
+
+def claims_sha256(params: Params) -> str:
+    """Hash of the pre-registered claims: receipts record it, so a claim edited later shows."""
+    return sha256_bytes(canonical_json([c.model_dump(mode="json") for c in params.claims]).encode())
 
 
 def hash_outputs(run_dir: Path, exclude: Sequence[str] = OUTPUT_EXCLUDE) -> dict[str, str]:

@@ -10,17 +10,26 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from pappo.config import Params
 from pappo.policy.checkpoint import CheckpointRecord
-from pappo.rl.evaluate import EvalResult
+from pappo.rl.results import EvalResult
 
 RunMethod = Literal["base", "rft", "grpo", "ppo", "pappo"]
 RUN_METHODS: tuple[str, ...] = ("base", "rft", "grpo", "ppo", "pappo")
+PARAM_SECTIONS = ("model", "lora", "rollout", "env", "rl", "eval", "sandbox", "numerics")
 
 
 def run_stage(seed: int, method: str) -> str:
     """The dvc.yaml stage that makes run (seed, method): the untrained `base` runs have their own
     matrix, which does not depend on the `rl` params; the trained methods are the `train` matrix."""
     return f"base_run@{seed}" if method == "base" else f"train@{seed}-{method}"
+
+
+def params_subset(params: Params, method: str) -> dict[str, Any]:
+    """The params sections a run of `method` reads (its report's `params`): the untrained `base`
+    runs read no `rl`, so a hyperparameter try leaves them valid (dvc.yaml: `base_run`)."""
+    dumped = params.model_dump(mode="json", by_alias=True)
+    return {k: dumped[k] for k in PARAM_SECTIONS if not (method == "base" and k == "rl")}
 
 
 TIMING_FIELDS = ("timing", "updates[*].wall_s")

@@ -21,8 +21,8 @@ from typing import Callable
 
 from pappo.config import Params
 from pappo.experiment import receipt as rc
-from pappo.experiment.report import RunReport
-from pappo.experiment.run import params_subset, receipt_code, source_sha256
+from pappo.experiment.report import RunReport, params_subset
+from pappo.experiment.run import receipt_code, source_sha256
 from pappo.io import canonical_json, sha256_bytes
 
 

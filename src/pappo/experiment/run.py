@@ -27,14 +27,15 @@ from pappo.config import Params
 from pappo.experiment import receipt as rc
 from pappo.env.protocol import tools_for
 from pappo.experiment.report import (Budget, RunReport, Timing, UpdateEval, budget_limits, budget_used, flat_metrics,
-                                     run_stage)
+                                     params_subset, run_stage)
 from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes
 from pappo.policy.adapters import POLICY, ActorCritic
 from pappo.policy.chat import ChatCodec
 from pappo.policy.checkpoint import hash_files, load_checkpoint
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.rl.distributed import Dist
-from pappo.rl.evaluate import EvalResult, evaluate
+from pappo.rl.evaluate import evaluate
+from pappo.rl.results import EvalResult
 from pappo.rl.trainer import Trainer
 from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import default_pool
@@ -42,21 +43,7 @@ from pappo.stage_code import code_sha256, stage_code
 from pappo.tasks.splits import read_split
 from pappo.tasks.store import TaskStore
 
-PARAM_SECTIONS = ("model", "lora", "rollout", "env", "rl", "eval", "sandbox", "numerics")
-SOURCE_PATHS = ("src/pappo", "dvc.yaml", "pyproject.toml", "requirements.lock")  # the pipeline code a receipt binds
 CHECKPOINTS = Path(".pappo/checkpoints")
-
-
-def params_subset(params: Params, method: str) -> dict[str, Any]:
-    """The params sections a run of `method` reads (its report's `params`): the untrained `base`
-    runs read no `rl`, so a hyperparameter try leaves them valid (dvc.yaml: `base_run`)."""
-    dumped = params.model_dump(mode="json", by_alias=True)
-    return {k: dumped[k] for k in PARAM_SECTIONS if not (method == "base" and k == "rl")}
-
-
-def claims_sha256(params: Params) -> str:
-    """Hash of the pre-registered claims: receipts record it, so a claim edited later shows."""
-    return sha256_bytes(canonical_json([c.model_dump(mode="json") for c in params.claims]).encode())
 
 
 def source_sha256() -> str:
@@ -71,7 +58,7 @@ def receipt_code(root: Path) -> list[str]:
     try:
         return stage_code(root, "train")
     except (OSError, ValueError):
-        return list(SOURCE_PATHS)
+        return list(rc.SOURCE_PATHS)
 
 
 def run_method(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
@@ -101,7 +88,7 @@ def run_method(params: Params, seed: int, method: str, out_dir: Path, base_dir: 
     if report is None:  # not rank 0
         return None
     inputs = rc.InputsInfo(manifest_lock_sha256=report.manifest_lock_sha256, params_sha256=report.params_sha256,
-                           claims_sha256=claims_sha256(params))  # fmt: skip
+                           claims_sha256=rc.claims_sha256(params))  # fmt: skip
     checkpoint = rc.CheckpointInfo.from_record(report.checkpoint, report.adapters_sha256)
     receipt = rc.new_receipt(**receipt_args, run_dir=out_dir, checkpoint=checkpoint, inputs=inputs,  # type: ignore[arg-type]
                              ranks_devices=devices)  # fmt: skip

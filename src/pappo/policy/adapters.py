@@ -33,7 +33,8 @@ CRITIC = "critic"
 ADAPTERS = (POLICY, CRITIC)
 VALUE_HEAD_FILE = "value_head.safetensors"
 META_FILE = "actor_critic.json"
-FORMAT = 1
+FORMAT = 2  # 2: the value head file also holds the critic's reward weight
+REWARD_KEY = "reward.weight"
 
 
 def lora_config(lora: LoraParams) -> LoraConfig:
@@ -94,6 +95,11 @@ class ActorCritic(nn.Module):
         # token-classification head (std 0.02) would give values of order 1 at H=3584.
         nn.init.normal_(self.value_head.weight, mean=0.0, std=1.0 / (hidden + 1))
         nn.init.zeros_(self.value_head.bias)
+        # The critic's second input: the process rewards received before the turn (rewards are an
+        # agent's observations in the MDP; an asymmetric critic, Pinto et al. 2018, as the policy
+        # does not read them). Zero, hence unused, unless the trainer passes them (rl.critic_sees_rewards).
+        self.reward_head = nn.Linear(1, 1, bias=False, device=device, dtype=torch.float32)
+        nn.init.zeros_(self.reward_head.weight)
 
     # ------------------------------------------------------------------ adapter switching
     def _use(self, adapter: str) -> None:
@@ -185,6 +191,10 @@ class ActorCritic(nn.Module):
         # verl's critic keeps values in float32 whatever the compute dtype (bf16 at 7B).
         return self.value_head(hidden.float()).squeeze(-1)  # (B, T)
 
+    def reward_values(self, rewards_so_far: torch.Tensor) -> torch.Tensor:
+        """The critic's term for the process rewards received so far: (B, T) -> (B, T), float32."""
+        return self.reward_head(rewards_so_far.float()[..., None]).squeeze(-1)
+
     # ------------------------------------------------------------------ parameters
     def adapter_parameters(self, adapter: str) -> list[nn.Parameter]:
         """LoRA tensors of one adapter (peft names them `...lora_A.<adapter>.weight`)."""
@@ -195,8 +205,8 @@ class ActorCritic(nn.Module):
         return self.adapter_parameters(POLICY)
 
     def critic_parameters(self) -> list[nn.Parameter]:
-        """What the critic optimizer steps: the critic LoRA and the value head."""
-        return self.adapter_parameters(CRITIC) + list(self.value_head.parameters())
+        """What the critic optimizer steps: the critic LoRA, the value head and its reward weight."""
+        return self.adapter_parameters(CRITIC) + list(self.value_head.parameters()) + [self.reward_head.weight]
 
     # ------------------------------------------------------------------ save / load
     def save(self, out_dir: Path) -> None:
@@ -211,6 +221,7 @@ class ActorCritic(nn.Module):
                 config["target_modules"] = sorted(config["target_modules"])
             atomic_write_bytes(config_path, (json.dumps(config, indent=2, sort_keys=True) + "\n").encode())
         head = {k: v.detach().cpu().contiguous() for k, v in self.value_head.state_dict().items()}
+        head[REWARD_KEY] = self.reward_head.weight.detach().cpu().contiguous()
         atomic_write_bytes(out_dir / VALUE_HEAD_FILE, safetensors_bytes(head))
         meta = {"format": FORMAT, "hidden_size": self.value_head.in_features, "lora": self.lora.model_dump()}
         atomic_write_json(out_dir / META_FILE, meta)
@@ -233,6 +244,10 @@ class ActorCritic(nn.Module):
             self._load_adapter(out_dir / name, name)
         head_path = _required(out_dir / VALUE_HEAD_FILE)
         head = load_file(str(head_path), device=str(self.value_head.weight.device))
+        if REWARD_KEY not in head:
+            raise PappoError(f"{head_path}: no {REWARD_KEY!r}; re-save the adapters (format {FORMAT})")
+        with torch.no_grad():
+            self.reward_head.weight.copy_(head.pop(REWARD_KEY))
         self.value_head.load_state_dict(head, strict=True)
         self._use(POLICY)
 

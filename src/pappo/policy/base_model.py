@@ -28,6 +28,7 @@ from pappo.env.protocol import tools_for
 from pappo.env.vec import VecEnv, board_seed, task_env
 from pappo.io import PappoError, atomic_write_json
 from pappo.policy import sft
+from pappo.policy.base_metrics import headline, metrics_path
 from pappo.policy.chat import ChatCodec
 from pappo.policy.checkpoint import build_tiny_model, load_tokenizer, resolve_hub, save_checkpoint
 from pappo.policy.constrained import call_trie
@@ -59,17 +60,6 @@ def run_stage(params: Params, out_dir: Path, report_path: Path, log: Any = print
     atomic_write_json(report_path, report)
     atomic_write_json(metrics_path(report_path), headline(report))
     return report
-
-
-def metrics_path(report_path: Path) -> Path:
-    """reports/base_model_metrics.json next to reports/base_model.json: what `dvc exp show` shows."""
-    return Path(report_path).with_name("base_model_metrics.json")
-
-
-def headline(report: dict[str, Any]) -> dict[str, float]:
-    """The base model's success, greedy and sampled (none for a hub checkpoint, which is not evaluated)."""
-    ev = report.get("eval")
-    return {"success": ev["greedy"]["success_rate"], "sampled_success": ev["sampled"]["success_rate"]} if ev else {}
 
 
 def _tiny(params: Params, out_dir: Path, log: Any) -> dict[str, Any]:

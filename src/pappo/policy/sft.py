@@ -8,12 +8,13 @@ Shapes: B sequences, T tokens, V vocabulary.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from pappo.schedule import cosine_factor
 
 Example = tuple[list[int], list[int]]  # (token ids, loss mask)
 
@@ -133,5 +134,4 @@ def train(model: torch.nn.Module, examples: Sequence[Example], schedule: Schedul
 def _lr_factor(step: int, s: Schedule) -> float:
     if step < s.warmup:
         return (step + 1) / s.warmup
-    progress = (step - s.warmup) / max(1, s.steps - s.warmup)
-    return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress))
+    return cosine_factor((step - s.warmup) / max(1, s.steps - s.warmup), 0.1)

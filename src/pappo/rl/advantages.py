@@ -132,6 +132,17 @@ def broadcast_turns(turn_values: Tensor, turn_index: Tensor, response_mask: Tens
     return torch.where(mask, out, torch.zeros((), dtype=out.dtype, device=out.device))
 
 
+def rewards_before_turn(turn_rewards: Tensor, turn_index: Tensor, response_mask: Tensor) -> Tensor:
+    """The rewards received before each policy token's turn (an exclusive cumulative sum).
+
+    turn_rewards (B, N), turn_index (B, T), response_mask (B, T) -> (B, T), 0 off the mask:
+        out[b, t] = sum(turn_rewards[b, :turn_index[b, t]]) if response_mask[b, t] else 0.
+    """
+    before = torch.cat([turn_rewards.new_zeros(turn_rewards.shape[0], min(1, turn_rewards.shape[1])),
+                        torch.cumsum(turn_rewards, dim=1)[:, :-1]], dim=1)  # (B, N), exact: no subtraction
+    return broadcast_turns(before, turn_index, response_mask)
+
+
 def turn_values_from_tokens(values: Tensor, turn_index: Tensor, response_mask: Tensor, n_turns: int) -> Tensor:
     """The critic's value of each turn: its value at the turn's first policy token.
 

@@ -17,7 +17,7 @@ import torch
 from pappo.policy.adapters import ActorCritic
 from pappo.policy.decisions import ARG, NAME
 from pappo.policy.rollout import Trajectory
-from pappo.rl.advantages import pad_rows, turn_index_from_spans
+from pappo.rl.advantages import pad_rows, rewards_before_turn, turn_index_from_spans
 
 
 @dataclass
@@ -37,6 +37,7 @@ class RolloutBatch:
     index: torch.Tensor  # (B,) long, global episode index of the update (minibatches are drawn over it)
     decision_mask: torch.Tensor  # float, 1 on the sampled tokens that make a choice (a subset of response_mask)
     choice_row: torch.Tensor  # long, row of the choice table whose options a choice is made among; 0: all tokens
+    rewards_so_far: torch.Tensor  # float, the process rewards received before each sampled token's turn
     old_log_prob: torch.Tensor | None = None
     ref_log_prob: torch.Tensor | None = None
     old_values: torch.Tensor | None = None
@@ -103,7 +104,7 @@ def from_trajectories(trajs: Sequence[Trajectory], groups: Sequence[int], pad_id
     return RolloutBatch(ids, attn, resp, sampler, turn_index, turn_mask.float(), terminal, process,
                         torch.tensor(list(groups), dtype=torch.long),
                         torch.tensor(list(range(b) if index is None else index), dtype=torch.long),
-                        decision.float(), row)  # fmt: skip
+                        decision.float(), row, rewards_before_turn(process, turn_index, resp))  # fmt: skip
 
 
 def policy_outputs(ac: ActorCritic, batch: RolloutBatch, temperature: float, entropy: bool = False,
@@ -139,7 +140,9 @@ def reference_log_probs(ac: ActorCritic, batch: RolloutBatch, temperature: float
         return policy_outputs(ac, batch, temperature, choices=choices)[0]
 
 
-def token_values(ac: ActorCritic, batch: RolloutBatch) -> torch.Tensor:
-    """Critic value of the state each token is sampled in: head at t - 1, (B, T), 0 at t = 0."""
+def token_values(ac: ActorCritic, batch: RolloutBatch, sees_rewards: bool = False) -> torch.Tensor:
+    """Critic value of the state each token is sampled in: head at t - 1, (B, T), 0 at t = 0;
+    `sees_rewards` (rl.critic_sees_rewards): plus its term for the process rewards received so far."""
     v = ac.values(batch.input_ids, batch.attention_mask)  # (B, T), value after reading token t
-    return torch.cat([v.new_zeros(v.shape[0], 1), v[:, :-1]], dim=1)
+    v = torch.cat([v.new_zeros(v.shape[0], 1), v[:, :-1]], dim=1)
+    return v + ac.reward_values(batch.rewards_so_far) if sees_rewards else v

@@ -23,7 +23,6 @@ Shapes: B episodes, T tokens, N turns.
 from __future__ import annotations
 
 import json
-import math
 import random
 import shutil
 import time
@@ -46,6 +45,7 @@ from pappo.rl import losses
 from pappo.rl.batch import RolloutBatch, from_trajectories, policy_outputs, reference_log_probs, token_values
 from pappo.rl.distributed import Dist, merge_stats
 from pappo.rl.gppo import gppo_loss
+from pappo.schedule import lr_factor
 from pappo.tasks.splits import read_split
 from pappo.tasks.store import TaskStore
 
@@ -190,7 +190,7 @@ class Trainer:
             if self.rl.kl_coef > 0 and not values_only:
                 parts["ref"].append(_pad(reference_log_probs(self.ac, mb, temp, self.choices), width))
             if self.method in CRITIC_METHODS:
-                parts["val"].append(_pad(token_values(self.ac, mb), width))
+                parts["val"].append(_pad(token_values(self.ac, mb, self.rl.critic_sees_rewards), width))
         if not values_only:
             batch.old_log_prob = torch.cat(parts["old"])
             batch.ref_log_prob = torch.cat(parts["ref"]) if parts["ref"] else None
@@ -347,7 +347,7 @@ class Trainer:
 
     def _critic_loss(self, mb: RolloutBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         assert mb.old_values is not None and mb.returns is not None
-        values = token_values(self.ac, mb)
+        values = token_values(self.ac, mb, self.rl.critic_sees_rewards)
         loss, st = losses.value_loss(values, mb.old_values, mb.returns, mb.response_mask,
                                      self.rl.cliprange_value, self.rl.loss_agg_mode)  # fmt: skip
         moments = losses.ev_moments(values.detach(), mb.returns, mb.response_mask)
@@ -453,14 +453,6 @@ class Trainer:
         self.critic_opt.load_state_dict(opt["critic"])
         torch.set_rng_state(opt["torch_rng"].cpu())
         self.update_index, self.history = int(state["update_index"]), list(state["history"])
-
-
-def lr_factor(u: int, updates: int, kind: str, min_ratio: float) -> float:
-    """The actor's learning rate at update `u` of `updates`, a fraction of `actor_lr`: 1, or a
-    cosine from 1 at u = 0 towards `min_ratio` (never reached: the last update still steps)."""
-    if kind == "constant":
-        return 1.0
-    return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * u / updates))
 
 
 def hash_seed(seed: int, update: int, index: int) -> int:

@@ -1,0 +1,86 @@
+"""Evaluation results: the per-task outcomes of a held-out evaluation and their aggregates.
+
+No torch: run reports embed these models, and the summary and `pappo audit` read and recompute
+them without loading the policy (rl/evaluate.py plays the episodes).
+
+pass@1 is the mean success of the sampled episodes; pass@K the unbiased estimator of Chen et
+al. 2021 with K = eval.samples (n = c = counts per task).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pappo.stats import bootstrap_ci, mean_pass_at_k
+
+
+class Interval(BaseModel):
+    """A mean over tasks with its 95% percentile-bootstrap interval."""
+
+    model_config = ConfigDict(extra="forbid")
+    mean: float
+    lo: float
+    hi: float
+
+
+class TaskOutcome(BaseModel):
+    """One eval task: the greedy episode, and the sampled episodes summed."""
+
+    model_config = ConfigDict(extra="forbid")
+    instance_id: str
+    success: bool = Field(description="Greedy episode solved the task.")
+    failed_edits: int = Field(description="Greedy episode: str_replace calls that did not apply.")
+    tool_cost: float = Field(description="Greedy episode: weighted tool calls (env.tool_cost).")
+    repeated_tests: int = Field(description="Greedy episode: run_tests with no edit since the last.")
+    turns: int
+    tokens: int = Field(description="Greedy episode: sampled tokens.")
+    samples: int = Field(description="Episodes sampled at the training temperature.")
+    sample_successes: int
+    infra_errors: int = Field(description="Episodes (greedy and sampled) hit by a sandbox infra error.")
+    hack_attempts: int = Field(description="Episodes (greedy and sampled) with a grade rejected as a hack attempt.")
+    plausible_wrong: int = Field(description="Episodes (greedy and sampled) ending on a patch that passes the "
+                                 "visible tests but fails hidden checks.")  # fmt: skip
+    # the rest make every aggregate recomputable from the task list (the audit re-derives them)
+    edits: int = Field(description="Greedy episode: str_replace calls that applied.")
+    test_runs: int = Field(description="Greedy episode: run_tests calls.")
+    sample_tokens: int = Field(description="Sampled episodes: tokens, summed.")
+
+
+class EvalResult(BaseModel):
+    """Aggregates over the eval tasks (each with its interval) and the per-task outcomes."""
+
+    model_config = ConfigDict(extra="forbid")
+    n_tasks: int
+    samples: int
+    success: Interval = Field(description="Greedy success rate.")
+    pass_at_1: Interval = Field(description="Mean success of the sampled episodes.")
+    pass_at_k: Interval = Field(description="Unbiased pass@K, K = samples.")
+    failed_edit_rate: Interval = Field(description="Greedy: share of edits that failed to apply.")
+    tool_cost: Interval
+    repeated_test_rate: Interval = Field(description="Greedy: share of test runs that were repeats.")
+    tokens: int = Field(description="Tokens sampled by every eval episode.")
+    tasks: list[TaskOutcome]
+
+
+def aggregate(tasks: list[TaskOutcome], k: int, n_boot: int) -> EvalResult:
+    """Interval of each metric over tasks (seeded, so reports are reproducible); a function of the
+    task outcomes alone, so `pappo audit` recomputes every report's aggregates from them."""
+
+    def ci(values: Sequence[float]) -> Interval:
+        return Interval(**bootstrap_ci(values, n_boot=n_boot, seed=0).to_json())
+
+    edits = [t.edits + t.failed_edits for t in tasks]
+    tests = [t.test_runs for t in tasks]
+    return EvalResult(
+        n_tasks=len(tasks), samples=k,
+        success=ci([float(t.success) for t in tasks]),
+        pass_at_1=ci([t.sample_successes / k for t in tasks] if k else [float(t.success) for t in tasks]),
+        pass_at_k=ci([mean_pass_at_k([(k, t.sample_successes)], k) for t in tasks] if k
+                     else [float(t.success) for t in tasks]),
+        failed_edit_rate=ci([t.failed_edits / e if e else 0.0 for t, e in zip(tasks, edits)]),
+        tool_cost=ci([t.tool_cost for t in tasks]),
+        repeated_test_rate=ci([t.repeated_tests / r if r else 0.0 for t, r in zip(tasks, tests)]),
+        tokens=sum(t.tokens + t.sample_tokens for t in tasks), tasks=tasks,
+    )  # fmt: skip
