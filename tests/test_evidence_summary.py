@@ -242,3 +242,19 @@ def test_diagnostics_average_minibatch_steps_then_seeds(runs: Path) -> None:
     assert sorted(clip) == [0, 1] and clip[1] == pytest.approx([0.205] * 3)  # (0.20 + 0.21) / 2, each seed
     ev = _diagnostic_points(reports, "pappo", "critic/vf_explained_var")
     assert ev[0] == pytest.approx([0.1, 0.15, 0.2])  # 0.05 * seed + 0.1, one value per seed
+
+
+def test_explained_variance_is_drawn_per_seed_on_an_axis_cut_at_minus_one(runs: Path) -> None:
+    from pappo.evidence.plots import EV_FLOOR, EV_KEY, ppo_diagnostics
+    from pappo.evidence.summary import load_reports
+
+    reports, _ = load_reports(runs, SEEDS, ("ppo", "pappo"))
+    ev_axis = ppo_diagnostics(reports).axes[2]
+    per_seed = [line for line in ev_axis.get_lines() if len(line.get_xdata()) > 0 and line.get_linestyle() == "-"]
+    assert len(per_seed) == 2 * len(SEEDS)  # one line per (method, seed), not a band over seeds
+    assert sorted(float(line.get_ydata()[0]) for line in per_seed[len(SEEDS):]) == pytest.approx([0.1, 0.15, 0.2])
+    # one first update at -15 must not flatten the rest: the axis stops just below EV_FLOOR
+    step = next(st for st in reports[(SEEDS[0], "ppo")].updates[0]["steps"] if EV_KEY in st)
+    step[EV_KEY] = -15.0
+    bottom, _ = ppo_diagnostics(reports).axes[2].get_ylim()
+    assert EV_FLOOR - 0.1 < bottom < EV_FLOOR

@@ -46,7 +46,8 @@ TITLES = {
     "ppo_diagnostics": "PPO / PAPPO optimisation diagnostics",
 }
 DIAGNOSTICS = (("actor/pg_clipfrac", "clip fraction"), ("actor/ppo_kl", "approx. KL (old || new)"),
-               ("critic/vf_explained_var", "critic explained variance"))  # fmt: skip
+               ("critic/vf_explained_var", "critic expl. variance"))  # fmt: skip
+EV_KEY, EV_FLOOR = "critic/vf_explained_var", -1.0
 
 
 def _color(method: str) -> str:
@@ -161,6 +162,9 @@ def ppo_diagnostics(reports: Mapping[Key, RunReport], methods: Sequence[str] = (
     with matplotlib.rc_context(RC):
         axes = fig.subplots(3, 1, sharex=True)
         for ax, (key, label) in zip(axes, DIAGNOSTICS):
+            if key == EV_KEY:
+                _ev_panel(ax, reports, methods, label)
+                continue
             for m in methods:
                 pts = data[(m, key)]
                 if pts:
@@ -176,6 +180,25 @@ def ppo_diagnostics(reports: Mapping[Key, RunReport], methods: Sequence[str] = (
         axes[-1].set_xlim(min(updates) - 0.5, max(updates) + 0.5)  # one update: no fractional ticks
         axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     return fig
+
+
+def _ev_panel(ax: Any, reports: Mapping[Key, RunReport], methods: Sequence[str], label: str) -> None:
+    """Explained variance per seed (the bar is per seed: above 0 at the last update), one thin line
+    each, on an axis cut at EV_FLOOR: a first update at -15 would flatten the rest to a line."""
+    lowest, highest = 0.0, 0.2
+    for m in methods:
+        for (seed, mm), report in sorted(reports.items()):
+            pts = _diagnostic_points({(seed, mm): report}, m, EV_KEY) if mm == m else {}
+            if pts:
+                xs = sorted(pts)
+                ys = [pts[x][0] for x in xs]
+                lowest, highest = min(lowest, *ys), max(highest, *ys)
+                ax.plot(xs, ys, marker="o", ms=2.5, lw=1.0, color=_color(m), alpha=0.8)
+    ax.axhline(0.0, color="0.4", lw=0.8, ls="--")
+    ax.set_ylim(max(lowest, EV_FLOOR) - 0.05, highest + 0.05)
+    ax.set_ylabel(label)
+    note = f"one line per seed; axis cut at {EV_FLOOR:g}" if lowest < EV_FLOOR else "one line per seed"
+    ax.text(0.01, 0.04, note, transform=ax.transAxes, fontsize=7, color="0.3")
 
 
 def render_plots(reports: Mapping[Key, RunReport], summary: Summary) -> dict[str, bytes]:
