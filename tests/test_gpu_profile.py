@@ -80,7 +80,7 @@ def test_the_profile_loads_a_hub_checkpoint_through_the_pinned_path(hub, tmp_pat
     assert model.is_gradient_checkpointing and model.training  # checkpointing acts in train mode only
     ac = ActorCritic(model, params.lora)
     ids = torch.tensor([[5, 17, 42, 99, 3, 250, 7, 1]])
-    ac.values(ids, torch.ones_like(ids)).sum().backward()
+    (ac.values(ids, torch.ones_like(ids)) + ac.reward_values(torch.ones(ids.shape))).sum().backward()
     assert all(p.grad is not None for p in ac.critic_parameters())
 
 
