@@ -29,11 +29,12 @@ gs = load_bench()
 
 
 def lora_trainable(m: dict, rank: int) -> int:
-    """Policy + critic LoRA on all 7 projections, plus the value head (weight and bias)."""
+    """Policy + critic LoRA on all 7 projections, plus the value head (weight and bias) and the
+    critic's reward weight."""
     h, i, hd = m["hidden_size"], m["intermediate_size"], m["hidden_size"] // m["num_attention_heads"]
     kv = m["num_key_value_heads"] * hd
     per_layer = rank * ((h + h) + 2 * (h + kv) + (h + h) + 3 * (h + i))
-    return 2 * m["num_hidden_layers"] * per_layer + h + 1
+    return 2 * m["num_hidden_layers"] * per_layer + h + 1 + 1
 
 
 def check_receipt(rec: dict, out_lines: list[str]) -> None:
