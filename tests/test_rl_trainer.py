@@ -159,7 +159,7 @@ def test_the_critic_reads_the_rewards_so_far_only_when_told(fx_params: Params, t
     batch = from_trajectories(trajs, groups, 0, index)
     assert batch.rewards_so_far.abs().sum() > 0  # the random policy's parse errors: later turns follow rewards
     t.optimise(batch, 0)
-    weight = float(t.ac.reward_head.weight)
+    weight = float(t.ac.reward_head.weight.detach())
     assert (weight != 0.0) == sees  # never stepped (no gradient) unless the critic reads them
     with torch.no_grad():
         term = token_values(t.ac, batch, True) - token_values(t.ac, batch, False)
