@@ -187,8 +187,8 @@ def _ev_panel(ax: Any, reports: Mapping[Key, RunReport], methods: Sequence[str],
     each, on an axis cut at EV_FLOOR: a first update at -15 would flatten the rest to a line."""
     lowest, highest = 0.0, 0.2
     for m in methods:
-        for (seed, mm), report in sorted(reports.items()):
-            pts = _diagnostic_points({(seed, mm): report}, m, EV_KEY) if mm == m else {}
+        for key, report in sorted(reports.items()):
+            pts = _diagnostic_points({key: report}, m, EV_KEY)  # this seed's, empty for another method
             if pts:
                 xs = sorted(pts)
                 ys = [pts[x][0] for x in xs]
