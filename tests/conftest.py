@@ -23,6 +23,16 @@ needs_namespaces = pytest.mark.skipif(NS_MISSING is not None, reason=f"no namesp
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 UNPRIVILEGED_UID = 1001  # an ordinary account, as a researcher's; it needs no passwd entry
+# pyproject runs the suite on two pytest-xdist workers, a file per worker (`-n 2 --dist loadfile`, a
+# fixed count: the same schedule on any machine). The dvc smoke test is most of the suite's time, so
+# these files are handed out first and everything else runs beside them.
+LONGEST_FIRST = ("test_dvc_smoke.py", "test_rl_learns.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest files first (a stable sort: the order within a file is kept)."""
+    first = {name: rank for rank, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: first.get(item.path.name, len(first)))
 
 
 def as_user(home: Path, args: list[str], *, no_userns: bool = False, env: dict[str, str] | None = None,

@@ -344,7 +344,7 @@ def test_the_suite_as_an_unprivileged_user(unprivileged_home: Path):
         pytest.skip(f"cannot run as uid {UNPRIVILEGED_UID} here: {probe.stderr.strip()[-300:]}")
     if probe.stdout.strip() != "None":
         pytest.skip(f"no rootless namespaces for uid {UNPRIVILEGED_UID} here: {probe.stdout.strip()}")
-    args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "not unprivileged", __file__]
+    args = ["-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-k", "not unprivileged", __file__]  # one process, whatever addopts say
     sockets = tempfile.mkdtemp(prefix=".zzsock-", dir=ROOT)  # visible to runs, writable by the user
     os.chown(sockets, UNPRIVILEGED_UID, UNPRIVILEGED_UID)
     try:
