@@ -23,7 +23,7 @@ needs_namespaces = pytest.mark.skipif(NS_MISSING is not None, reason=f"no namesp
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 UNPRIVILEGED_UID = 1001  # an ordinary account, as a researcher's; it needs no passwd entry
-# pyproject runs the suite on two pytest-xdist workers, a file at a time, in collection order (`-n 2
+# pytest.ini runs the suite on two pytest-xdist workers, a file at a time, in collection order (`-n 2
 # --dist loadfile --no-loadscope-reorder`; a fixed count, not the machine's). The dvc smoke test is
 # most of the suite's time, so these files are handed out first and the rest runs beside them
 # (xdist's default reorder hands out the files with the most tests first, the one-test smoke last).
