@@ -23,10 +23,7 @@ needs_namespaces = pytest.mark.skipif(NS_MISSING is not None, reason=f"no namesp
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 UNPRIVILEGED_UID = 1001  # an ordinary account, as a researcher's; it needs no passwd entry
-# pytest.ini runs the suite on two pytest-xdist workers, a file at a time, in collection order (`-n 2
-# --dist loadfile --no-loadscope-reorder`; a fixed count, not the machine's). The dvc smoke test is
-# most of the suite's time, so these files are handed out first and the rest runs beside them
-# (xdist's default reorder hands out the files with the most tests first, the one-test smoke last).
+# Handed out first to pytest.ini's two workers: the dvc smoke test is most of the suite's time.
 LONGEST_FIRST = ("test_dvc_smoke.py", "test_rl_learns.py")
 
 
