@@ -14,7 +14,6 @@ from pathlib import Path
 import yaml
 
 from conftest import FIXTURES, ROOT, fixture_params_raw
-from pappo.evidence.reproduce import without_timing
 
 BIN = Path(sys.executable).parent
 
@@ -67,11 +66,7 @@ def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
     assert record["profile"] == "tiny" and record["files"] == files_sha256(repo / "models/base")
     assert report["checkpoint"] == record and report["eval"]["n_tasks"] == 2
     assert {"greedy", "sampled"} <= set(report["eval"]) and "base policy on 2 eval tasks" in first.stdout
-    forced = sh("dvc", "repro", "--force", "base_model", cwd=repo)
-    assert forced.returncode == 0, forced.stdout + forced.stderr
-    assert files_sha256(repo / "models/base") == record["files"]
-    assert without_timing(json.loads((repo / "reports/base_model.json").read_text())) == without_timing(report)
-    assert report["timing"]["wall_s"] > 0  # what `pappo reproduce` plans by
+    assert report["timing"]["wall_s"] > 0  # what `pappo reproduce` plans by; check_reproduce reruns the stage
 
     check_runs(repo, seeds=(0, 1), first=first.stdout)
     check_audit(repo)
@@ -109,13 +104,6 @@ def check_runs(repo: Path, seeds: tuple[int, ...], first: str) -> None:
                              report.budget.task_draws_sha256))  # fmt: skip
             reports[seed, method] = data
         assert len(budgets) == 1  # matched: the same episodes, tokens and train tasks for every method
-
-    # A forced rerun of one stage gives the same report apart from timing fields.
-    forced = sh("dvc", "repro", "--force", "--single-item", "train@1-ppo", cwd=repo)
-    assert forced.returncode == 0, forced.stdout + forced.stderr
-    again = json.loads((repo / "reports/runs/seed_1/ppo/report.json").read_text())
-    assert without_timing(again) == without_timing(reports[1, "ppo"])
-    assert again["timing"] != reports[1, "ppo"]["timing"]
 
     # The single-seed experiment and the matrix made each run of `seed` (0) once: one copied the other's.
     exp = json.loads((repo / "reports/experiment/metrics.json").read_text())
@@ -329,6 +317,8 @@ def check_reproduce(repo: Path) -> None:
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     rep = json.loads(out.read_text())
     assert rep["reproduced"] and len(rep["runs"]) == 3 and rep["runs"][0]["run"] == "base_model"
+    # the sample holds a run with a critic: the stage reruns bit for bit, the base model's included
+    assert {"ppo", "pappo"} & {r["run"].split("/")[-1] for r in rep["runs"]}, rep["runs"]
     assert all(r["comparison"] == "bitwise" and r["identical"] for r in rep["runs"]), rep
     assert "ETA" in run.stdout and "bit-identical" in run.stdout and "REPRODUCED" in run.stdout
     assert all(c["published_holds"] == c["reproduced_holds"] for c in rep["claims"]) and rep["claims"]

@@ -138,8 +138,7 @@ def rewards_before_turn(turn_rewards: Tensor, turn_index: Tensor, response_mask:
     turn_rewards (B, N), turn_index (B, T), response_mask (B, T) -> (B, T), 0 off the mask:
         out[b, t] = sum(turn_rewards[b, :turn_index[b, t]]) if response_mask[b, t] else 0.
     """
-    before = torch.cat([turn_rewards.new_zeros(turn_rewards.shape[0], min(1, turn_rewards.shape[1])),
-                        torch.cumsum(turn_rewards, dim=1)[:, :-1]], dim=1)  # (B, N), exact: no subtraction
+    before = torch.nn.functional.pad(torch.cumsum(turn_rewards, dim=1), (1, 0))[:, :-1]  # (B, N), no subtraction
     return broadcast_turns(before, turn_index, response_mask)
 
 
