@@ -14,8 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pappo.config import Params
-from pappo.sandbox.isolation import unavailable
+# libgomp (torch's OpenMP) spins idle threads after each parallel region; with two xdist workers,
+# their torch threads and the stage subprocesses sharing two cores, the spinning was a third of the
+# suite's CPU time (user 1357 -> 831 s). How idle threads wait changes no result.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before anything loads torch; subprocesses inherit it
+
+from pappo.config import Params  # noqa: E402
+from pappo.sandbox.isolation import unavailable  # noqa: E402
 
 NS_MISSING = unavailable()  # None where Linux namespaces work (root with CAP_SYS_ADMIN)
 needs_namespaces = pytest.mark.skipif(NS_MISSING is not None, reason=f"no namespace isolation here: {NS_MISSING}")

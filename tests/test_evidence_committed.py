@@ -5,7 +5,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from pappo.evidence.committed import check_committed, describe, uncommitted
+import pytest
+import yaml
+
+from conftest import ROOT
+from pappo.evidence.committed import check_committed, describe, lock_stages, uncommitted
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 
@@ -54,3 +58,14 @@ def test_the_audit_stage_audits_its_workspace_and_says_so(tmp_path: Path):
 def test_outside_git_nothing_counts_as_committed(tmp_path: Path):
     found, _ = failures(tmp_path)
     assert found and found[0][1] == "not a git work tree"
+
+
+def test_lock_stages_reads_what_the_pure_python_parser_reads():
+    """libyaml (when present) parses the published dvc.lock to the same objects; empty and
+    malformed locks behave as before."""
+    text = (ROOT / "dvc.lock").read_text()
+    stages = lock_stages(text)
+    assert stages == yaml.safe_load(text)["stages"] and "train@0-pappo" in stages
+    assert lock_stages(text.encode()) == stages and lock_stages("") == {} and lock_stages("schema: '2.0'\n") == {}
+    with pytest.raises(yaml.YAMLError):
+        lock_stages("stages: {a: [1, 2\n")

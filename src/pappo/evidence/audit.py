@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pappo.config import ClaimParams, Params
 from pappo.experiment import receipt as rc
 from pappo.evidence import recompute
-from pappo.evidence.committed import check_committed, describe
+from pappo.evidence.committed import check_committed, describe, lock_stages
 from pappo.stats import paired_diff_ci_seeds, seed_wins
 from pappo.evidence.summary import pick_best_baseline, task_values
 from pappo.experiment.report import RUN_METHODS, RunReport, params_subset, run_stage
@@ -210,7 +209,7 @@ def _check_lock(ctx: _Ctx) -> None:
     if not path.is_file():
         ctx.fail(path, "-", "a file", "missing", "run dvc repro; the lock binds the outputs")
         return
-    stages = (yaml.safe_load(path.read_text()) or {}).get("stages", {})
+    stages = lock_stages(path.read_text())
     names = ["base_model", "report"] + [run_stage(s, m) for s in ctx.params.seeds for m in RUN_METHODS]
     for name in names:
         if name not in stages:

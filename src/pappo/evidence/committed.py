@@ -14,9 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
+
 EVIDENCE_PATHS: tuple[str, ...] = ("dvc.lock", "reports/base_model.json", "reports/base_model_metrics.json",
                                    "reports/summary.json", "reports/summary.md", "reports/summary")  # fmt: skip
 Scope = Literal["commit", "workspace"]
+# libyaml's parser where PyYAML was built with it (the same objects): a dvc.lock is ~200 kB and the
+# pure-Python parser took half of an audit (0.75 vs 0.15 s here)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 STATES = {"M": "modified", "A": "added, not committed", "D": "deleted", "R": "renamed", "?": "untracked"}
 
 
@@ -49,3 +54,8 @@ def describe(scope: Scope) -> str:
         return ("scope: the workspace this dvc repro produced, before its commit (a reviewer's `pappo audit` "
                 "checks the evidence against the commit)")
     return "scope: the evidence as committed at HEAD (dvc.lock, reports/base_model.json, reports/summary*)"
+
+
+def lock_stages(text: str | bytes) -> dict[str, Any]:
+    """The `stages` mapping of a dvc.lock's text ({} for an empty file); yaml.YAMLError if malformed."""
+    return (yaml.load(text, Loader=_LOADER) or {}).get("stages", {})

@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from pappo.evidence.committed import lock_stages
 from pappo.experiment.receipt import Receipt, verify_receipt
 from pappo.io import PappoError, sha256_bytes, sha256_file
 
@@ -373,7 +374,7 @@ def _check_runs(entries: dict[str, tuple[int, bytes]], problems: list[str]) -> N
                 continue
             problems += [f"{run}: {p}" for p in verify_receipt(path.parent, receipt)]
     try:
-        stages = (yaml.safe_load(entries.get("dvc.lock", (0, b""))[1]) or {}).get("stages", {})
+        stages = lock_stages(entries.get("dvc.lock", (0, b""))[1])
     except (yaml.YAMLError, AttributeError) as e:
         problems.append(f"dvc.lock: not a DVC lock file ({str(e).splitlines()[0]})")
         return
