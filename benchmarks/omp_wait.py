@@ -6,7 +6,7 @@ torch's OpenMP runtime (libgomp) spins a thread that waits for work before it sl
 the machine that only burns a core nobody else wants; beside other work (the suite's two pytest
 workers and their stage subprocesses on two cores) the spinning takes CPU the others need.
 tests/conftest.py therefore sets OMP_WAIT_POLICY=PASSIVE for the suite. This measures the effect
-on the published stage (params.yaml with matrix.yaml's rl, `--updates` updates, seed 0), each
+on the published stage (`pappo train --matrix`: matrix.yaml's rl with `--updates` updates, seed 0), each
 setting run alone and as two copies at once, interleaved over the repeats:
 wall and CPU seconds, and whether the run reports agree apart from timing (the wait policy must
 change no number). Needs the workspace's `dvc repro` outputs (the lock and models/base).
@@ -28,24 +28,26 @@ from pathlib import Path
 
 import yaml
 
+from pappo.evidence.reproduce import without_timing
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def launch(params: Path, method: str, out: Path, policy: str | None) -> subprocess.Popen[bytes]:
+def launch(matrix: Path, method: str, out: Path, policy: str | None) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     if policy:
         env["OMP_WAIT_POLICY"] = policy
-    cmd = [sys.executable, "-m", "pappo.cli", "train", "--params", str(params), "--seed", "0", "--method", method,
+    cmd = [sys.executable, "-m", "pappo.cli", "train", "--matrix", str(matrix), "--seed", "0", "--method", method,
            "--out", str(out)]  # fmt: skip
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def run_setting(params: Path, method: str, work: Path, policy: str | None, copies: int) -> tuple[float, float, list[object]]:
+def run_setting(matrix: Path, method: str, work: Path, policy: str | None, copies: int) -> tuple[float, float, list[object]]:
     """Wall seconds, CPU seconds of the children, and each copy's report without its timing."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     outs = [work / f"{policy or 'unset'}-{copies}-{i}-{time.monotonic_ns()}" for i in range(copies)]
-    procs = [launch(params, method, out, policy) for out in outs]
+    procs = [launch(matrix, method, out, policy) for out in outs]
     for proc in procs:
         _, err = proc.communicate()
         if proc.returncode != 0:
@@ -53,14 +55,7 @@ def run_setting(params: Path, method: str, work: Path, policy: str | None, copie
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, [untimed(json.loads((out / "report.json").read_text())) for out in outs]
-
-
-def untimed(x: object) -> object:
-    """A report without its clock readings (`timing`, each update's `wall_s`)."""
-    if isinstance(x, dict):
-        return {k: untimed(v) for k, v in x.items() if k not in ("timing", "wall_s")}
-    return [untimed(v) for v in x] if isinstance(x, list) else x
+    return wall, cpu, [without_timing(json.loads((out / "report.json").read_text())) for out in outs]
 
 
 def main() -> None:
@@ -69,14 +64,14 @@ def main() -> None:
     ap.add_argument("--updates", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=1)
     args = ap.parse_args()
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    params["rl"] = {**yaml.safe_load((ROOT / "matrix.yaml").read_text())["rl"], "updates": args.updates}
+    matrix = yaml.safe_load((ROOT / "matrix.yaml").read_text())
+    matrix["rl"]["updates"] = args.updates
     results: dict[tuple[str, int], list[tuple[float, float]]] = {}
     reports: list[object] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        path = work / "params.yaml"
-        path.write_text(yaml.safe_dump(params, sort_keys=False))
+        path = work / "matrix.yaml"
+        path.write_text(yaml.safe_dump(matrix, sort_keys=False))
         for _ in range(args.repeats):
             for copies in (1, 2):
                 for policy in (None, "PASSIVE"):

@@ -14,10 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-# libgomp (torch's OpenMP) spins idle threads after each parallel region; with two xdist workers,
-# their torch threads and the stage subprocesses sharing two cores, the spinning was a third of the
-# suite's CPU time (clean clone, 2 cores: user 1357 -> 744 s, wall 13.7 -> 7.7 min). How idle threads
-# wait changes no result (benchmarks/omp_wait.py; docs/numerics.md).
+# libgomp (torch's OpenMP) spins idle threads; two xdist workers and their stage subprocesses on
+# two cores spin against each other. Sleeping waits change no result (docs/numerics.md).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before anything loads torch; subprocesses inherit it
 
 from pappo.config import Params  # noqa: E402
