@@ -490,7 +490,8 @@ def audit(
     matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
 ) -> None:
-    """Check every run's evidence and the pre-registered claims: exit 0 all hold, 2 a claim does not, 1 integrity fails."""
+    """Check every run's evidence, the claims and the tuning history: exit 0 all hold, 2 a claim does not hold, is
+    inconclusive or exploratory, 1 integrity fails."""
     from pappo.evidence.audit import audit as run_audit
     from pappo.io import atomic_write_json
 
@@ -516,12 +517,13 @@ def report(
     out: Path = typer.Option(Path("reports"), help="Writes summary.json, summary.md and summary/ (plots) here."),
     params_path: Path = ParamsOpt,
 ) -> None:
-    """Summarise every method over the seeds: intervals, paired comparisons, budgets, plots."""
+    """Summarise every method over the seeds: intervals, seed-level comparisons, power, budgets, plots."""
     from pappo.evidence.summary import write_summary
 
     params = _params(params_path)
     try:
-        write_summary(runs, out / "summary.json", out / "summary.md", out / "summary", params.seeds, params.eval.n_boot)
+        write_summary(runs, out / "summary.json", out / "summary.md", out / "summary", params.seeds, params.eval.n_boot,
+                      claims=params.claims)  # fmt: skip
     except PappoError as e:
         _fail(str(e))
         return

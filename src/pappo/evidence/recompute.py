@@ -128,7 +128,7 @@ def check_summary(fail: Fail, root: Path, runs: Path, params: Params) -> None:
     out = root / "reports"
     try:
         _, files = summary_files(runs, out / "summary.json", out / "summary.md", out / "summary", params.seeds,
-                                 params.eval.n_boot)  # fmt: skip
+                                 params.eval.n_boot, claims=params.claims)  # fmt: skip
     except PappoError as e:
         fail(out / "summary.json", "-", "a summary of the run reports", "none", str(e))
         return

@@ -3,9 +3,15 @@
 Reads every run report `reports/runs/seed_<s>/<method>/report.json` of the matrix and reports,
 per method, each final held-out metric as a mean over seeds with a 95% stratified bootstrap
 interval (tasks resampled within each seed, seeds held fixed: `stats.bootstrap_ci_seeds`), the
-per-seed rows as the runs reported them, paired per-task success differences of PPO and PAPPO
-against the best non-PPO baseline (`stats.paired_diff_ci_seeds`, `stats.seed_wins`) and the
-training budget every run used.
+per-seed rows as the runs reported them, the paired success differences of PPO and PAPPO against
+the best non-PPO baseline, every pre-registered claim's per-seed differences with their power, and
+the training budget every run used.
+
+Comparisons take the seed as the unit (one trained policy per seed plays every eval task): the
+per-seed paired differences, their t interval with n_seeds - 1 degrees of freedom
+(`stats.seed_interval`), a whole-seed bootstrap beside it, and the minimum detectable effect
+(evidence/power.py). The interval that resamples tasks within fixed seeds is kept only as
+"evaluation noise within a seed" (Miller 2024, "Adding error bars to evals").
 
 Per-task values are computed from `TaskOutcome`, which keeps the greedy episode's counts but not
 its edit or test-run totals, so two of the multi-seed rates are defined per greedy *turn*
@@ -26,7 +32,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pappo.stats import bootstrap_ci_seeds, mean_pass_at_k, paired_diff_ci_seeds, seed_wins
+from pappo.config import ClaimParams
+from pappo.evidence.power import Power, power_of
+from pappo.stats import bootstrap_ci, bootstrap_ci_seeds, mean_pass_at_k, paired_diff_ci_seeds, seed_interval, seed_wins
 from pappo.experiment.report import RUN_METHODS, RunReport, run_stage
 from pappo.io import PappoError, atomic_write_bytes, json_bytes, sha256_file
 from pappo.rl.results import Interval, TaskOutcome
@@ -87,19 +95,40 @@ class MethodSummary(BaseModel):
 
 
 class Comparison(BaseModel):
-    """A method against the baseline on paired eval tasks, seed by seed."""
+    """A method against the baseline on paired eval tasks, the seed as the unit."""
 
     model_config = ConfigDict(extra="forbid")
     method: str
     baseline: str
     metric: Literal["success"] = "success"
-    difference: Interval = Field(
-        description="Mean over seeds of the mean per-task difference method - baseline; interval from a "
-        "stratified bootstrap of the per-task differences (seeds fixed)."
+    difference: Interval | None = Field(
+        description="Mean over seeds of the per-seed mean difference method - baseline, 95% t interval with "
+        "n_seeds - 1 degrees of freedom (the seed is the unit); None with one seed (no interval exists)."
     )
     per_seed_difference: list[float] = Field(description="Mean per-task difference of each seed, in seed order.")
     seed_wins: int = Field(description="Seeds where the method's mean beats the baseline's strictly.")
     n_seeds: int
+    seed_bootstrap: Interval | None = Field(None, description="Whole-seed percentile bootstrap of the per-seed "
+                                            "differences (seeds resampled; coarse with few seeds).")  # fmt: skip
+    within_seed_noise: Interval | None = Field(None, description="Evaluation noise within a seed, not evidence "
+                                               "about the method: tasks resampled within fixed seeds.")  # fmt: skip
+    power: Power | None = Field(None, description="MDE at 80% power and seeds needed, from the per-seed SD.")
+    note: str = Field("", description="t interval, its degrees of freedom, or why there is none.")
+
+
+class ClaimPower(BaseModel):
+    """A pre-registered claim's seed-level numbers and power (the verdict is the audit's)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    method: str
+    baseline: str = Field(description="best_non_ppo resolved.")
+    metric: str
+    min_delta: float
+    difference: Interval | None = Field(description="Improvement (positive: the method is better), mean over "
+                                        "seeds, 95% t interval; None with one seed.")  # fmt: skip
+    per_seed: list[float] = Field(description="Each seed's mean paired improvement, in seed order.")
+    power: Power
 
 
 class BudgetRow(BaseModel):
@@ -133,6 +162,7 @@ class Summary(BaseModel):
         "base. None when none of them ran."
     )
     comparisons: list[Comparison] = Field(description="pappo and ppo against best_baseline (those that ran).")
+    claims: list[ClaimPower] = Field(default_factory=list, description="params.yaml's claims, seed-level numbers.")
     budget: list[BudgetRow] = Field(description="Every run, by seed then method.")
     plots: list[str] = Field(default_factory=list, description="Plot files, relative to the markdown's folder.")
     sources: dict[str, str] = Field(description="Report path relative to the runs folder -> sha256 of the file.")
@@ -252,16 +282,48 @@ def pick_best_baseline(mean_success: Mapping[str, float]) -> str | None:
     return best
 
 
+def _seed_level(diffs: Sequence[float]) -> tuple[Interval | None, str]:
+    level = seed_interval(diffs)
+    if level.lo is None or level.hi is None:
+        return None, level.note
+    return Interval(mean=level.mean, lo=level.lo, hi=level.hi), level.note
+
+
 def compare(reports: Mapping[Key, RunReport], seeds: Sequence[int], method: str, baseline: str, n_boot: int) -> Comparison:
-    """Paired per-task success differences method - baseline (tasks already checked equal)."""
+    """Paired success differences method - baseline per seed (tasks already checked equal)."""
     a = per_seed_values(reports, seeds, method, "success")
     b = per_seed_values(reports, seeds, baseline, "success")
-    diff = paired_diff_ci_seeds(list(zip(a, b)), n_boot=n_boot)
+    noise = paired_diff_ci_seeds(list(zip(a, b)), n_boot=n_boot)
     a_means = [sum(x) / len(x) for x in a]
     b_means = [sum(x) / len(x) for x in b]
     per_seed = [sum(x - y for x, y in zip(xs, ys)) / len(xs) for xs, ys in zip(a, b)]
-    return Comparison(method=method, baseline=baseline, difference=Interval(**diff.to_json()),
-                      per_seed_difference=per_seed, seed_wins=seed_wins(a_means, b_means), n_seeds=len(seeds))  # fmt: skip
+    difference, note = _seed_level(per_seed)
+    boot = Interval(**bootstrap_ci(per_seed, n_boot=n_boot).to_json()) if len(seeds) > 1 else None
+    return Comparison(method=method, baseline=baseline, difference=difference, per_seed_difference=per_seed,
+                      seed_wins=seed_wins(a_means, b_means), n_seeds=len(seeds), seed_bootstrap=boot,
+                      within_seed_noise=Interval(**noise.to_json()), power=power_of(per_seed), note=note)  # fmt: skip
+
+
+def claim_differences(claim: ClaimParams, reports: Mapping[Key, RunReport],
+                      seeds: Sequence[int]) -> tuple[str, list[tuple[list[float], list[float]]]]:  # fmt: skip
+    """(baseline, per seed (method's, baseline's) per-task values signed so that higher is better)."""
+    baseline = claim.baseline
+    if baseline == "best_non_ppo":  # the comparisons' choice: best mean success, the same tie rule
+        means = {m: sum(sum(v) / len(v) for v in per_seed_values(reports, seeds, m, "success")) / len(seeds)
+                 for m in BASELINE_PREFERENCE if all((s, m) in reports for s in seeds)}  # fmt: skip
+        baseline = pick_best_baseline(means) or "base"
+    sign = 1.0 if claim.direction == "higher" else -1.0
+    a = per_seed_values(reports, seeds, claim.method, claim.metric)
+    b = per_seed_values(reports, seeds, baseline, claim.metric)
+    return baseline, [([sign * x for x in xs], [sign * y for y in ys]) for xs, ys in zip(a, b)]
+
+
+def claim_power(claim: ClaimParams, reports: Mapping[Key, RunReport], seeds: Sequence[int]) -> ClaimPower:
+    baseline, pairs = claim_differences(claim, reports, seeds)
+    diffs = [sum(a) / len(a) - sum(b) / len(b) for a, b in pairs]
+    return ClaimPower(id=claim.id, method=claim.method, baseline=baseline, metric=claim.metric,
+                      min_delta=claim.min_delta, difference=_seed_level(diffs)[0], per_seed=diffs,
+                      power=power_of(diffs))  # fmt: skip
 
 
 def _runs_context(reports: Mapping[Key, RunReport]) -> tuple[str, str, int]:
@@ -275,28 +337,32 @@ def _runs_context(reports: Mapping[Key, RunReport]) -> tuple[str, str, int]:
 
 
 def summarise(runs_dir: Path, reports: Mapping[Key, RunReport], sources: dict[str, str], seeds: Sequence[int],
-              methods: Sequence[str], n_boot: int) -> Summary:  # fmt: skip
+              methods: Sequence[str], n_boot: int, claims: Sequence[ClaimParams] = ()) -> Summary:  # fmt: skip
     """The Summary of already loaded reports (see build_summary)."""
     ids = check_same_tasks(runs_dir, reports, seeds, methods)
     profile, device, k = _runs_context(reports)
     summaries = [method_summary(reports, seeds, m, n_boot) for m in methods]
     best = pick_best_baseline({s.method: s.success.mean for s in summaries})
     comparisons = [compare(reports, seeds, m, best, n_boot) for m in COMPARED if best and m in methods]
+    ran = set(methods)
+    powers = [claim_power(c, reports, seeds) for c in claims
+              if c.method in ran and (c.baseline in ran or c.baseline == "best_non_ppo" and best)]  # fmt: skip
     budget = [BudgetRow(seed=s, method=m, episodes_limit=b.episodes_limit, episodes_used=b.episodes_used,
                         generated_tokens_limit=b.generated_tokens_limit, generated_tokens_used=b.generated_tokens_used)
               for s in seeds for m in methods for b in [reports[(s, m)].budget]]  # fmt: skip
     return Summary(profile=profile, device=device, seeds=list(seeds), methods=list(methods),  # type: ignore[arg-type]
                    n_eval_tasks={s: len(v) for s, v in ids.items()}, eval_samples=k, n_boot=n_boot,
-                   summaries=summaries, best_baseline=best, comparisons=comparisons, budget=budget,
+                   summaries=summaries, best_baseline=best, comparisons=comparisons, claims=powers, budget=budget,
                    sources=sources)  # fmt: skip
 
 
-def build_summary(runs_dir: Path, seeds: Sequence[int], methods: Sequence[str] = RUN_METHODS, n_boot: int = 2000) -> Summary:
+def build_summary(runs_dir: Path, seeds: Sequence[int], methods: Sequence[str] = RUN_METHODS, n_boot: int = 2000,
+                  claims: Sequence[ClaimParams] = ()) -> Summary:  # fmt: skip
     """Load every run report of seeds x methods and summarise it (no files written)."""
     if not seeds or not methods:
         raise PappoError("build_summary needs at least one seed and one method (params.yaml `seeds`)")
     reports, sources = load_reports(Path(runs_dir), seeds, methods)
-    return summarise(Path(runs_dir), reports, sources, seeds, methods, n_boot)
+    return summarise(Path(runs_dir), reports, sources, seeds, methods, n_boot, claims)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,20 +405,63 @@ def _metric_tables(summary: Summary) -> list[str]:
     ]  # fmt: skip
 
 
-def _comparison_and_budget(summary: Summary) -> list[str]:
-    comp = [[c.method, c.baseline, fmt_interval(c.difference, signed=True),
-             ", ".join(f"{d:+.2f}" for d in c.per_seed_difference), f"{c.seed_wins}/{c.n_seeds}"]
+def _opt(i: Interval | None, signed: bool = True) -> str:
+    return "none (one seed)" if i is None else fmt_interval(i, signed)
+
+
+def _needed(p: Power) -> list[str]:
+    return ["-" if n is None else str(n) for n in p.seeds_needed.values()]
+
+
+def _power_cells(p: Power | None) -> list[str]:
+    if p is None or p.sd is None or p.mde is None:
+        return ["-", "-", *(["-"] * 3)]
+    return [f"{p.sd:.3f}", f"{p.mde:.3f}", *_needed(p)]
+
+
+def _comparison_tables(summary: Summary) -> list[str]:
+    comp = [[c.method, c.baseline, _opt(c.difference), ", ".join(f"{d:+.2f}" for d in c.per_seed_difference),
+             f"{c.seed_wins}/{c.n_seeds}", _opt(c.seed_bootstrap), _opt(c.within_seed_noise)]
             for c in summary.comparisons]  # fmt: skip
+    best = summary.best_baseline or "none (no base, rft or grpo run)"
+    out = [
+        "## Comparisons (success, paired, the seed as the unit)", "",
+        f"Best baseline: **{best}** (highest mean success among base, rft, grpo; ties go to grpo, then rft).", "",
+        "Difference: mean over seeds of each seed's paired difference, 95% t interval with seeds - 1 degrees "
+        "of freedom (one trained policy per seed: the seed is what was randomised). Whole-seed bootstrap: seeds "
+        "resampled. Evaluation noise within a seed: tasks resampled within fixed seeds; it says how precisely "
+        "each policy was measured, not whether the method helps.", "",
+        md_table(["method", "baseline", "difference [95% t]", "per seed", "seed wins", "whole-seed bootstrap",
+                  "evaluation noise within a seed"], comp) if comp else "No comparisons.", "",
+    ]  # fmt: skip
+    rows = [[c.method, c.baseline, *_power_cells(c.power)] for c in summary.comparisons]
+    rows += [[f"claim {c.id}", f"{c.baseline} ({c.metric})", *_power_cells(c.power)] for c in summary.claims]
+    if rows:
+        out += [
+            "## Power", "",
+            "From the SD of the per-seed differences: the minimum detectable effect (MDE) at 80% power, two-sided "
+            f"5% t test, with the {len(summary.seeds)} seeds run, and the seeds needed for an effect of 0.05, "
+            "0.10 and 0.15 (noncentral t, scipy.stats). An interval that is wider than the effect sought says "
+            "inconclusive, not no effect.", "",
+            md_table(["comparison", "baseline", "SD over seeds", "MDE (80%)", "seeds for 0.05", "seeds for 0.10",
+                      "seeds for 0.15"], rows), "",
+        ]  # fmt: skip
+    if summary.claims:
+        claims = [[c.id, f"{c.method} vs {c.baseline}", c.metric, f"{c.min_delta}", _opt(c.difference, True),
+                   ", ".join(f"{d:+.3f}" for d in c.per_seed)] for c in summary.claims]  # fmt: skip
+        out += ["## Claims, seed-level numbers", "",
+                "Improvement (positive: the method is better). The verdict, which also reads the tuning history "
+                "from git, is `pappo audit`'s.", "",
+                md_table(["claim", "comparison", "metric", "min_delta", "improvement [95% t]", "per seed"], claims),
+                ""]  # fmt: skip
+    return out
+
+
+def _budget(summary: Summary) -> list[str]:
     budget = [[str(b.seed), b.method, f"{b.episodes_used}/{b.episodes_limit}",
                f"{b.generated_tokens_used}/{b.generated_tokens_limit}"] for b in summary.budget]  # fmt: skip
-    best = summary.best_baseline or "none (no base, rft or grpo run)"
-    return [
-        "## Comparisons (success, paired over eval tasks)", "",
-        f"Best baseline: **{best}** (highest mean success among base, rft, grpo; ties go to grpo, then rft).", "",
-        md_table(["method", "baseline", "difference", "per seed", "seed wins"], comp) if comp else "No comparisons.", "",
-        "## Training budget", "",
-        md_table(["seed", "method", "episodes used/limit", "generated tokens used/limit"], budget), "",
-    ]  # fmt: skip
+    return ["## Training budget", "",
+            md_table(["seed", "method", "episodes used/limit", "generated tokens used/limit"], budget), ""]
 
 
 def _integrity_table(summary: Summary) -> list[str]:
@@ -377,7 +486,7 @@ def render_markdown(summary: Summary, plots: list[str]) -> str:
         f"Profile: {summary.profile} · Device: {device_label(summary.profile, summary.device)} · "
         f"Seeds: {', '.join(map(str, summary.seeds))} · Eval tasks per seed: "
         f"{', '.join(str(summary.n_eval_tasks[s]) for s in summary.seeds)}", "",
-        *_metric_tables(summary), *_integrity_table(summary), *_comparison_and_budget(summary),
+        *_metric_tables(summary), *_integrity_table(summary), *_comparison_tables(summary), *_budget(summary),
     ]  # fmt: skip
     pngs = [p for p in plots if p.endswith(".png")]
     if pngs:
@@ -395,7 +504,8 @@ def render_markdown(summary: Summary, plots: list[str]) -> str:
 
 
 def summary_files(runs_dir: Path, out_json: Path, out_md: Path, plots_dir: Path, seeds: Sequence[int],
-                  n_boot: int = 2000, methods: Sequence[str] = RUN_METHODS) -> tuple[Summary, dict[Path, bytes]]:  # fmt: skip
+                  n_boot: int = 2000, methods: Sequence[str] = RUN_METHODS,
+                  claims: Sequence[ClaimParams] = ()) -> tuple[Summary, dict[Path, bytes]]:  # fmt: skip
     """The summary and the bytes of every file the report stage writes, {path: bytes}, in memory.
     Deterministic: `pappo audit` recomputes them from the run reports and compares."""
     from pappo.evidence.plots import render_plots
@@ -404,7 +514,7 @@ def summary_files(runs_dir: Path, out_json: Path, out_md: Path, plots_dir: Path,
     if not seeds or not methods:
         raise PappoError("write_summary needs at least one seed and one method (params.yaml `seeds`)")
     reports, sources = load_reports(runs_dir, seeds, methods)
-    summary = summarise(runs_dir, reports, sources, seeds, methods, n_boot)
+    summary = summarise(runs_dir, reports, sources, seeds, methods, n_boot, claims)
     files = render_plots(reports, summary)
     rel = [Path(os.path.relpath(plots_dir / name, out_md.parent)).as_posix() for name in files]
     summary = summary.model_copy(update={"plots": rel})
@@ -416,9 +526,10 @@ def summary_files(runs_dir: Path, out_json: Path, out_md: Path, plots_dir: Path,
 
 
 def write_summary(runs_dir: Path, out_json: Path, out_md: Path, plots_dir: Path, seeds: Sequence[int],
-                  n_boot: int = 2000, methods: Sequence[str] = RUN_METHODS) -> Summary:  # fmt: skip
+                  n_boot: int = 2000, methods: Sequence[str] = RUN_METHODS,
+                  claims: Sequence[ClaimParams] = ()) -> Summary:  # fmt: skip
     """Build the summary and its plots in memory, then write plots, JSON and markdown atomically."""
-    summary, files = summary_files(runs_dir, out_json, out_md, plots_dir, seeds, n_boot, methods)
+    summary, files = summary_files(runs_dir, out_json, out_md, plots_dir, seeds, n_boot, methods, claims)
     for path, data in files.items():  # plots first, the markdown that shows them last
         atomic_write_bytes(path, data)
     return summary
