@@ -12,8 +12,16 @@ import yaml
 from pappo.config import ClaimParams
 from pappo.evidence.history import claim_history, read_history
 
-CLAIM = ClaimParams(id="cpu-pappo-beats-ppo", metric="success", method="pappo", baseline="ppo", min_delta=0.15,
-                    min_seed_wins=2, ci_rule="lower_bound_above_zero", needs_gpu=False)  # fmt: skip
+CLAIM = ClaimParams(
+    id="cpu-pappo-beats-ppo",
+    metric="success",
+    method="pappo",
+    baseline="ppo",
+    min_delta=0.15,
+    min_seed_wins=2,
+    ci_rule="lower_bound_above_zero",
+    needs_gpu=False,
+)
 SEEDS = [0, 1]
 
 
@@ -32,14 +40,19 @@ def lock(lr: float, base_md5: str = "b" * 32 + ".dir", seeds: list[int] = SEEDS)
 
 
 def params(min_delta: float) -> dict[str, Any]:
-    return {"seeds": SEEDS, "claims": [CLAIM.model_copy(update={"min_delta": min_delta}).model_dump(mode="json")]}
+    return {
+        "seeds": SEEDS,
+        "claims": [CLAIM.model_copy(update={"min_delta": min_delta}).model_dump(mode="json")],
+    }
 
 
 def commit(repo: Path, files: dict[str, dict[str, Any]], message: str) -> None:
     for name, data in files.items():
         (repo / name).write_text(yaml.safe_dump(data))
     subprocess.run(["git", "add", *files], cwd=repo, check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message], cwd=repo, check=True
+    )
 
 
 def repo_with(tmp_path: Path, *commits: dict[str, dict[str, Any]]) -> Path:
@@ -50,7 +63,9 @@ def repo_with(tmp_path: Path, *commits: dict[str, dict[str, Any]]) -> Path:
 
 
 def test_a_second_configuration_on_the_published_seeds_makes_the_claim_exploratory(tmp_path: Path):
-    repo = repo_with(tmp_path, {"dvc.lock": lock(0.003), "params.yaml": params(0.15)}, {"dvc.lock": lock(0.01)})
+    repo = repo_with(
+        tmp_path, {"dvc.lock": lock(0.003), "params.yaml": params(0.15)}, {"dvc.lock": lock(0.01)}
+    )
     history = read_history(repo, SEEDS, [CLAIM])
     assert history.readable and history.configurations == {"0/pappo": 2, "0/ppo": 2, "1/pappo": 2, "1/ppo": 2}
     exploratory, why = claim_history(history, CLAIM, "ppo", SEEDS)
@@ -59,17 +74,25 @@ def test_a_second_configuration_on_the_published_seeds_makes_the_claim_explorato
 
 
 def test_a_new_base_checkpoint_is_another_configuration_and_a_rerun_of_the_same_is_not(tmp_path: Path):
-    same = repo_with(tmp_path / "same", {"dvc.lock": lock(0.003)}, {"dvc.lock": lock(0.003), "params.yaml": params(0.15)})
+    same = repo_with(
+        tmp_path / "same", {"dvc.lock": lock(0.003)}, {"dvc.lock": lock(0.003), "params.yaml": params(0.15)}
+    )
     history = read_history(same, SEEDS, [CLAIM])
     assert set(history.configurations.values()) == {1}
-    assert claim_history(history, CLAIM, "ppo", SEEDS) == (False, "configurations in history per seed: seed 0: 1, "
-                                                                   "seed 1: 1")  # fmt: skip
-    base = repo_with(tmp_path / "base", {"dvc.lock": lock(0.003)}, {"dvc.lock": lock(0.003, "e" * 32 + ".dir")})
+    assert claim_history(history, CLAIM, "ppo", SEEDS) == (
+        False,
+        "configurations in history per seed: seed 0: 1, " "seed 1: 1",
+    )
+    base = repo_with(
+        tmp_path / "base", {"dvc.lock": lock(0.003)}, {"dvc.lock": lock(0.003, "e" * 32 + ".dir")}
+    )
     assert claim_history(read_history(base, SEEDS, [CLAIM]), CLAIM, "ppo", SEEDS)[0]
 
 
 def test_a_min_delta_lowered_after_the_runs_were_committed_is_flagged_with_both_versions(tmp_path: Path):
-    repo = repo_with(tmp_path, {"dvc.lock": lock(0.003), "params.yaml": params(0.15)}, {"params.yaml": params(0.05)})
+    repo = repo_with(
+        tmp_path, {"dvc.lock": lock(0.003), "params.yaml": params(0.15)}, {"params.yaml": params(0.05)}
+    )
     edited = CLAIM.model_copy(update={"min_delta": 0.05})
     history = read_history(repo, SEEDS, [edited])
     [edit] = history.edits
@@ -80,8 +103,9 @@ def test_a_min_delta_lowered_after_the_runs_were_committed_is_flagged_with_both_
 
 
 def test_a_bar_changed_before_any_run_report_existed_is_not_flagged(tmp_path: Path):
-    repo = repo_with(tmp_path, {"params.yaml": params(0.15)}, {"params.yaml": params(0.05)},
-                     {"dvc.lock": lock(0.003)})  # fmt: skip
+    repo = repo_with(
+        tmp_path, {"params.yaml": params(0.15)}, {"params.yaml": params(0.05)}, {"dvc.lock": lock(0.003)}
+    )
     edited = CLAIM.model_copy(update={"min_delta": 0.05})
     history = read_history(repo, SEEDS, [edited])
     assert history.edits == [] and not claim_history(history, edited, "ppo", SEEDS)[0]
@@ -113,8 +137,11 @@ def test_a_claim_that_holds_on_its_numbers_is_exploratory_when_its_seeds_were_tu
     claim = CLAIM.model_copy(update={"min_delta": 0.0, "ci_rule": "none"})
     clean = evaluate_claim(claim, reports, {}, list(RUN_SEEDS))
     assert clean.verdict == "holds" and clean.holds and clean.per_seed == pytest.approx([0.2, 0.2, 0.0])
-    tuned = repo_with(tmp_path, {"dvc.lock": lock(0.003, seeds=list(RUN_SEEDS))},
-                      {"dvc.lock": lock(0.01, seeds=list(RUN_SEEDS))})  # fmt: skip
+    tuned = repo_with(
+        tmp_path,
+        {"dvc.lock": lock(0.003, seeds=list(RUN_SEEDS))},
+        {"dvc.lock": lock(0.01, seeds=list(RUN_SEEDS))},
+    )
     history = read_history(tuned, list(RUN_SEEDS), [claim])
     verdict = evaluate_claim(claim, reports, {}, list(RUN_SEEDS), history)
     assert verdict.verdict == "exploratory" and not verdict.holds

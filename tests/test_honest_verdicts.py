@@ -15,8 +15,16 @@ from pappo.config import ClaimParams
 from pappo.evidence.verdicts import decide
 
 N_EXPERIMENTS, SEEDS, TASKS = 2000, 3, 30
-CLAIM = ClaimParams(id="sim", metric="success", method="pappo", baseline="ppo", min_delta=0.0, min_seed_wins=2,
-                    ci_rule="lower_bound_above_zero", needs_gpu=False)  # fmt: skip
+CLAIM = ClaimParams(
+    id="sim",
+    metric="success",
+    method="pappo",
+    baseline="ppo",
+    min_delta=0.0,
+    min_seed_wins=2,
+    ci_rule="lower_bound_above_zero",
+    needs_gpu=False,
+)
 
 
 def simulate(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -54,16 +62,20 @@ def test_with_no_method_effect_the_seed_level_rule_rarely_holds_and_the_old_rule
     per_seed = a.mean(axis=2) - b.mean(axis=2)  # (E, S)
     new = np.array([decide(list(d), CLAIM)[0] == "holds" for d in per_seed])
     old = old_rule_holds(a, b, rng)
-    print(f"false 'holds' over {N_EXPERIMENTS} experiments: seed-level rule {new.mean():.3f}, "
-          f"old task-resampling rule {old.mean():.3f}")
+    print(
+        f"false 'holds' over {N_EXPERIMENTS} experiments: seed-level rule {new.mean():.3f}, "
+        f"old task-resampling rule {old.mean():.3f}"
+    )
     assert new.mean() <= 0.07
     assert old.mean() >= 0.15 and old.mean() >= 3 * new.mean()
 
 
 def test_the_three_verdicts_on_hand_worked_seeds():
     # mean 0.2, sd 0.1, half width 4.302653 * 0.1 / sqrt(3) = 0.2484: [-0.048, +0.448]
-    assert decide([0.1, 0.2, 0.3], CLAIM) == ("inconclusive", ["95% interval over seeds [-0.048, +0.448] does not "
-                                                               "exclude 0"])  # fmt: skip
+    assert decide([0.1, 0.2, 0.3], CLAIM) == (
+        "inconclusive",
+        ["95% interval over seeds [-0.048, +0.448] does not " "exclude 0"],
+    )
     # mean 0.3, sd 0.01: [+0.275, +0.325] clears 0, 3/3 seeds win
     assert decide([0.29, 0.30, 0.31], CLAIM) == ("holds", [])
     # mean -0.3, interval [-0.325, -0.275] lies below min_delta 0: it excludes the claimed effect
@@ -73,7 +85,9 @@ def test_the_three_verdicts_on_hand_worked_seeds():
     bar = CLAIM.model_copy(update={"min_delta": 0.35})
     assert decide([0.29, 0.30, 0.31], bar)[0] == "does not hold"
     assert decide([0.2], CLAIM.model_copy(update={"min_seed_wins": 1})) == (
-        "inconclusive", ["95% interval over seeds none (one seed) does not exclude 0"])
+        "inconclusive",
+        ["95% interval over seeds none (one seed) does not exclude 0"],
+    )
 
 
 @pytest.mark.parametrize("wins", [1, 2])

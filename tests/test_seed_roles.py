@@ -1,4 +1,4 @@
-"""Seed roles: published (confirmatory) seeds and tuning seeds, disjoint; the experiment tunes on dev seeds only."""
+"""Seed roles: published (confirmatory) and tuning seeds, disjoint; the experiment tunes on dev seeds only."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
+from click.testing import Result
 from typer.testing import CliRunner
 
 from conftest import ROOT, write_params
@@ -20,21 +21,38 @@ def test_the_repository_s_seeds_and_dev_seeds_are_disjoint_and_its_experiment_se
 
 def test_an_overlap_of_seeds_and_dev_seeds_is_refused_with_the_fix(fx_params: Params):
     raw = fx_params.model_dump(mode="json", by_alias=True)
-    with pytest.raises(ValidationError, match=r"share \[1\]: a seed is published \(confirmatory\) or for tuning, "
-                                              r"never both; remove \[1\] from one of the two lists"):  # fmt: skip
+    with pytest.raises(
+        ValidationError,
+        match=r"share \[1\]: a seed is published \(confirmatory\) or for tuning, "
+        r"never both; remove \[1\] from one of the two lists",
+    ):
         Params.model_validate({**raw, "dev_seeds": [1, 7]})
     with pytest.raises(ValidationError, match="dev_seeds .* must be distinct"):
         Params.model_validate({**raw, "dev_seeds": [7, 7]})
     assert Params.model_validate({**raw, "dev_seeds": [7]}).dev_seeds == [7]
 
 
-def run_experiment(params: Params, tmp_path: Path, seed: int):  # type: ignore[no-untyped-def]
-    path = write_params(params.model_copy(update={"seed": seed, "dev_seeds": [5, 6]}), tmp_path / "params.yaml")
-    return CliRunner().invoke(app, ["experiment", "--params", str(path), "--out", str(tmp_path / "exp"),
-                                    "--base", str(tmp_path / "no-base")])  # fmt: skip
+def run_experiment(params: Params, tmp_path: Path, seed: int) -> Result:
+    path = write_params(
+        params.model_copy(update={"seed": seed, "dev_seeds": [5, 6]}), tmp_path / "params.yaml"
+    )
+    return CliRunner().invoke(
+        app,
+        [
+            "experiment",
+            "--params",
+            str(path),
+            "--out",
+            str(tmp_path / "exp"),
+            "--base",
+            str(tmp_path / "no-base"),
+        ],
+    )
 
 
-def test_the_experiment_refuses_a_published_seed_and_says_to_tune_on_dev_seeds(fx_params: Params, tmp_path: Path):
+def test_the_experiment_refuses_a_published_seed_and_says_to_tune_on_dev_seeds(
+    fx_params: Params, tmp_path: Path
+):
     refused = run_experiment(fx_params, tmp_path, 0)
     assert refused.exit_code == 1, refused.output
     assert "seed: 0 is a published (confirmatory) seed (seeds [0, 1])" in refused.output

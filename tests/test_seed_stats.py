@@ -17,7 +17,9 @@ def test_the_t_interval_of_three_seeds_matches_the_hand_computation():
     level = seed_interval([0.07, 0.00, 0.23])
     assert level.mean == pytest.approx(0.1)
     assert level.sd == pytest.approx(0.117898, abs=1e-6)
-    assert level.lo == pytest.approx(0.1 - 0.292876, abs=1e-5) and level.hi == pytest.approx(0.1 + 0.292876, abs=1e-5)
+    assert level.lo == pytest.approx(0.1 - 0.292876, abs=1e-5) and level.hi == pytest.approx(
+        0.1 + 0.292876, abs=1e-5
+    )
     assert level.n == 3 and "2 degrees of freedom" in level.note
 
 

@@ -490,8 +490,8 @@ def audit(
     matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
 ) -> None:
-    """Check every run's evidence, the claims and the tuning history: exit 0 all hold, 2 a claim does not hold, is
-    inconclusive or exploratory, 1 integrity fails."""
+    """Check every run's evidence, the claims and the tuning history: exit 0 all hold, 2 a claim does not
+    hold, is inconclusive or exploratory, 1 integrity fails."""
     from pappo.evidence.audit import audit as run_audit
     from pappo.io import atomic_write_json
 
@@ -522,8 +522,8 @@ def report(
 
     params = _params(params_path)
     try:
-        write_summary(runs, out / "summary.json", out / "summary.md", out / "summary", params.seeds, params.eval.n_boot,
-                      claims=params.claims)  # fmt: skip
+        files = (out / "summary.json", out / "summary.md", out / "summary")
+        write_summary(runs, *files, params.seeds, params.eval.n_boot, claims=params.claims)
     except PappoError as e:
         _fail(str(e))
         return

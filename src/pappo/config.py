@@ -344,11 +344,14 @@ class Params(_Section):
     """Root of params.yaml."""
 
     seed: int = Field(0, description="Seed of the single-seed experiment (`dvc exp run -S seed=N`): one of "
-                      "dev_seeds (the experiment refuses a published seed).")  # fmt: skip
+                      "dev_seeds (the experiment refuses a published seed).")
     seeds: list[int] = Field(description="Published (confirmatory) seeds: the full matrix, run once per "
-                             "configuration chosen on dev_seeds; each gets its own split.")  # fmt: skip
-    dev_seeds: list[int] = Field(default_factory=list, description="Tuning seeds of the single-seed experiment, "
-                                 "disjoint from seeds; each gets its own split (docs/tuning.md).")  # fmt: skip
+                             "configuration chosen on dev_seeds; each gets its own split.")
+    dev_seeds: list[int] = Field(
+        default_factory=list,
+        description="Tuning seeds of the single-seed experiment, disjoint from seeds; each gets its own "
+        "split (docs/tuning.md).",
+    )
     tasks: TasksParams
     synthesis: SynthesisParams = SynthesisParams()
     sandbox: SandboxParams = SandboxParams()
@@ -373,9 +376,11 @@ class Params(_Section):
             raise ValueError(f"dev_seeds {self.dev_seeds} must be distinct integers; drop the repeated one")
         if both := sorted(set(self.seeds) & set(self.dev_seeds)):
             # a seed used for a choice cannot also confirm it (Eimer, Lindauer & Raileanu 2023)
-            raise ValueError(f"seeds {self.seeds} and dev_seeds {self.dev_seeds} share {both}: a seed is published "
-                             f"(confirmatory) or for tuning, never both; remove {both} from one of the two lists "
-                             "(a seed already tuned on belongs in dev_seeds)")  # fmt: skip
+            raise ValueError(
+                f"seeds {self.seeds} and dev_seeds {self.dev_seeds} share {both}: a seed is published "
+                f"(confirmatory) or for tuning, never both; remove {both} from one of the two lists "
+                "(a seed already tuned on belongs in dev_seeds)"
+            )
         ids = [c.id for c in self.claims]
         if len(set(ids)) != len(ids):
             raise ValueError(f"claims: ids {ids} must be unique; rename the duplicate")

@@ -75,7 +75,7 @@ class AuditVerdict(BaseModel):
         "commit", description="commit: the evidence had to be HEAD's (a reviewer's audit); workspace: the audit "
         "stage's check of what its dvc repro just produced, before the commit.")
     history: History | None = Field(None, description="The tuning history read from git (None in verdicts "
-                                    "of older audits).")  # fmt: skip
+                                    "of older audits).")
     verdict: str = Field(description="The readable verdict.")
 
 
@@ -384,7 +384,7 @@ def _git(root: Path, *args: str) -> str | None:
 
 
 def render(ok: bool, failures: list[AuditFailure], claims: list[ClaimVerdict], num: NumericsVerdict | None,
-           history: History | None = None) -> str:  # fmt: skip
+           history: History | None = None) -> str:
     """The verdict as a reviewer reads it."""
     lines = [f"integrity: {'OK' if ok else f'FAILED ({len(failures)} problems)'}"]
     if num is not None:

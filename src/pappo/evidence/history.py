@@ -35,8 +35,10 @@ class ClaimEdit(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     claim: str
-    registered: dict[str, Any] = Field(description="The bar in force when its seeds' run reports were first "
-                                       "committed (or its first committed form, if registered later).")  # fmt: skip
+    registered: dict[str, Any] = Field(
+        description="The bar in force when its seeds' run reports were first "
+        "committed (or its first committed form, if registered later)."
+    )
     now: dict[str, Any] = Field(description="The bar as params.yaml has it now.")
     commit: str = Field(description="The first commit that changed it after the evidence existed.")
 
@@ -47,19 +49,28 @@ class History(BaseModel):
     model_config = ConfigDict(extra="forbid")
     readable: bool
     reason: str = Field(description="Why it could not be read, or what was read.")
-    lock_versions: int = Field(description="Versions of dvc.lock read (committed ones, then the workspace's).")
-    configurations: dict[str, int] = Field(description="'<seed>/<method>' -> distinct configurations its "
-                                           "train stage ran with over the history.")  # fmt: skip
+    lock_versions: int = Field(
+        description="Versions of dvc.lock read (committed ones, then the workspace's)."
+    )
+    configurations: dict[str, int] = Field(
+        description="'<seed>/<method>' -> distinct configurations its "
+        "train stage ran with over the history."
+    )
     edits: list[ClaimEdit] = Field(description="Claims edited after evidence for their seeds existed.")
 
 
 def unreadable(why: str) -> History:
-    return History(readable=False, reason=f"history could not be read: {why}", lock_versions=0,
-                   configurations={}, edits=[])  # fmt: skip
+    return History(
+        readable=False,
+        reason=f"history could not be read: {why}",
+        lock_versions=0,
+        configurations={},
+        edits=[],
+    )
 
 
 def read_history(root: Path, seeds: Sequence[int], claims: Sequence[ClaimParams]) -> History:
-    """Configurations per (seed, trained method) and claim edits, from `git log` of the repository at `root`."""
+    """Configurations per (seed, trained method) and claim edits, from `git log` of the repository `root`."""
     root = Path(root)
     shallow = _git(root, "rev-parse", "--is-shallow-repository")
     if shallow is None:
@@ -88,8 +99,13 @@ def read_history(root: Path, seeds: Sequence[int], claims: Sequence[ClaimParams]
         versions += 1
         _add_configs(configs, _stages(workspace.read_bytes()), seeds)
     counts = {key: len(found) for key, found in sorted(configs.items())}
-    return History(readable=True, reason=f"{versions} versions of dvc.lock read from git", lock_versions=versions,
-                   configurations=counts, edits=edits.found(claims))  # fmt: skip
+    return History(
+        readable=True,
+        reason=f"{versions} versions of dvc.lock read from git",
+        lock_versions=versions,
+        configurations=counts,
+        edits=edits.found(claims),
+    )
 
 
 def configuration(stage: dict[str, Any]) -> str:
@@ -172,8 +188,13 @@ def _blobs(root: Path, revs: list[str]) -> list[bytes | None]:
     """The contents of `REV:path` objects from one `git cat-file --batch` (None: missing)."""
     if not revs:
         return []
-    out = subprocess.run(["git", "cat-file", "--batch"], cwd=root, input="".join(f"{r}\n" for r in revs).encode(),
-                         capture_output=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        ["git", "cat-file", "--batch"],
+        cwd=root,
+        input="".join(f"{r}\n" for r in revs).encode(),
+        capture_output=True,
+        check=True,
+    ).stdout
     found: list[bytes | None] = []
     at = 0
     for _ in revs:
@@ -197,7 +218,9 @@ def _git(root: Path, *args: str) -> str | None:
     return out.stdout if out.returncode == 0 else None
 
 
-def claim_history(history: History, claim: ClaimParams, baseline: str, seeds: Sequence[int]) -> tuple[bool, str]:
+def claim_history(
+    history: History, claim: ClaimParams, baseline: str, seeds: Sequence[int]
+) -> tuple[bool, str]:
     """(exploratory, what the history says) for one claim on `seeds`."""
     if not history.readable:
         return False, history.reason
@@ -209,12 +232,15 @@ def claim_history(history: History, claim: ClaimParams, baseline: str, seeds: Se
     parts, exploratory = [said], False
     if tuned:
         exploratory = True
-        parts.append(f"{max(counts.values())} configurations were evaluated on seeds "
-                     f"{', '.join(map(str, tuned))}")  # fmt: skip
+        parts.append(
+            f"{max(counts.values())} configurations were evaluated on seeds " f"{', '.join(map(str, tuned))}"
+        )
     if edit is not None:
         exploratory = True
-        parts.append(f"bar edited after run reports of its seeds were committed (at {edit.commit[:12]}): "
-                     f"registered {_show(edit.registered)}, now {_show(edit.now)}")  # fmt: skip
+        parts.append(
+            f"bar edited after run reports of its seeds were committed (at {edit.commit[:12]}): "
+            f"registered {_show(edit.registered)}, now {_show(edit.now)}"
+        )
     return exploratory, "; ".join(parts)
 
 

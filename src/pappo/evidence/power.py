@@ -23,10 +23,14 @@ class Power(BaseModel):
     model_config = ConfigDict(extra="forbid")
     n_seeds: int
     sd: float | None = Field(description="SD (ddof 1) of the per-seed differences; None with one seed.")
-    mde: float | None = Field(description="Smallest true mean difference detected with 80% power by a two-sided "
-                              "5% t test on n_seeds seeds; None when the SD is unknown or zero.")  # fmt: skip
-    seeds_needed: dict[str, int | None] = Field(description="Effect ('0.05', '0.10', '0.15') -> seeds for 80% "
-                                                "power at this SD; None: not computable or above 10000.")  # fmt: skip
+    mde: float | None = Field(
+        description="Smallest true mean difference detected with 80% power by a two-sided "
+        "5% t test on n_seeds seeds; None when the SD is unknown or zero."
+    )
+    seeds_needed: dict[str, int | None] = Field(
+        description="Effect ('0.05', '0.10', '0.15') -> seeds for 80% "
+        "power at this SD; None: not computable or above 10000."
+    )
     note: str = Field(description="Why a number is missing, or '' when all are there.")
 
 

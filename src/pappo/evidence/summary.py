@@ -34,7 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pappo.config import ClaimParams
 from pappo.evidence.power import Power, power_of
-from pappo.stats import bootstrap_ci, bootstrap_ci_seeds, mean_pass_at_k, paired_diff_ci_seeds, seed_interval, seed_wins
+from pappo.stats import bootstrap_ci, bootstrap_ci_seeds, mean_pass_at_k, paired_diff_ci_seeds, seed_interval
+from pappo.stats import seed_wins
 from pappo.experiment.report import RUN_METHODS, RunReport, run_stage
 from pappo.io import PappoError, atomic_write_bytes, json_bytes, sha256_file
 from pappo.rl.results import Interval, TaskOutcome
@@ -108,10 +109,14 @@ class Comparison(BaseModel):
     per_seed_difference: list[float] = Field(description="Mean per-task difference of each seed, in seed order.")
     seed_wins: int = Field(description="Seeds where the method's mean beats the baseline's strictly.")
     n_seeds: int
-    seed_bootstrap: Interval | None = Field(None, description="Whole-seed percentile bootstrap of the per-seed "
-                                            "differences (seeds resampled; coarse with few seeds).")  # fmt: skip
-    within_seed_noise: Interval | None = Field(None, description="Evaluation noise within a seed, not evidence "
-                                               "about the method: tasks resampled within fixed seeds.")  # fmt: skip
+    seed_bootstrap: Interval | None = Field(
+        None, description="Whole-seed percentile bootstrap of the per-seed differences (seeds resampled; "
+        "coarse with few seeds)."
+    )
+    within_seed_noise: Interval | None = Field(
+        None, description="Evaluation noise within a seed, not evidence about the method: tasks resampled "
+        "within fixed seeds."
+    )
     power: Power | None = Field(None, description="MDE at 80% power and seeds needed, from the per-seed SD.")
     note: str = Field("", description="t interval, its degrees of freedom, or why there is none.")
 
@@ -126,7 +131,7 @@ class ClaimPower(BaseModel):
     metric: str
     min_delta: float
     difference: Interval | None = Field(description="Improvement (positive: the method is better), mean over "
-                                        "seeds, 95% t interval; None with one seed.")  # fmt: skip
+                                        "seeds, 95% t interval; None with one seed.")
     per_seed: list[float] = Field(description="Each seed's mean paired improvement, in seed order.")
     power: Power
 
@@ -162,7 +167,7 @@ class Summary(BaseModel):
         "base. None when none of them ran."
     )
     comparisons: list[Comparison] = Field(description="pappo and ppo against best_baseline (those that ran).")
-    claims: list[ClaimPower] = Field(default_factory=list, description="params.yaml's claims, seed-level numbers.")
+    claims: list[ClaimPower] = Field(default_factory=list, description="params.yaml's claims, seed level.")
     budget: list[BudgetRow] = Field(description="Every run, by seed then method.")
     plots: list[str] = Field(default_factory=list, description="Plot files, relative to the markdown's folder.")
     sources: dict[str, str] = Field(description="Report path relative to the runs folder -> sha256 of the file.")
@@ -301,16 +306,17 @@ def compare(reports: Mapping[Key, RunReport], seeds: Sequence[int], method: str,
     boot = Interval(**bootstrap_ci(per_seed, n_boot=n_boot).to_json()) if len(seeds) > 1 else None
     return Comparison(method=method, baseline=baseline, difference=difference, per_seed_difference=per_seed,
                       seed_wins=seed_wins(a_means, b_means), n_seeds=len(seeds), seed_bootstrap=boot,
-                      within_seed_noise=Interval(**noise.to_json()), power=power_of(per_seed), note=note)  # fmt: skip
+                      within_seed_noise=Interval(**noise.to_json()), power=power_of(per_seed),
+                      note=note)  # fmt: skip
 
 
 def claim_differences(claim: ClaimParams, reports: Mapping[Key, RunReport],
-                      seeds: Sequence[int]) -> tuple[str, list[tuple[list[float], list[float]]]]:  # fmt: skip
+                      seeds: Sequence[int]) -> tuple[str, list[tuple[list[float], list[float]]]]:
     """(baseline, per seed (method's, baseline's) per-task values signed so that higher is better)."""
     baseline = claim.baseline
     if baseline == "best_non_ppo":  # the comparisons' choice: best mean success, the same tie rule
         means = {m: sum(sum(v) / len(v) for v in per_seed_values(reports, seeds, m, "success")) / len(seeds)
-                 for m in BASELINE_PREFERENCE if all((s, m) in reports for s in seeds)}  # fmt: skip
+                 for m in BASELINE_PREFERENCE if all((s, m) in reports for s in seeds)}
         baseline = pick_best_baseline(means) or "base"
     sign = 1.0 if claim.direction == "higher" else -1.0
     a = per_seed_values(reports, seeds, claim.method, claim.metric)
@@ -323,7 +329,7 @@ def claim_power(claim: ClaimParams, reports: Mapping[Key, RunReport], seeds: Seq
     diffs = [sum(a) / len(a) - sum(b) / len(b) for a, b in pairs]
     return ClaimPower(id=claim.id, method=claim.method, baseline=baseline, metric=claim.metric,
                       min_delta=claim.min_delta, difference=_seed_level(diffs)[0], per_seed=diffs,
-                      power=power_of(diffs))  # fmt: skip
+                      power=power_of(diffs))
 
 
 def _runs_context(reports: Mapping[Key, RunReport]) -> tuple[str, str, int]:
@@ -337,7 +343,8 @@ def _runs_context(reports: Mapping[Key, RunReport]) -> tuple[str, str, int]:
 
 
 def summarise(runs_dir: Path, reports: Mapping[Key, RunReport], sources: dict[str, str], seeds: Sequence[int],
-              methods: Sequence[str], n_boot: int, claims: Sequence[ClaimParams] = ()) -> Summary:  # fmt: skip
+              methods: Sequence[str], n_boot: int,
+              claims: Sequence[ClaimParams] = ()) -> Summary:  # fmt: skip
     """The Summary of already loaded reports (see build_summary)."""
     ids = check_same_tasks(runs_dir, reports, seeds, methods)
     profile, device, k = _runs_context(reports)
@@ -346,18 +353,24 @@ def summarise(runs_dir: Path, reports: Mapping[Key, RunReport], sources: dict[st
     comparisons = [compare(reports, seeds, m, best, n_boot) for m in COMPARED if best and m in methods]
     ran = set(methods)
     powers = [claim_power(c, reports, seeds) for c in claims
-              if c.method in ran and (c.baseline in ran or c.baseline == "best_non_ppo" and best)]  # fmt: skip
+              if c.method in ran and (c.baseline in ran or c.baseline == "best_non_ppo" and best)]
     budget = [BudgetRow(seed=s, method=m, episodes_limit=b.episodes_limit, episodes_used=b.episodes_used,
                         generated_tokens_limit=b.generated_tokens_limit, generated_tokens_used=b.generated_tokens_used)
               for s in seeds for m in methods for b in [reports[(s, m)].budget]]  # fmt: skip
     return Summary(profile=profile, device=device, seeds=list(seeds), methods=list(methods),  # type: ignore[arg-type]
                    n_eval_tasks={s: len(v) for s, v in ids.items()}, eval_samples=k, n_boot=n_boot,
-                   summaries=summaries, best_baseline=best, comparisons=comparisons, claims=powers, budget=budget,
+                   summaries=summaries, best_baseline=best, comparisons=comparisons, claims=powers,
+                   budget=budget,
                    sources=sources)  # fmt: skip
 
 
-def build_summary(runs_dir: Path, seeds: Sequence[int], methods: Sequence[str] = RUN_METHODS, n_boot: int = 2000,
-                  claims: Sequence[ClaimParams] = ()) -> Summary:  # fmt: skip
+def build_summary(
+    runs_dir: Path,
+    seeds: Sequence[int],
+    methods: Sequence[str] = RUN_METHODS,
+    n_boot: int = 2000,
+    claims: Sequence[ClaimParams] = (),
+) -> Summary:
     """Load every run report of seeds x methods and summarise it (no files written)."""
     if not seeds or not methods:
         raise PappoError("build_summary needs at least one seed and one method (params.yaml `seeds`)")
@@ -419,49 +432,92 @@ def _power_cells(p: Power | None) -> list[str]:
     return [f"{p.sd:.3f}", f"{p.mde:.3f}", *_needed(p)]
 
 
+COMPARISON_TEXT = (
+    "Difference: mean over seeds of each seed's paired difference, 95% t interval with seeds - 1 degrees "
+    "of freedom (one trained policy per seed: the seed is what was randomised). Whole-seed bootstrap: seeds "
+    "resampled. Evaluation noise within a seed: tasks resampled within fixed seeds; it says how precisely "
+    "each policy was measured, not whether the method helps."
+)
+COMPARISON_HEAD = [
+    "method",
+    "baseline",
+    "difference [95% t]",
+    "per seed",
+    "seed wins",
+    "whole-seed bootstrap",
+    "evaluation noise within a seed",
+]
+POWER_HEAD = [
+    "comparison",
+    "baseline",
+    "SD over seeds",
+    "MDE (80%)",
+    "seeds for 0.05",
+    "seeds for 0.10",
+    "seeds for 0.15",
+]
+CLAIM_HEAD = ["claim", "comparison", "metric", "min_delta", "improvement [95% t]", "per seed"]
+
+
+def _comparison_row(c: Comparison) -> list[str]:
+    per_seed = ", ".join(f"{d:+.2f}" for d in c.per_seed_difference)
+    wins = f"{c.seed_wins}/{c.n_seeds}"
+    return [
+        c.method,
+        c.baseline,
+        _opt(c.difference),
+        per_seed,
+        wins,
+        _opt(c.seed_bootstrap),
+        _opt(c.within_seed_noise),
+    ]
+
+
 def _comparison_tables(summary: Summary) -> list[str]:
-    comp = [[c.method, c.baseline, _opt(c.difference), ", ".join(f"{d:+.2f}" for d in c.per_seed_difference),
-             f"{c.seed_wins}/{c.n_seeds}", _opt(c.seed_bootstrap), _opt(c.within_seed_noise)]
-            for c in summary.comparisons]  # fmt: skip
+    comp = [_comparison_row(c) for c in summary.comparisons]
     best = summary.best_baseline or "none (no base, rft or grpo run)"
-    out = [
-        "## Comparisons (success, paired, the seed as the unit)", "",
-        f"Best baseline: **{best}** (highest mean success among base, rft, grpo; ties go to grpo, then rft).", "",
-        "Difference: mean over seeds of each seed's paired difference, 95% t interval with seeds - 1 degrees "
-        "of freedom (one trained policy per seed: the seed is what was randomised). Whole-seed bootstrap: seeds "
-        "resampled. Evaluation noise within a seed: tasks resampled within fixed seeds; it says how precisely "
-        "each policy was measured, not whether the method helps.", "",
-        md_table(["method", "baseline", "difference [95% t]", "per seed", "seed wins", "whole-seed bootstrap",
-                  "evaluation noise within a seed"], comp) if comp else "No comparisons.", "",
-    ]  # fmt: skip
+    out = ["## Comparisons (success, paired, the seed as the unit)", ""]
+    out += [
+        f"Best baseline: **{best}** (highest mean success among base, rft, grpo; ties go to grpo, then rft).",
+        "",
+    ]
+    out += [COMPARISON_TEXT, "", md_table(COMPARISON_HEAD, comp) if comp else "No comparisons.", ""]
     rows = [[c.method, c.baseline, *_power_cells(c.power)] for c in summary.comparisons]
     rows += [[f"claim {c.id}", f"{c.baseline} ({c.metric})", *_power_cells(c.power)] for c in summary.claims]
     if rows:
-        out += [
-            "## Power", "",
-            "From the SD of the per-seed differences: the minimum detectable effect (MDE) at 80% power, two-sided "
-            f"5% t test, with the {len(summary.seeds)} seeds run, and the seeds needed for an effect of 0.05, "
-            "0.10 and 0.15 (noncentral t, scipy.stats). An interval that is wider than the effect sought says "
-            "inconclusive, not no effect.", "",
-            md_table(["comparison", "baseline", "SD over seeds", "MDE (80%)", "seeds for 0.05", "seeds for 0.10",
-                      "seeds for 0.15"], rows), "",
-        ]  # fmt: skip
+        out += ["## Power", "", _power_text(len(summary.seeds)), "", md_table(POWER_HEAD, rows), ""]
     if summary.claims:
-        claims = [[c.id, f"{c.method} vs {c.baseline}", c.metric, f"{c.min_delta}", _opt(c.difference, True),
-                   ", ".join(f"{d:+.3f}" for d in c.per_seed)] for c in summary.claims]  # fmt: skip
-        out += ["## Claims, seed-level numbers", "",
-                "Improvement (positive: the method is better). The verdict, which also reads the tuning history "
-                "from git, is `pappo audit`'s.", "",
-                md_table(["claim", "comparison", "metric", "min_delta", "improvement [95% t]", "per seed"], claims),
-                ""]  # fmt: skip
+        claims = [_claim_row(c) for c in summary.claims]
+        out += ["## Claims, seed-level numbers", ""]
+        out += [
+            "Improvement (positive: the method is better). The verdict, which also reads the tuning history "
+            "from git, is `pappo audit`'s.",
+            "",
+            md_table(CLAIM_HEAD, claims),
+            "",
+        ]
     return out
+
+
+def _power_text(n_seeds: int) -> str:
+    return (
+        "From the SD of the per-seed differences: the minimum detectable effect (MDE) at 80% power, "
+        f"two-sided 5% t test, with the {n_seeds} seeds run, and the seeds needed for an effect of 0.05, "
+        "0.10 and 0.15 (noncentral t, scipy.stats). An interval wider than the effect sought says "
+        "inconclusive, not no effect."
+    )
+
+
+def _claim_row(c: ClaimPower) -> list[str]:
+    per_seed = ", ".join(f"{d:+.3f}" for d in c.per_seed)
+    return [c.id, f"{c.method} vs {c.baseline}", c.metric, f"{c.min_delta}", _opt(c.difference), per_seed]
 
 
 def _budget(summary: Summary) -> list[str]:
     budget = [[str(b.seed), b.method, f"{b.episodes_used}/{b.episodes_limit}",
                f"{b.generated_tokens_used}/{b.generated_tokens_limit}"] for b in summary.budget]  # fmt: skip
-    return ["## Training budget", "",
-            md_table(["seed", "method", "episodes used/limit", "generated tokens used/limit"], budget), ""]
+    head = ["seed", "method", "episodes used/limit", "generated tokens used/limit"]
+    return ["## Training budget", "", md_table(head, budget), ""]
 
 
 def _integrity_table(summary: Summary) -> list[str]:

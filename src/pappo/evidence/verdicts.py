@@ -36,20 +36,28 @@ class ClaimVerdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
     holds: bool = Field(description="verdict == 'holds'.")
-    verdict: Verdict | None = Field(None, description="holds | does not hold | inconclusive | exploratory; "
-                                    "absent in verdicts of older audits (then read from holds).")  # fmt: skip
+    verdict: Verdict | None = Field(
+        None,
+        description="holds | does not hold | inconclusive | exploratory; "
+        "absent in verdicts of older audits (then read from holds).",
+    )
     metric: str
     method: str
     baseline: str = Field(description="The baseline compared with (best_non_ppo resolved).")
-    delta: float = Field(description="Mean over seeds of the per-seed improvement (positive: the method is better).")
+    delta: float = Field(
+        description="Mean over seeds of the per-seed improvement (positive: the method is better)."
+    )
     lo: float | None = Field(description="Lower end of the 95% t interval over seeds (None with one seed).")
     hi: float | None
     seed_wins: int
     n_seeds: int
     per_seed: list[float] = Field(default_factory=list, description="Each seed's mean paired improvement.")
     power: Power | None = Field(None, description="MDE and seeds needed (None in verdicts of older audits).")
-    within_seed_noise: str = Field("", description="The task-resampling interval: evaluation noise within the "
-                                   "seeds, not evidence about the method.")  # fmt: skip
+    within_seed_noise: str = Field(
+        "",
+        description="The task-resampling interval: evaluation noise within the "
+        "seeds, not evidence about the method.",
+    )
     history: str = Field("", description="What the tuning history says about this claim's seeds.")
     reasons: list[str] = Field(description="Why it does not hold (empty when it holds).")
 
@@ -77,13 +85,19 @@ def decide(diffs: Sequence[float], claim: ClaimParams) -> tuple[Verdict, list[st
     if not reasons:
         return "holds", []
     if level.hi is not None and level.hi < claim.min_delta:
-        return "does not hold", reasons + [f"the interval lies below min_delta {claim.min_delta}: it excludes the claim"]
+        return "does not hold", reasons + [
+            f"the interval lies below min_delta {claim.min_delta}: it excludes the claim"
+        ]
     return "inconclusive", reasons
 
 
-def evaluate_claim(claim: ClaimParams, reports: Mapping[tuple[int, str], RunReport],
-                   receipts: Mapping[tuple[int, str], rc.Receipt], seeds: Sequence[int],
-                   history: History | None = None) -> ClaimVerdict:  # fmt: skip
+def evaluate_claim(
+    claim: ClaimParams,
+    reports: Mapping[tuple[int, str], RunReport],
+    receipts: Mapping[tuple[int, str], rc.Receipt],
+    seeds: Sequence[int],
+    history: History | None = None,
+) -> ClaimVerdict:
     """The claim's seed-level numbers from the per-task outcomes; exploratory where `history` (the
     tuning history read from git) shows other configurations on its seeds or an edited bar."""
     baseline, signed = claim_differences(claim, reports, seeds)
@@ -92,7 +106,9 @@ def evaluate_claim(claim: ClaimParams, reports: Mapping[tuple[int, str], RunRepo
     verdict, reasons = decide(diffs, claim)
     power = power_of(diffs)
     if verdict == "inconclusive":
-        told = f"MDE {power.mde:.3f} at 80% power with {level.n} seeds" if power.mde is not None else power.note
+        told = (
+            f"MDE {power.mde:.3f} at 80% power with {level.n} seeds" if power.mde is not None else power.note
+        )
         reasons.append(f"inconclusive: the interval neither clears the bar nor excludes it ({told})")
     if claim.needs_gpu and any(r.hardware.accelerator != "cuda" for r in receipts.values()):
         reasons.append("needs GPU receipts; these runs are CPU runs")
@@ -101,11 +117,24 @@ def evaluate_claim(claim: ClaimParams, reports: Mapping[tuple[int, str], RunRepo
     if exploratory:
         reasons.append(f"exploratory: {why} (the statistical verdict alone: {verdict})")
         verdict = "exploratory"
-    return ClaimVerdict(id=claim.id, holds=verdict == "holds", verdict=verdict, metric=claim.metric,
-                        method=claim.method, baseline=baseline, delta=level.mean, lo=level.lo, hi=level.hi,
-                        seed_wins=sum(d > claim.min_delta for d in diffs), n_seeds=len(seeds), per_seed=diffs,
-                        power=power, within_seed_noise=task_bootstrap_note(signed), history=why,
-                        reasons=reasons)  # fmt: skip
+    return ClaimVerdict(
+        id=claim.id,
+        holds=verdict == "holds",
+        verdict=verdict,
+        metric=claim.metric,
+        method=claim.method,
+        baseline=baseline,
+        delta=level.mean,
+        lo=level.lo,
+        hi=level.hi,
+        seed_wins=sum(d > claim.min_delta for d in diffs),
+        n_seeds=len(seeds),
+        per_seed=diffs,
+        power=power,
+        within_seed_noise=task_bootstrap_note(signed),
+        history=why,
+        reasons=reasons,
+    )
 
 
 def task_bootstrap_note(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> str:
@@ -118,17 +147,27 @@ def render_claim(c: ClaimVerdict) -> list[str]:
     """A claim's lines in the audit's text."""
     iv = "no interval (one seed)" if c.lo is None or c.hi is None else f"[{c.lo:+.3f}, {c.hi:+.3f}]"
     per_seed = ", ".join(f"{d:+.3f}" for d in c.per_seed)
-    lines = [f"claim {c.id}: {(c.verdict or '').upper()}: {c.method} vs {c.baseline} on {c.metric}: improvement "
-             f"{c.delta:+.3f}, 95% t interval over seeds {iv} (positive: {c.method} better; per seed {per_seed}), "
-             f"{c.seed_wins}/{c.n_seeds} seed wins"]  # fmt: skip
+    lines = [
+        f"claim {c.id}: {(c.verdict or '').upper()}: {c.method} vs {c.baseline} on {c.metric}: improvement "
+        f"{c.delta:+.3f}, 95% t interval over seeds {iv} (positive: {c.method} better; per seed {per_seed}), "
+        f"{c.seed_wins}/{c.n_seeds} seed wins"
+    ]
     if c.power is not None:
         p = c.power
         need = ", ".join(f"{k}: {'-' if n is None else n}" for k, n in p.seeds_needed.items())
-        lines.append("  power: " + (f"SD over seeds {p.sd:.3f}, MDE {p.mde:.3f} (80% power, two-sided 5%, "
-                                     f"{p.n_seeds} seeds); seeds needed for an effect of {need}"
-                                     if p.mde is not None and p.sd is not None else p.note))  # fmt: skip
+        lines.append(
+            "  power: "
+            + (
+                f"SD over seeds {p.sd:.3f}, MDE {p.mde:.3f} (80% power, two-sided 5%, "
+                f"{p.n_seeds} seeds); seeds needed for an effect of {need}"
+                if p.mde is not None and p.sd is not None
+                else p.note
+            )
+        )
     if c.within_seed_noise:
-        lines.append(f"  evaluation noise within a seed (not evidence about {c.method}): {c.within_seed_noise}")
+        lines.append(
+            f"  evaluation noise within a seed (not evidence about {c.method}): {c.within_seed_noise}"
+        )
     if c.history:
         lines.append(f"  history: {c.history}")
     return lines + [f"  - {r}" for r in c.reasons]

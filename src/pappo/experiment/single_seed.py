@@ -26,13 +26,19 @@ from pappo.policy.checkpoint import read_record
 def check_dev_seed(params: Params) -> None:
     """Refuse a seed that is not a tuning seed, saying which seeds to tune on."""
     seed, dev = params.seed, params.dev_seeds
-    where = f"tune on dev_seeds {dev}: `dvc exp run -S seed={dev[0]}`" if dev else "add tuning seeds to dev_seeds"
+    where = "add tuning seeds to dev_seeds"
+    if dev:
+        where = f"tune on dev_seeds {dev}: `dvc exp run -S seed={dev[0]}`"
     if seed in params.seeds:
-        raise PappoError(f"params.yaml seed: {seed} is a published (confirmatory) seed (seeds {params.seeds}); "
-                         f"a try on it would make the published evidence exploratory. {where} (docs/tuning.md)")  # fmt: skip
+        raise PappoError(
+            f"params.yaml seed: {seed} is a published (confirmatory) seed (seeds {params.seeds}); a try on "
+            f"it would make the published evidence exploratory. {where} (docs/tuning.md)"
+        )
     if seed not in dev:
-        raise PappoError(f"params.yaml seed: {seed} is not in dev_seeds {dev}; {where}, or add {seed} to dev_seeds "
-                         "and rerun `dvc repro validate` so it gets a split")  # fmt: skip
+        raise PappoError(
+            f"params.yaml seed: {seed} is not in dev_seeds {dev}; {where}, or add {seed} to dev_seeds and "
+            "rerun `dvc repro validate` so it gets a split"
+        )
 
 
 def run_experiment(params: Params, out: Path, runs: Path, base_dir: Path,
