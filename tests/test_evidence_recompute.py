@@ -17,7 +17,7 @@ from pappo.config import Params
 from pappo.evidence import recompute
 from pappo.evidence.audit import AuditFailure
 from pappo.experiment.receipt import HardwareInfo
-from pappo.evidence.summary import write_summary
+from pappo.evidence.summary_md import write_summary
 from pappo.experiment.report import RUN_METHODS, RunReport, flat_metrics
 
 

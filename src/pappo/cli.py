@@ -518,7 +518,7 @@ def report(
     params_path: Path = ParamsOpt,
 ) -> None:
     """Summarise every method over the seeds: intervals, seed-level comparisons, power, budgets, plots."""
-    from pappo.evidence.summary import write_summary
+    from pappo.evidence.summary_md import write_summary
 
     params = _params(params_path)
     try:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pappo.config import ClaimParams, Params
+from pappo.config import Params
 from pappo.experiment import receipt as rc
 from pappo.evidence import recompute
 from pappo.evidence.committed import check_committed, describe, lock_stages
