@@ -1,4 +1,4 @@
-"""The multi-seed evidence summary (`reports/summary.json`); summary_md.py writes it with its markdown and plots.
+"""The multi-seed evidence summary (`reports/summary.json`); summary_md.py adds the markdown and plots.
 
 Reads every run report `reports/runs/seed_<s>/<method>/report.json` of the matrix and computes,
 per method, each final held-out metric as a mean over seeds with a 95% stratified bootstrap
