@@ -145,5 +145,5 @@ def test_a_claim_that_holds_on_its_numbers_is_exploratory_when_its_seeds_were_tu
     history = read_history(tuned, list(RUN_SEEDS), [claim])
     verdict = evaluate_claim(claim, reports, {}, list(RUN_SEEDS), history)
     assert verdict.verdict == "exploratory" and not verdict.holds
-    assert "2 configurations were evaluated on seeds 0, 1, 2" in verdict.reasons[-1]
-    assert "the statistical verdict alone: holds" in verdict.reasons[-1]
+    assert "2 configurations were evaluated on seeds 0, 1, 2" in verdict.history
+    assert verdict.reasons[-1] == "exploratory: see history; the statistical verdict alone: holds"

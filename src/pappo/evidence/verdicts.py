@@ -115,7 +115,7 @@ def evaluate_claim(
         verdict = "inconclusive" if verdict == "holds" else verdict
     exploratory, why = (False, "") if history is None else claim_history(history, claim, baseline, seeds)
     if exploratory:
-        reasons.append(f"exploratory: {why} (the statistical verdict alone: {verdict})")
+        reasons.append(f"exploratory: see history; the statistical verdict alone: {verdict}")
         verdict = "exploratory"
     return ClaimVerdict(
         id=claim.id,
