@@ -2,9 +2,9 @@
 
 Claims are judged with the seed as the unit and against the tuning history read from git
 (evidence/verdicts.py, evidence/history.py). Exit code: 0 integrity holds and every claim holds;
-2 integrity holds but a claim does not hold, is inconclusive or exploratory; 1 integrity fails. Each integrity failure names the file, the field, what was expected and what
-was found. The CLI prints the verdict and writes it only with `--out` (the `audit` stage writes
-`receipts/audit.json`).
+2 integrity holds but a claim does not hold, is inconclusive or exploratory; 1 integrity fails.
+Each integrity failure names the file, the field, what was expected and what was found. The CLI
+prints the verdict and writes it only with `--out` (the `audit` stage writes `receipts/audit.json`).
 """
 
 from __future__ import annotations
