@@ -302,7 +302,7 @@ def test_float16_trains_with_loss_scaling_and_float32_adapters(fx_params: Params
     assert fp16_gap < bf16_record["freeze"]["rollout/logprob_gap_mean"]
 
 
-def test_float16_overflow_skips_the_step_and_lowers_the_scale(fx_params: Params, tmp_path: Path):
+def test_float16_overflow_skips_the_step_lowers_the_scale_and_a_resume_keeps_it(fx_params: Params, tmp_path: Path):
     ac = actor_critic_in(torch.float16)
     t = trainer("grpo", in_dtype(fx_params, "float16"), tmp_path, ac=ac)
     t.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**60)  # the scaled loss overflows float16 for sure
@@ -311,3 +311,6 @@ def test_float16_overflow_skips_the_step_and_lowers_the_scale(fx_params: Params,
     assert not moved(before, ac.policy_parameters())  # every step found inf gradients and was skipped
     assert not any(math.isfinite(s["actor/grad_norm"]) for s in record["steps"])
     assert t.scaler.get_scale() < 2.0**60
+    again = trainer("grpo", in_dtype(fx_params, "float16"), tmp_path, ac=actor_critic_in(torch.float16))
+    again.resume()  # the checkpoint keeps the loss scale the run reached
+    assert again.scaler is not None and again.scaler.get_scale() == t.scaler.get_scale()

@@ -480,6 +480,8 @@ class Trainer:
         self.ac.save(tmp / "adapters")
         torch.save({"actor": self.actor_opt.state_dict(), "critic": self.critic_opt.state_dict(),
                     "torch_rng": torch.get_rng_state()}, tmp / "optim.pt")  # fmt: skip
+        if self.scaler is not None:  # float16: the loss scale reached, so a resume scales as the run would
+            torch.save(self.scaler.state_dict(), tmp / "scaler.pt")
         atomic_write_json(tmp / "state.json", {"method": self.method, "seed": self.seed,
                                                "update_index": self.update_index, "history": self.history,
                                                "fingerprint": self.fingerprint})  # fmt: skip
@@ -517,6 +519,8 @@ class Trainer:
         self.actor_opt.load_state_dict(opt["actor"])
         self.critic_opt.load_state_dict(opt["critic"])
         torch.set_rng_state(opt["torch_rng"].cpu())
+        if self.scaler is not None and (folder / "scaler.pt").is_file():
+            self.scaler.load_state_dict(torch.load(folder / "scaler.pt", weights_only=False))
         self.update_index, self.history = int(state["update_index"]), list(state["history"])
 
 
