@@ -157,7 +157,13 @@ class ModelParams(_Section):
     allow_unpinned: bool = Field(False, description="Accept a branch or tag as revision (never for results).")
     local_files_only: bool = Field(True, description="Never download; the checkpoint must be in cache_dir.")
     cache_dir: Path | None = Field(None, description="Hub cache (hub layout); None: the default HF cache.")
-    dtype: Literal["float32", "bfloat16"] = Field("float32", description="Weights and compute dtype.")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="Weights and compute dtype. float16 (Qi et al. 2025, arXiv 2510.26788: far less "
+        "sampler/trainer mismatch than bfloat16) trains with dynamic loss scaling (torch.amp.GradScaler); the "
+        "LoRA adapters and the value head keep float32 master weights either way.")
+    logits_fp32: bool = Field(
+        False, description="lm_head and log-softmax in float32 on both sides (rollout decoder and trainer "
+        "forward), whatever `dtype`: removes the largest share of the bf16/fp16 log-prob gap (docs/rl.md).")
     device: Literal["cpu", "cuda"] = Field("cpu", description="Where the model runs; cuda: one GPU per process.")
     gradient_checkpointing: bool = Field(False, description="Recompute activations in the backward (large models).")
     tiny: TinyModelParams = TinyModelParams()
@@ -276,6 +282,14 @@ class RLParams(_Section):
     critic_warmup_steps: int = Field(2, ge=0, description="Critic-only steps on the base policy's first batch.")
     rft_epochs: int = Field(2, ge=1, description="rft: passes over the successful episodes of an update.")
     micro_batch_size: int = Field(8, ge=1, description="Sequences per forward pass (gradient accumulation).")
+    rollout_is_level: Literal["none", "token", "sequence"] = Field(
+        "none", description="Correct the PPO loss for the sampler/trainer log-prob mismatch (verl's name; "
+        "rl/mismatch.py, docs/rl.md): none; token, one ratio exp(old_log_prob - sampler_log_prob) per token; "
+        "sequence, the product over the sequence's tokens.")
+    rollout_is_mode: Literal["truncate", "mask"] = Field(
+        "truncate", description="truncate: weight min(ratio, C) (TIS, Yao et al. 2025); mask: weight ratio, or 0 "
+        "where it is outside [1/C, C] (MIS). C = rollout_is_threshold.")
+    rollout_is_threshold: float = Field(2.0, gt=1, description="C, the cap of the importance ratio (verl's name).")
 
     @model_validator(mode="after")
     def _check(self) -> "RLParams":
@@ -288,6 +302,10 @@ class RLParams(_Section):
                 f"rl.minibatches={self.minibatches} exceeds the {self.tasks_per_update * self.group_size} "
                 "episodes of an update (tasks_per_update x group_size); lower minibatches"
             )
+        if self.rollout_is_level != "none" and self.trust_region != "clip":
+            # the weights multiply the clipped surrogate's per-token loss; gppo aggregates its own
+            raise ValueError(f"rl.rollout_is_level {self.rollout_is_level} weights the PPO clip loss; with "
+                             "rl.trust_region gppo set rollout_is_level: none, or trust_region: clip")
         return self
 
 

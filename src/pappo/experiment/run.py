@@ -105,13 +105,13 @@ def _run(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
     model = place(model, params, dist)
     codec, store = ChatCodec(tokenizer, tools_for(params.env.actions)), TaskStore.from_params(params, "repofix")
     grade_fn = functools.partial(grade_many, default_pool(params.sandbox), hidden=store.hidden)
-    ac = ActorCritic(model, params.lora)
+    ac = ActorCritic(model, params.lora, params.model.logits_fp32)
     subset = params_subset(params, method)
     fingerprint = sha256_bytes(canonical_json([subset, source_sha256(), record.revision, method, seed]).encode())
 
     def evaluate_now(tag: int) -> EvalResult:
         with ac.adapter(POLICY):
-            decoder = Qwen2Decoder(ac.peft)
+            decoder = Qwen2Decoder(ac.peft, params.model.logits_fp32)
         return evaluate(decoder, codec, params, store, eval_ids, grade_fn, seed, tag, dist)
 
     history: list[dict[str, Any]] = []

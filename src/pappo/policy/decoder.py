@@ -146,9 +146,10 @@ def _qwen2_parts(model: nn.Module) -> tuple[nn.Module, nn.Module]:
 
 class Qwen2Decoder:
     """forward(input_ids (B, T), attention_mask (B, L + T), position_ids (B, T), cache, last_only)
-    -> logits (B, T, V), or (B, 1, V) when last_only. Same contract as `rollout.Forward`."""
+    -> logits (B, T, V), or (B, 1, V) when last_only. Same contract as `rollout.Forward`.
+    `logits_fp32` (model.logits_fp32): the lm_head in float32, as `ActorCritic.token_logits`."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, logits_fp32: bool = False) -> None:
         cfg = model.config
         if getattr(cfg, "model_type", None) != "qwen2":
             raise PappoError(f"Qwen2Decoder: model_type {getattr(cfg, 'model_type', None)!r} is not 'qwen2'")
@@ -162,7 +163,7 @@ class Qwen2Decoder:
         self.embed = stack.embed_tokens.weight.detach().clone()
         self.device = self.embed.device  # the rollout's bookkeeping tensors stay on CPU; moved per call
         self.norm = stack.norm.weight.detach().clone()
-        self.lm_head = _dense(lm_head)[0]
+        self.lm_head = _dense(lm_head)[0].float() if logits_fp32 else _dense(lm_head)[0]
         self.layers = [self._layer(block) for block in stack.layers]
 
     @staticmethod
@@ -227,7 +228,8 @@ class Qwen2Decoder:
         cache.n += t
         if last_only:
             x = x[:, -1:]
-        return F.linear(self._rms(x, self.norm), self.lm_head)  # (B, T or 1, V)
+        h = self._rms(x, self.norm)  # the model's dtype, as the trainer's final norm
+        return F.linear(h.to(self.lm_head.dtype), self.lm_head)  # (B, T or 1, V), float32 with logits_fp32
 
 
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
