@@ -162,7 +162,8 @@ class Qwen2Decoder:
         self.embed = stack.embed_tokens.weight.detach().clone()
         self.device = self.embed.device  # the rollout's bookkeeping tensors stay on CPU; moved per call
         self.norm = stack.norm.weight.detach().clone()
-        self.lm_head = _dense(lm_head)[0]
+        # Qwen2's lm_head has no bias (None: F.linear as before); a biased one keeps its bias
+        self.lm_head, self.lm_head_bias = _dense(lm_head)
         self.layers = [self._layer(block) for block in stack.layers]
 
     @staticmethod
@@ -227,7 +228,7 @@ class Qwen2Decoder:
         cache.n += t
         if last_only:
             x = x[:, -1:]
-        return F.linear(self._rms(x, self.norm), self.lm_head)  # (B, T or 1, V)
+        return F.linear(self._rms(x, self.norm), self.lm_head, self.lm_head_bias)  # (B, T or 1, V)
 
 
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
