@@ -49,8 +49,8 @@ generated tokens / rollout seconds (which also hold prefill, attention and envir
 
 Measured on 2 CPU cores (tiny, 2x2 episodes, 3 turns x 32 tokens, fp32): 384 generated tokens at
 700-840 tokens/s; 20840 trained tokens at 3000-6200 tokens/s; 0.8 GiB peak RSS; 12-16 s in all. The 7B
-built on CPU in bf16: 6.555B parameters, 12.6 GiB peak RSS. The issue-44 H200 run at c24b699 used params.yaml's
-LoRA and limits with a 4096 vocabulary; the profile at 152064 ids: see benchmarks/gpu_check.sh.
+built on CPU in bf16: 6.555B parameters, 12.6 GiB peak RSS. The issue-44 H200 run at c24b699 used
+params.yaml's LoRA and limits with a 4096 vocabulary; the profile at 152064 ids: benchmarks/gpu_check.sh.
 The last line is `receipt: <path>`.
 """
 
@@ -121,17 +121,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", choices=sorted(DEFAULTS), default="tiny")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="auto: cuda if available")
-    ap.add_argument("--dtype", choices=["auto", *DTYPES], default="auto", help="model.dtype; auto: bf16 on cuda")
+    ap.add_argument("--dtype", choices=["auto", *DTYPES], default="auto",
+                    help="model.dtype; auto: bf16 on cuda")
     ap.add_argument("--logits-fp32", action="store_true", help="model.logits_fp32: true")
     ap.add_argument("--rollout-is", choices=["token", "sequence"], help="rl.rollout_is_level")
-    ap.add_argument("--profile", type=Path, help="params overlay; default: the hub profile for 7b, none for tiny")
+    ap.add_argument("--profile", type=Path,
+                    help="params overlay; default: the hub profile for 7b, none for tiny")
     ap.add_argument("--episodes", help="TASKSxGROUP: rl.tasks_per_update x rl.group_size (default: profile)")
     ap.add_argument("--max-new-tokens-per-turn", type=int, help="default: the profile's (7b), 32 (tiny)")
     ap.add_argument("--max-tokens-per-episode", type=int, help="default: the profile's (7b), params (tiny)")
-    ap.add_argument("--max-turns", type=int, help="env.max_turns; 7b default: enough to reach the token limit")
+    ap.add_argument("--max-turns", type=int,
+                    help="env.max_turns; 7b default: enough to reach the token limit")
     ap.add_argument("--micro-batch-size", type=int, help="rl.micro_batch_size; default: the profile's")
     ap.add_argument("--ppo-epochs", type=int, help="rl.ppo_epochs; default: the profile's")
     ap.add_argument("--minibatches", type=int, help="rl.minibatches; default: the profile's")
+    ap.add_argument("--kv-cache", choices=["grow", "static"], help="rollout.kv_cache; default: the profile's")
     ap.add_argument("--vocab", type=int, help="model vocabulary (7b default 152064; tiny: the tokenizer's)")
     ap.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction, help="default: on for 7b only")
     ap.add_argument("--params", type=Path, default=Path("params.yaml"))
@@ -161,8 +165,9 @@ def _knobs(args: argparse.Namespace, data: dict[str, Any]) -> None:
         section, field = KNOBS[flag]
         model = {"model": ModelParams, "rl": RLParams}[section]
         if field not in model.model_fields:
-            raise SystemExit(f"gpu_step: --{flag.replace('_', '-')} sets {section}.{field}, which this checkout's "
-                             "src/pappo/config.py does not have; run without the flag or on a checkout with it")
+            raise SystemExit(f"gpu_step: --{flag.replace('_', '-')} sets {section}.{field}, which this "
+                             "checkout's src/pappo/config.py does not have; run without the flag or on a "
+                             "checkout with it")
         data[section][field] = value
 
 
@@ -174,7 +179,8 @@ def bench_params(args: argparse.Namespace, dtype: torch.dtype) -> Params:
         for section in ("lora", "rollout", "rl"):
             data[section] = hub[section]
     else:  # the hub profile's decode path and loss tokens, whatever params.yaml's CPU tier uses
-        data["rollout"]["calls"], data["rl"]["loss_tokens"] = hub["rollout"]["calls"], hub["rl"]["loss_tokens"]
+        data["rollout"]["calls"] = hub["rollout"]["calls"]
+        data["rl"]["loss_tokens"] = hub["rl"]["loss_tokens"]
     rl, rollout, env = data["rl"], data["rollout"], data["env"]
     args.tasks, args.group = _episodes(args, rl)
     # critic_warmup_steps 0: time a steady-state update, not the first update's extra critic steps
@@ -183,12 +189,13 @@ def bench_params(args: argparse.Namespace, dtype: torch.dtype) -> Params:
     for key in ("micro_batch_size", "ppo_epochs", "minibatches"):
         rl |= {key: getattr(args, key)} if getattr(args, key) else {}
     rollout["batch_size"] = args.tasks * args.group  # one lockstep batch
-    for key in ("max_new_tokens_per_turn", "max_tokens_per_episode"):
+    for key in ("max_new_tokens_per_turn", "max_tokens_per_episode", "kv_cache"):
         rollout |= {key: getattr(args, key)} if getattr(args, key) else {}
     if args.max_turns is None:  # 7b: every episode can reach the token limit
         args.max_turns = math.ceil(rollout["max_tokens_per_episode"] / rollout["max_new_tokens_per_turn"]) + 1
     env["max_turns"] = args.max_turns
-    data["model"] |= {"dtype": str(dtype).removeprefix("torch."), "gradient_checkpointing": args.gradient_checkpointing}
+    data["model"] |= {"dtype": str(dtype).removeprefix("torch."),
+                      "gradient_checkpointing": args.gradient_checkpointing}
     _knobs(args, data)
     try:
         return Params.model_validate(data)
@@ -196,12 +203,12 @@ def bench_params(args: argparse.Namespace, dtype: torch.dtype) -> Params:
         raise SystemExit(f"gpu_step: the benchmark's params are invalid (check the flags): {e}") from None
 
 
-def model_config(name: str, tokenizer: Any, params: Any, vocab: int | None = None):  # type: ignore[no-untyped-def]
+def model_config(name: str, tokenizer: Any, params: Any, vocab: int | None = None) -> Any:
     ids = {k: getattr(tokenizer, k) for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
     if name == "tiny":
         return tiny_config(params.model.tiny, vocab or len(tokenizer), **ids)
-    return Qwen2Config(vocab_size=vocab or len(tokenizer), use_sliding_window=False, attn_implementation="sdpa",
-                       **QWEN25_CODER_7B, **ids)  # fmt: skip
+    return Qwen2Config(vocab_size=vocab or len(tokenizer), use_sliding_window=False,
+                       attn_implementation="sdpa", **QWEN25_CODER_7B, **ids)
 
 
 def build_model(cfg: Any, device: torch.device, dtype: torch.dtype, seed: int, ckpt: bool,
@@ -276,7 +283,8 @@ def run_optimise(trainer: Any, batch: Any, device: torch.device, out: dict[str, 
     out["update_s"] = end - marks["update_start"]
     out["peak_bytes"]["update"] = peak_bytes(device)
     out["steps"], out["epochs"] = len(fields["steps"]), fields["epochs_used"]
-    out["gap"] = {k.removeprefix("rollout/"): float(v) for k, v in fields["freeze"].items() if "logprob_gap" in k}
+    gaps = fields["freeze"].items()
+    out["gap"] = {k.removeprefix("rollout/"): float(v) for k, v in gaps if "logprob_gap" in k}
 
 
 def phase_flops(cfg: Any, tokens: list[int], sampled: list[int], train: bool, passes: int, heads: int) -> float:
@@ -295,7 +303,7 @@ def measures(cfg: Any, r: dict[str, Any], peak: float | None, kl_passes: int) ->
     seq, gen = sum(tokens), r["generated"]
     fl = {"rollout": gen * model_flops_per_token(cfg, 0, train=False, lora=True),  # 2N per generated token
           "freeze": phase_flops(cfg, tokens, sampled, False, 2 + kl_passes, 1 + kl_passes),  # + reference
-          "update": (epochs or 0) * phase_flops(cfg, tokens, sampled, True, 2, 1)}  # actor and critic, every epoch
+          "update": (epochs or 0) * phase_flops(cfg, tokens, sampled, True, 2, 1)}  # actor, critic; per epoch
     mfu = {k: fl[k] / r[f"{k}_s"] / peak if peak and f"{k}_s" in r else None for k in fl}
     out: dict[str, Any] = {
         "rollout": {"seconds": r["rollout_s"], "tokens_generated": gen, "tokens_per_s": gen / r["rollout_s"],
@@ -330,7 +338,8 @@ def setup(args: argparse.Namespace, device: torch.device, dtype: torch.dtype):  
 
 def model_record(cfg: Any, base: int, ac: Any, tokenizer_size: int) -> dict[str, Any]:
     keys = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-            "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "tie_word_embeddings", "hidden_act")
+            "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "tie_word_embeddings",
+            "hidden_act")
     rope = (getattr(cfg, "rope_parameters", None) or {}).get("rope_theta", getattr(cfg, "rope_theta", None))
     return {k: getattr(cfg, k) for k in keys} | {
         "rope_theta": rope, "parameters_base": base, "tokenizer_size": tokenizer_size,
@@ -346,6 +355,13 @@ def source_record() -> dict[str, Any]:
     except (ValueError, RuntimeError, OSError) as e:
         return {"git_commit": None, "git_dirty": True, "tree_sha256": None, "source_paths": SOURCE_PATHS,
                 "note": f"not a git checkout with these files tracked ({e}): commit unknown"}
+
+
+def vocab_note(vocab: int, tokenizer_size: int) -> str:
+    if vocab > tokenizer_size:
+        return (f"model vocabulary {vocab}, tokenizer {tokenizer_size}: ids beyond the tokenizer have "
+                f"lm_head bias {BEYOND_TOKENIZER_BIAS:g} (probability 0)")
+    return f"model vocabulary = the pappo tokenizer's {tokenizer_size}"
 
 
 def receipt(args: argparse.Namespace, device: torch.device, dtype: torch.dtype, built: tuple, r: dict[str, Any],
@@ -366,13 +382,13 @@ def receipt(args: argparse.Namespace, device: torch.device, dtype: torch.dtype, 
         "device": str(device), "device_name": name, "dtype": str(dtype).removeprefix("torch."),
         "gradient_checkpointing": args.gradient_checkpointing,
         "knobs": {"logits_fp32": args.logits_fp32, "rollout_is_level": args.rollout_is},
-        "vocab_note": (f"model vocabulary {cfg.vocab_size}, tokenizer {tokenizer_size}: ids beyond the tokenizer have "
-                       f"lm_head bias {BEYOND_TOKENIZER_BIAS:g} (probability 0)" if cfg.vocab_size > tokenizer_size
-                       else f"model vocabulary = the pappo tokenizer's {tokenizer_size}"),
-        "model": model_record(cfg, base, trainer.ac, tokenizer_size), "lora": params.lora.model_dump(mode="json"),
+        "vocab_note": vocab_note(cfg.vocab_size, tokenizer_size),
+        "model": model_record(cfg, base, trainer.ac, tokenizer_size),
+        "lora": params.lora.model_dump(mode="json"),
         "batch": {"tasks": args.tasks, "group_size": args.group, "episodes": r["episodes"],
                   "max_turns": params.env.max_turns, "max_new_tokens_per_turn": rp.max_new_tokens_per_turn,
-                  "max_tokens_per_episode": rp.max_tokens_per_episode, "ppo_epochs": rl.ppo_epochs,
+                  "max_tokens_per_episode": rp.max_tokens_per_episode, "kv_cache": rp.kv_cache,
+                  "ppo_epochs": rl.ppo_epochs,
                   "minibatches": rl.minibatches, "micro_batch_size": rl.micro_batch_size, "target_kl": None},
         "phases": phases, "tokens_generated": phases["rollout"]["tokens_generated"],
         "tokens_trained": up.get("tokens_trained"), "peak_flops_bf16": peak, "mfu": up.get("mfu"),
@@ -402,14 +418,15 @@ def head_lines(rec: dict[str, Any]) -> list[str]:
     size = f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.2f}M"
     short = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}[rec["dtype"]]
     pred = rec["peak_memory"]["predicted"]
-    return [f"config: {rec['config']} ({size} params incl. embeddings, vocab {m['vocab_size']}), device {rec['device']} "
-            f"{short}, LoRA r{rec['lora']['rank']}",
+    return [f"config: {rec['config']} ({size} params incl. embeddings, vocab {m['vocab_size']}), "
+            f"device {rec['device']} {short}, LoRA r{rec['lora']['rank']}",
             f"note: {rec['vocab_note']}",
-            f"batch: {b['episodes']} episodes, max_turns {b['max_turns']} x {b['max_new_tokens_per_turn']} tokens, "
-            f"max_tokens_per_episode {b['max_tokens_per_episode']}, ppo_epochs {b['ppo_epochs']} x minibatches "
-            f"{b['minibatches']}, micro_batch_size {b['micro_batch_size']}",
-            f"predicted peak memory: {pred['peak_bytes'] / 2**30:.2f} GiB (rollout {pred['rollout_bytes'] / 2**30:.2f}, "
-            f"update {pred['update_bytes'] / 2**30:.2f})"]
+            f"batch: {b['episodes']} episodes, max_turns {b['max_turns']} x {b['max_new_tokens_per_turn']} "
+            f"tokens, max_tokens_per_episode {b['max_tokens_per_episode']} (kv_cache {b['kv_cache']}), "
+            f"ppo_epochs {b['ppo_epochs']} x minibatches {b['minibatches']}, micro_batch_size "
+            f"{b['micro_batch_size']}",
+            f"predicted peak memory: {pred['peak_bytes'] / 2**30:.2f} GiB (rollout "
+            f"{pred['rollout_bytes'] / 2**30:.2f}, update {pred['update_bytes'] / 2**30:.2f})"]
 
 
 def phase_lines(rec: dict[str, Any], phase: str) -> list[str]:
@@ -419,16 +436,18 @@ def phase_lines(rec: dict[str, Any], phase: str) -> list[str]:
         return []
     mem = f"peak {per.get(phase, 0) / 2**30:.2f} GiB ({rec['peak_memory']['measure']})"
     if phase == "rollout":
-        return [f"rollout: {b['episodes']} episodes, {p['tokens_generated']} generated tokens in {p['seconds']:.1f} s = "
-                f"{p['tokens_per_s']:.0f} tokens/s (longest episode {p['episode_tokens_max']} tokens); {mem}",
+        return [f"rollout: {b['episodes']} episodes, {p['tokens_generated']} generated tokens in "
+                f"{p['seconds']:.1f} s = {p['tokens_per_s']:.0f} tokens/s (longest episode "
+                f"{p['episode_tokens_max']} tokens); {mem}",
                 f"decode MFU (2N x generated tokens / rollout s): {_mfu(rec, p['decode_mfu'])}"]
     if phase == "freeze":
         return [f"freeze: {p['seconds']:.1f} s, {p['sequence_tokens']} tokens x {p['passes']} passes; MFU "
                 f"{_mfu(rec, p['mfu'])}; {mem}"]
     gap = rec["logprob_gap"] or {}
-    return [f"sampler vs trainer log-prob gap (rollout/logprob_gap_*): mean {gap.get('logprob_gap_mean', 0.0):.3g}, "
-            f"max {gap.get('logprob_gap_max', 0.0):.3g}",f"update: {p['epochs_used']} epochs x {b['minibatches']} minibatches, {p['tokens_trained']} trained tokens "
-            f"in {p['seconds']:.1f} s = {p['tokens_per_s']:.0f} tokens/s; {mem}",
+    return [f"sampler vs trainer log-prob gap (rollout/logprob_gap_*): mean "
+            f"{gap.get('logprob_gap_mean', 0.0):.3g}, max {gap.get('logprob_gap_max', 0.0):.3g}",
+            f"update: {p['epochs_used']} epochs x {b['minibatches']} minibatches, {p['tokens_trained']} "
+            f"trained tokens in {p['seconds']:.1f} s = {p['tokens_per_s']:.0f} tokens/s; {mem}",
             f"update MFU: {_mfu(rec, p['mfu'])}",
             f"peak memory: {rec['peak_memory']['bytes'] / 2**30:.2f} GiB measured, "
             f"{rec['peak_memory']['predicted']['peak_bytes'] / 2**30:.2f} GiB predicted"]
@@ -463,8 +482,9 @@ def main(argv: list[str] | None = None) -> int:
 
     params, cfg = built[0], built[1]
     predicted = memory.predict(params, memory.Dims.from_config(cfg), rows=args.tasks * args.group)
-    say([f"built: vocab {cfg.vocab_size}, {args.tasks * args.group} episodes on {device} in {dtype}; predicted peak "
-         f"{predicted.peak / 2**30:.2f} GiB (rollout {predicted.rollout / 2**30:.2f}, update {predicted.update / 2**30:.2f})"])
+    say([f"built: vocab {cfg.vocab_size}, {args.tasks * args.group} episodes on {device} in {dtype}; "
+         f"predicted peak {predicted.peak / 2**30:.2f} GiB (rollout {predicted.rollout / 2**30:.2f}, update "
+         f"{predicted.update / 2**30:.2f})"])
     try:
         batch = run_rollout(built[2], device, r)
         rec = record(False)
@@ -474,10 +494,12 @@ def main(argv: list[str] | None = None) -> int:
         r["error"] = f"out of memory: {str(e).splitlines()[0]}"
         if "episodes" not in r:  # the rollout did not finish: the error, the prediction and the peak
             peak = peak_bytes(device)
-            atomic_write_json(out, {"schema": SCHEMA, "complete": False, "error": r["error"], "phase": "rollout",
-                                    "config": args.config, "device": str(device), "dtype": str(dtype),
-                                    "peak_bytes_at_error": peak, "predicted": predicted.as_dict()})
-            print(f"gpu_step: {r['error']} in the rollout (peak {peak / 2**30:.2f} GiB); receipt: {out}", flush=True)
+            atomic_write_json(out, {"schema": SCHEMA, "complete": False, "error": r["error"],
+                                    "phase": "rollout", "config": args.config, "device": str(device),
+                                    "dtype": str(dtype), "peak_bytes_at_error": peak,
+                                    "predicted": predicted.as_dict()})
+            print(f"gpu_step: {r['error']} in the rollout (peak {peak / 2**30:.2f} GiB); receipt: {out}",
+                  flush=True)
             return 3
         r.pop("update_s", None)
         record(False)

@@ -372,8 +372,9 @@ def profile(
     revision: str = typer.Option(None, help="model.revision: the 40-hex hub commit to pin."),
     matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
-    gpu_memory_gib: float = typer.Option(None, help="GPU size to check the predicted peak memory against "
-                                         "(default: the CUDA device's, if model.device is cuda and one is here)."),
+    gpu_memory_gib: float = typer.Option(
+        None, help="GPU size to check the predicted peak memory against (default: the CUDA device's, if "
+        "model.device is cuda and one is here)."),
 ) -> None:
     """Merge a params profile into params.yaml and its `rl` into matrix.yaml (validated; written
     atomically, comments dropped), so the published matrix and the experiment run the profile alike.

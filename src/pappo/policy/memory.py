@@ -3,7 +3,8 @@
 One PPO update has two memory peaks; the run's peak is the larger:
 - rollout: the trained model (frozen base, LoRA adapters with their gradients and AdamW states),
   the decoder's snapshot (a second copy of every weight, LoRA merged: `policy/decoder.py`), the
-  KV cache at its largest (grown by `KVCache.reserve`, see `kv_peak_positions`), the decode step's
+  KV cache at its largest (grown by `KVCache.reserve`, see `kv_peak_positions`, or allocated once:
+  rollout.kv_cache static), the decode step's
   logits (B, V) with the sampler's float32 softmax copies, and the transient of prefilling a chunk
   (an observation or a prompt) for every row;
 - update: the trained model, the activations one micro-batch of `rl.micro_batch_size` full-length
@@ -36,7 +37,8 @@ SAMPLER_COPIES_FP32 = 3  # the decode step's float32 logits, softmax and cumulat
 
 @dataclass(frozen=True)
 class Dims:
-    """The sizes that set memory: vocabulary V, hidden H, MLP width I, layers, query and KV heads, head dim D."""
+    """The sizes that set memory: vocabulary V, hidden H, MLP width I, layers, query and KV heads,
+    head dim D, tied embeddings."""
 
     vocab: int
     hidden: int
@@ -63,7 +65,8 @@ class Dims:
 
     def lora_parameters(self, rank: int, targets: list[str]) -> int:
         """One adapter's A and B over the target projections of every layer (Qwen2 names)."""
-        h, q, kv, i = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim, self.intermediate
+        h, i = self.hidden, self.intermediate
+        q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
         shapes = {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h),
                   "gate_proj": (h, i), "up_proj": (h, i), "down_proj": (i, h)}
         return self.layers * sum(rank * sum(shapes[t]) for t in targets if t in shapes)
@@ -76,7 +79,8 @@ class Dims:
         """Elements one Qwen2 layer keeps per token for a LoRA backward (frozen base): both norms'
         inputs and outputs, q, k, v and their rotated copies, the attention output, gate, up,
         silu(gate) and their product (the down projection's input)."""
-        h, q, kv, i = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim, self.intermediate
+        h, i = self.hidden, self.intermediate
+        q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
         return 4 * h + 2 * q + 4 * kv + q + 4 * i
 
 
@@ -122,8 +126,10 @@ def predict(params: Params, dims: Dims, rows: int | None = None, prompt_tokens: 
     if sampled_fraction is None:
         sampled_fraction = min(1.0, params.env.max_turns * rp.max_new_tokens_per_turn / length)
     weights = dims.parameters() * s
-    adapters = ADAPTER_BYTES * (2 * dims.lora_parameters(params.lora.rank, params.lora.target_modules) + dims.hidden + 2)
-    kv = rows * kv_peak_positions(min(prompt_tokens, length), length) * dims.kv_bytes_per_position(s)
+    lora = dims.lora_parameters(params.lora.rank, params.lora.target_modules)
+    adapters = ADAPTER_BYTES * (2 * lora + dims.hidden + 2)  # policy, critic LoRA; value head, reward weight
+    positions = length if rp.kv_cache == "static" else kv_peak_positions(min(prompt_tokens, length), length)
+    kv = rows * positions * dims.kv_bytes_per_position(s)
     sampler_logits = rows * dims.vocab * (s + 4 * SAMPLER_COPIES_FP32)
     chunk = rows * min(rp.max_new_tokens_per_turn, length)  # an observation (or prompt) prefilled per row
     prefill = chunk * (dims.layer_activation_elements() * s + dims.kv_bytes_per_position(s) // dims.layers)
@@ -133,7 +139,8 @@ def predict(params: Params, dims: Dims, rows: int | None = None, prompt_tokens: 
         activations = dims.layers * tokens * dims.hidden * s + 2 * per_layer
     else:
         activations = dims.layers * per_layer
-    logits = int(tokens * sampled_fraction) * dims.vocab * (s + 4 * LOGIT_COPIES_FP32)
+    copies = LOGIT_COPIES_FP32 - (1 if s == 4 else 0)  # in float32, .float() returns the lm_head output itself
+    logits = int(tokens * sampled_fraction) * dims.vocab * (s + 4 * copies)
     parts = {"weights": weights, "adapters_and_optimizer": adapters, "decoder_snapshot": weights,
              "kv_cache": kv, "sampler_logits": sampler_logits, "prefill": prefill,
              "activations": activations, "train_logits": logits}
@@ -156,7 +163,8 @@ def refusal(params: Params, dims: Dims, gpu_bytes: int, headroom: float = 0.9) -
         fix = f"lower rl.micro_batch_size (now {rl.micro_batch_size})"
         if not params.model.gradient_checkpointing:
             fix += " or set model.gradient_checkpointing: true"
-        fix += f": activations {p.parts['activations'] / GIB:.1f} GiB, logits {p.parts['train_logits'] / GIB:.1f} GiB"
+        fix += (f": activations {p.parts['activations'] / GIB:.1f} GiB, logits "
+                f"{p.parts['train_logits'] / GIB:.1f} GiB")
     return (f"predicted peak memory {p.peak / GIB:.1f} GiB (rollout {p.rollout / GIB:.1f}, update "
             f"{p.update / GIB:.1f}) exceeds {headroom:.0%} of the GPU's {gpu_bytes / GIB:.1f} GiB; {fix}")
 
@@ -173,8 +181,9 @@ def dims_for(params: Params) -> Dims | None:
     m = params.model
     if m.profile == "tiny":
         t = m.tiny
-        return Dims(t.vocab_size, t.hidden_size, t.intermediate_size, t.num_hidden_layers, t.num_attention_heads,
-                    t.num_key_value_heads, t.hidden_size // t.num_attention_heads, tied=True)
+        return Dims(t.vocab_size, t.hidden_size, t.intermediate_size, t.num_hidden_layers,
+                    t.num_attention_heads, t.num_key_value_heads, t.hidden_size // t.num_attention_heads,
+                    tied=True)
     try:
         from transformers import AutoConfig
 

@@ -337,8 +337,9 @@ def start_failure_message(why: str, stderr: str) -> str:
     if stderr:
         msg += f"; its stderr ends:\n{stderr}"
     if "ModuleNotFoundError" in stderr or "ImportError" in stderr:
-        msg += (f"\nThe worker runs {sys.executable} with only this checkout's src on PYTHONPATH: install the "
-                "packages into that interpreter (e.g. pip install -r requirements.lock), not only on PYTHONPATH.")
+        msg += (f"\nThe worker runs {sys.executable} with only this checkout's src on PYTHONPATH: install "
+                "the packages into that interpreter (e.g. pip install -r requirements.lock), not only on "
+                "PYTHONPATH.")
     return msg
 
 
