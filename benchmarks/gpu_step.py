@@ -351,7 +351,8 @@ def source_record() -> dict[str, Any]:
     """The source's commit and hash; outside a git checkout (or one without these files tracked)
     the commit is null and `note` says why, rather than losing the measurements."""
     try:
-        return rc.collect_source(ROOT, SOURCE_PATHS).model_dump(mode="json")
+        src = rc.collect_source(ROOT, SOURCE_PATHS).model_dump(mode="json")
+        return src | ({"note": "not a git checkout: commit unknown"} if src["git_commit"] is None else {})
     except (ValueError, RuntimeError, OSError) as e:
         return {"git_commit": None, "git_dirty": True, "tree_sha256": None, "source_paths": SOURCE_PATHS,
                 "note": f"not a git checkout with these files tracked ({e}): commit unknown"}

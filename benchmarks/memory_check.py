@@ -25,13 +25,14 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = [  # name, phase, rows, tokens (episode limit), gradient checkpointing
-    ("update-mb2-t512", "update", 2, 512, False),
-    ("update-mb4-t512-ckpt", "update", 4, 512, True),
-    ("rollout-b8-t1024", "rollout", 8, 1024, False),
+CONFIGS = [  # name, phase, rows, tokens (episode limit), gradient checkpointing, KV heads
+    ("update-mb2-t512", "update", 2, 512, False, 2),
+    ("update-mb4-t512-ckpt", "update", 4, 512, True, 2),
+    ("rollout-b16-t640-mha", "rollout", 16, 640, False, 8),  # 8 KV heads: the KV cache's growth dominates
 ]
 DIMS = dict(vocab_size=32000, hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
-            num_attention_heads=8, num_key_value_heads=2)
+            num_attention_heads=8)
+PROMPT = 128  # rollout: the first prefill (also the prefill chunk the model counts)
 
 
 def rss() -> int:
@@ -42,7 +43,7 @@ def current_rss() -> int:
     return int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize()
 
 
-def one(name: str, phase: str, rows: int, tokens: int, ckpt: bool) -> dict:
+def one(name: str, phase: str, rows: int, tokens: int, ckpt: bool, kv_heads: int) -> dict:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
@@ -53,7 +54,8 @@ def one(name: str, phase: str, rows: int, tokens: int, ckpt: bool) -> dict:
 
     torch.manual_seed(0)
     params = load_params(ROOT / "params.yaml")
-    cfg = Qwen2Config(**DIMS, tie_word_embeddings=False, max_position_embeddings=4096)
+    cfg = Qwen2Config(**DIMS, num_key_value_heads=kv_heads, tie_word_embeddings=False,
+                      max_position_embeddings=4096)
     base = current_rss()
     model = Qwen2ForCausalLM(cfg)
     if ckpt:
@@ -76,7 +78,7 @@ def one(name: str, phase: str, rows: int, tokens: int, ckpt: bool) -> dict:
 
         with ac.adapter(POLICY):
             dec = Qwen2Decoder(ac.peft)
-        cache, prompt = dec.new_cache(), 128
+        cache, prompt = dec.new_cache(), PROMPT
         sample = Sampler(RolloutParams(), list(range(rows)))
         mask = torch.ones(rows, prompt, dtype=torch.long)
         logits = dec(ids[:, :prompt], mask, torch.arange(prompt).expand(rows, prompt), cache, True)[:, -1]
@@ -87,9 +89,11 @@ def one(name: str, phase: str, rows: int, tokens: int, ckpt: bool) -> dict:
     measured = rss() - base
     p = params.model_copy(update={
         "model": params.model.model_copy(update={"gradient_checkpointing": ckpt}),
-        "rollout": params.rollout.model_copy(update={"max_tokens_per_episode": tokens, "batch_size": rows}),
+        "rollout": params.rollout.model_copy(update={"max_tokens_per_episode": tokens, "batch_size": rows,
+                                                     "max_new_tokens_per_turn": PROMPT}),
         "rl": params.rl.model_copy(update={"micro_batch_size": rows})})
-    pred = memory.predict(p, memory.Dims.from_config(cfg), rows=rows, prompt_tokens=128, sampled_fraction=1.0)
+    pred = memory.predict(p, memory.Dims.from_config(cfg), rows=rows, prompt_tokens=PROMPT,
+                          sampled_fraction=1.0)
     fixed = pred.parts["weights"] + pred.parts["adapters_and_optimizer"]
     # no optimizer step here: no AdamW states (half of ADAPTER_BYTES), and no gradients in the rollout
     absent = pred.parts["adapters_and_optimizer"] * (2 if phase == "update" else 3) // 4

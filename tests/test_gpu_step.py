@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -104,7 +105,7 @@ def test_7b_code_path_at_toy_size_in_bf16_with_checkpointing(tmp_path, capsys, m
     m, b = rec["model"], rec["batch"]
     assert (m["vocab_size"], m["tokenizer_size"]) == (152064, 4096)
     assert (rec["lora"]["rank"], b["micro_batch_size"], b["max_tokens_per_episode"]) == (32, 4, 8192)  # the profile's
-    assert rec["profile"] == "profiles/qwen2.5-coder-7b.yaml"
+    assert rec["profile"] == "<repo>/profiles/qwen2.5-coder-7b.yaml"  # no absolute path in the receipt
     assert lines[2].startswith("note: model vocabulary 152064, tokenizer 4096: ids beyond the tokenizer have lm_head bias")
 
 
@@ -128,13 +129,22 @@ def test_ids_beyond_the_tokenizer_are_never_sampled_and_the_gap_is_unchanged():
     assert same.lm_head.bias is None  # the tokenizer's own size: Qwen2's unbiased lm_head
 
 
-def test_the_receipt_outside_a_git_checkout_has_a_null_commit(monkeypatch):
+def test_the_receipt_outside_a_git_checkout_has_a_null_commit(tmp_path, monkeypatch):
     def no_git(*a, **k):
         raise ValueError("no tracked files under ['src/pappo'] in the repository")
 
     monkeypatch.setattr(gs.rc, "collect_source", no_git)
     src = gs.source_record()
     assert src["git_commit"] is None and "not a git checkout" in src["note"] and "no tracked files" in src["note"]
+    copy = tmp_path / "tree"  # a copy of the sources with no .git at all: hashed, commit null, said so
+    copy.mkdir()
+    for part in gs.SOURCE_PATHS[2:]:  # pyproject.toml, requirements.lock
+        shutil.copy(gs.ROOT / part, copy / part)
+    monkeypatch.undo()
+    monkeypatch.setattr(gs, "ROOT", copy)
+    monkeypatch.setattr(gs, "SOURCE_PATHS", gs.SOURCE_PATHS[2:])
+    src = gs.source_record()
+    assert src["git_commit"] is None and src["note"] == "not a git checkout: commit unknown" and src["tree_sha256"]
 
 
 def test_precision_flags_reach_params_or_are_refused_by_name(capsys):
