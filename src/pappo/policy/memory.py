@@ -17,8 +17,9 @@ One PPO update has two memory peaks; the run's peak is the larger:
 
 An upper-bound estimate for refusing configurations that cannot fit: every row is assumed to
 reach `rollout.max_tokens_per_episode`, the allocator's fragmentation and the CUDA context are
-outside it (`headroom` leaves room for them). Checked against measured peaks in
-`benchmarks/gpu_step.py`'s receipts (predicted and measured side by side).
+outside it (`headroom` leaves room for them). Checked against measured CPU peaks of three small
+configurations in `benchmarks/memory_check.py` (within 15%) and, on a GPU, in
+`benchmarks/gpu_step.py`'s receipts (predicted and torch.cuda.max_memory_allocated side by side).
 """
 
 from __future__ import annotations
