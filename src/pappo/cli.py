@@ -372,18 +372,27 @@ def profile(
     revision: str = typer.Option(None, help="model.revision: the 40-hex hub commit to pin."),
     matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
+    gpu_memory_gib: float = typer.Option(
+        None, help="GPU size to check the predicted peak memory against (default: the CUDA device's, if "
+        "model.device is cuda and one is here)."),
 ) -> None:
     """Merge a params profile into params.yaml and its `rl` into matrix.yaml (validated; written
-    atomically, comments dropped), so the published matrix and the experiment run the profile alike."""
+    atomically, comments dropped), so the published matrix and the experiment run the profile alike.
+    A profile predicted not to fit in the GPU's memory (pappo.policy.memory) is refused."""
     import yaml
 
     from pappo.config import apply_profile
     from pappo.io import atomic_write_text
+    from pappo.policy.memory import check
 
     try:
         merged = apply_profile(params_path, overlay, revision)
     except PappoError as e:
         _fail(str(e))
+        return
+    too_big = check(merged, gpu_memory_gib)
+    if too_big:
+        _fail(f"{overlay}: {too_big}; nothing written")
         return
     header = f"# params.yaml with {overlay} merged in by `pappo profile` (field docs: src/pappo/config.py)\n"
     dumped = merged.model_dump(mode="json", by_alias=True)

@@ -199,6 +199,11 @@ class RolloutParams(_Section):
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling mass (1.0: off).")
     max_new_tokens_per_turn: int = Field(192, ge=8, description="Longest assistant turn.")
     max_tokens_per_episode: int = Field(3072, ge=64, description="Prompt + all turns + observations.")
+    kv_cache: Literal["grow", "static"] = Field(
+        "grow", description="grow: the KV cache's capacity doubles as it fills (old and new buffers alive "
+        "while it grows); static: allocated once at max_tokens_per_episode positions per row (no growth copies, "
+        "a smaller peak: pappo.policy.memory). The same tokens and log-probs either way."
+    )
     calls: Literal["sampled", "constrained"] = Field(
         "sampled", description="sampled: every token of a turn is drawn from the policy; constrained (candidates mode, "
         "rl.loss_tokens decisions): the call's format is forced and the policy draws only its choices (the tool, the "
