@@ -62,7 +62,9 @@ def check_receipt(rec: dict, out_lines: list[str]) -> None:
     assert "update MFU: n/a (no bf16 peak known for cpu)" in out_lines
     assert rec["peak_memory"]["predicted"]["peak_bytes"] > 0
     gap = rec["logprob_gap"]  # the trainer's own sampler-vs-trainer diagnostic, printed too
-    assert set(gap) == {"logprob_gap_mean", "logprob_gap_max"} and 0 <= gap["logprob_gap_mean"] <= gap["logprob_gap_max"]
+    assert set(gap) == {"logprob_gap_mean", "logprob_gap_p99", "logprob_gap_max", "logprob_gap_frac_large"}
+    assert 0 <= gap["logprob_gap_mean"] <= gap["logprob_gap_max"] and gap["logprob_gap_p99"] <= gap["logprob_gap_max"]
+    assert 0 <= gap["logprob_gap_frac_large"] <= 1
     assert any(line.startswith("sampler vs trainer log-prob gap (rollout/logprob_gap_*): mean ") for line in out_lines)
 
 
