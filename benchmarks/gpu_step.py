@@ -328,7 +328,7 @@ def setup(args: argparse.Namespace, device: torch.device, dtype: torch.dtype):  
     model = build_model(cfg, device, dtype, args.seed, args.gradient_checkpointing, decodable=len(tokenizer))
     base = sum(p.numel() for p in model.parameters())
     torch.manual_seed(args.seed)  # LoRA and value-head init
-    ac = ActorCritic(model, params.lora)
+    ac = ActorCritic(model, params.lora, params.model.logits_fp32)
     store = TaskStore.from_params(params, "warmup")
     unused = Path(tempfile.gettempdir()) / "pappo-gpu-step-unused"  # only checkpoints go there: never written
     trainer = Trainer("ppo", params, ac, ChatCodec(tokenizer), store, sorted(store.tasks), stand_in_grades,
