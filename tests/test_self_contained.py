@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+SELF = "tests/test_self_contained.py"  # the checker names what it looks for; it is not scanned
 
-# Patterns written so that this file does not match them itself (no literal "shared" + "/" etc.).
 NAMED = [
     (re.compile(r"(?<![\w-])shared[/]"), "a `shared/` folder (not in the repository)"),
     (re.compile(r"\bseeds?[ /_-]?0\d\d", re.IGNORECASE), "a reference seed (not in the repository)"),
@@ -95,7 +95,7 @@ def tracked_texts(root: Path) -> dict[str, str]:
 
 
 def scan(root: Path) -> list[str]:
-    texts = sorted(tracked_texts(root).items())
+    texts = sorted((rel, text) for rel, text in tracked_texts(root).items() if rel != SELF)
     return [hit for rel, text in texts for hit in outside_references(root, rel, text)]
 
 
