@@ -10,7 +10,8 @@ Episodes are graded by a stand-in grader (no sandbox), so only generation is tim
 the checkpoint in --checkpoint if it exists (the trained base policy: turns of very different
 lengths, so lockstep batching waits for the longest), else, or with --random-weights, the tiny
 profile built from params with a fresh tokenizer (every turn runs to the per-turn token limit).
-Measured on 2 cores, B = 32: 4.3x with the current base policy, 7.6x with random weights.
+Candidates mode (the default params) shows each episode its task's candidate edits. Measured at
+B = 32 with random weights on 2 cores shared with other jobs, one thread: 13.7x (docs/policy.md).
 The last line is `ratio: X.X` = batched tokens/s over naive tokens/s.
 """
 
