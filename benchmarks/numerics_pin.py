@@ -24,12 +24,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from pappo.config import NumericsParams, load_params
 from pappo.numerics import PINNED_ENV, requested_env
 
 
-def workload(tiny: dict, seq_len: int = 512) -> dict[str, float]:  # type: ignore[type-arg]
+def workload(tiny: dict[str, Any], seq_len: int = 512) -> dict[str, float]:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
@@ -54,7 +55,7 @@ def workload(tiny: dict, seq_len: int = 512) -> dict[str, float]:  # type: ignor
     return {"train_s": t1 - t0, "decode_s": time.perf_counter() - t1}
 
 
-def child(settings: NumericsParams, tiny: dict, seq_len: int) -> None:  # type: ignore[type-arg]
+def child(settings: NumericsParams, tiny: dict[str, Any], seq_len: int) -> None:
     from pappo.numerics import collect, pin
 
     pin(settings)
