@@ -11,7 +11,8 @@ the checkpoint in --checkpoint if it exists (the trained base policy: turns of v
 lengths, so lockstep batching waits for the longest), else, or with --random-weights, the tiny
 profile built from params with a fresh tokenizer (every turn runs to the per-turn token limit).
 Candidates mode (the default params) shows each episode its task's candidate edits. Measured at
-B = 32 with random weights on 2 cores shared with other jobs, one thread: 13.7x (docs/policy.md).
+B = 32 with random weights on 2 cores shared with other jobs: 4.9x, and 13.7x with
+OMP_NUM_THREADS=1 (docs/policy.md).
 The last line is `ratio: X.X` = batched tokens/s over naive tokens/s.
 """
 
