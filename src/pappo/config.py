@@ -108,7 +108,7 @@ class CandidatesParams(_Section):
 
 
 class EnvParams(_Section):
-    """The tool-using repair environment (DESIGN.md section 4)."""
+    """The tool-using repair environment (docs/design.md, "Environment")."""
 
     actions: Literal["free", "candidates"] = Field(
         "free", description="free: view/search/str_replace/run_tests/submit on the files; candidates: "
@@ -234,7 +234,7 @@ class BaseModelParams(_Section):
 
 
 class GppoParams(_Section):
-    """GPPO trust region (reference seed 004), used when `rl.trust_region` is gppo."""
+    """GPPO trust region (arXiv 2610.13015; docs/design.md, "GPPO"), used when `rl.trust_region` is gppo."""
 
     geometry: Literal["tv", "chi2", "hellinger", "kl", "two_sided_log"] = Field(
         "tv", description="f-divergence of the region."

@@ -42,12 +42,6 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor, dim: int | None = None) -> 
     return num / torch.where(den > 0, den, torch.ones_like(den))
 
 
-def masked_var(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Population variance of x over the masked tokens (weighted by mask), 0-dim; 0 if none."""
-    mean = masked_mean(x, mask)
-    return masked_mean((x - mean) ** 2, mask)
-
-
 def agg_loss(loss_mat: torch.Tensor, mask: torch.Tensor, loss_agg_mode: LossAggMode = "token-mean") -> torch.Tensor:
     """Reduce a per-token loss (B, T) over the masked tokens to a scalar (verl `agg_loss`).
 
