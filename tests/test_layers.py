@@ -121,22 +121,10 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
-# The one cycle known today (issue 42): summary renders the plots, plots read summary's labels.
-# It is being broken (the shared labels move to their own module); then the xfail below turns
-# into an unexpected pass and strict mode fails it, so the marker and this constant go.
-KNOWN_CYCLE = ["pappo.evidence.plots", "pappo.evidence.summary"]
-
-
-def test_no_import_cycle_but_the_known_one():
-    cycles = [c for c in import_cycles(import_graph(SRC)) if c != KNOWN_CYCLE]
+def test_no_import_cycle():
+    cycles = import_cycles(import_graph(SRC))
     assert not cycles, "import cycles (move what both need into a module of its own):\n" + "\n".join(
         " <-> ".join(c) for c in cycles)
-
-
-@pytest.mark.xfail(strict=True, reason="evidence/summary.py <-> evidence/plots.py import each other "
-                                        "(issue 42)")
-def test_summary_and_plots_do_not_import_each_other():
-    assert KNOWN_CYCLE not in import_cycles(import_graph(SRC))
 
 
 def test_the_cycle_check_sees_a_planted_cycle(tmp_path: Path):
