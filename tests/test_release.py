@@ -149,7 +149,10 @@ def repo(tmp_path: Path) -> Path:
     rc.write_receipt(root / RUN, receipt(root / RUN))
     write(root, "reports/summary.json", summary().model_dump_json(indent=2))
     md5 = hashlib.md5((root / RUN / "report.json").read_bytes()).hexdigest()
-    outs = [{"path": f"{RUN}/report.json", "md5": md5}, {"path": f"{RUN}/adapters", "md5": "f" * 32 + ".dir"}]
+    weights = hashlib.md5((root / RUN / "adapters/adapter_model.safetensors").read_bytes()).hexdigest()
+    manifest = json.dumps([{"md5": weights, "relpath": "adapter_model.safetensors"}], sort_keys=True)  # DVC's .dir
+    outs = [{"path": f"{RUN}/report.json", "md5": md5},
+            {"path": f"{RUN}/adapters", "md5": hashlib.md5(manifest.encode()).hexdigest() + ".dir"}]
     write(root, "dvc.lock", yaml.safe_dump({"schema": "2.0", "stages": {"train@0-pappo": {"cmd": "x", "outs": outs}}}))
     shutil.copy(ROOT / "CITATION.cff", root / "CITATION.cff")
     shutil.copy(ROOT / ".zenodo.json", root / ".zenodo.json")

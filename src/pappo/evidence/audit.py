@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pappo.config import ClaimParams, Params
 from pappo.experiment import receipt as rc
-from pappo.evidence import recompute
+from pappo.evidence import archived, recompute
 from pappo.evidence.committed import check_committed, describe, lock_stages
 from pappo.stats import paired_diff_ci_seeds, seed_wins
 from pappo.evidence.summary import pick_best_baseline, task_values
@@ -106,9 +106,11 @@ class _Ctx:
                                           message=message))  # fmt: skip
 
 
-def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path, stage: bool = False) -> AuditVerdict:
+def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path, stage: bool = False,
+          archive: archived.Archive | None = None) -> AuditVerdict:
     """Every check; claims are evaluated only on runs that passed integrity. `stage`: the audit
-    stage inside dvc repro, which audits its workspace instead of requiring committed evidence."""
+    stage inside dvc repro, which audits its workspace instead of requiring committed evidence.
+    `archive`: root is an unpacked bundle, not a git checkout; its source/ stands in for git."""
     ctx = _Ctx(params, Path(root).resolve(), Path(runs), Path(base_dir), Path(schemas))
     reports: dict[tuple[int, str], RunReport] = {}
     receipts: dict[tuple[int, str], rc.Receipt] = {}
@@ -118,18 +120,27 @@ def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path,
             if loaded is not None:
                 reports[seed, method], receipts[seed, method] = loaded
     _check_lock(ctx)
-    _check_source(ctx, receipts)
+    if archive is None:
+        _check_source(ctx, receipts)
+    else:
+        archived.check_source_tree(ctx.fail, ctx.runs, receipts, archive.source)
     _check_inputs(ctx, reports, receipts)
     _check_budgets(ctx, reports)
     _check_recomputed(ctx, reports, receipts)
-    scope = check_committed(ctx.fail, ctx.root, stage)
+    if archive is None:
+        scope = check_committed(ctx.fail, ctx.root, stage)
+    else:
+        archived.check_packaged(ctx.fail, ctx.root, archive.source)
+        scope = "commit"
     claims = [] if ctx.failures else [evaluate_claim(c, reports, receipts, params.seeds) for c in params.claims]
     num = numerics_verdict(ctx, receipts)
     ok = not ctx.failures
     code: Literal[0, 1, 2] = 1 if not ok else (0 if all(c.holds for c in claims) else 2)
-    return AuditVerdict(exit_code=code, integrity_ok=ok, head=_git(ctx.root, "rev-parse", "HEAD"),
-                        runs_checked=len(reports), failures=ctx.failures, claims=claims, numerics=num, scope=scope,
-                        verdict=render(ok, ctx.failures, claims, num) + "\n" + describe(scope))  # fmt: skip
+    head = _git(ctx.root, "rev-parse", "HEAD") if archive is None else archive.commit
+    where = describe(scope) if archive is None else archived.describe(archive)
+    return AuditVerdict(exit_code=code, integrity_ok=ok, head=head, runs_checked=len(reports), failures=ctx.failures,
+                        claims=claims, numerics=num, scope=scope,
+                        verdict=render(ok, ctx.failures, claims, num) + "\n" + where)
 
 
 def _check_recomputed(ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts: dict[tuple[int, str], rc.Receipt]) -> None:
