@@ -207,6 +207,16 @@ def test_bundle_is_reproducible_complete_and_verifies(repo: Path, tmp_path: Path
     assert all(hashlib.sha256(files[line[66:]]).hexdigest() == line[:64] for line in sums)
 
 
+def test_a_history_file_travels_as_history_json_and_is_checked(repo: Path, tmp_path: Path) -> None:
+    history = write(tmp_path, "history.json", '{"seeds": {"0": ["config-a"]}}\n')
+    info = build_bundle(repo, tmp_path / "h", repo / "receipts/audit.json", history)
+    assert entries(info.path)["history.json"] == history.read_bytes() and verify_bundle(info.path) == []
+    assert any("history.json" in p for p in verify_bundle(rewrite(info.path, tmp_path / "t.zip", change="history.json")))
+    with pytest.raises(PappoError, match="--history .*not a readable JSON"):
+        build_bundle(repo, tmp_path / "h2", repo / "receipts/audit.json", write(tmp_path, "bad.json", "{"))
+    assert "history.json" not in entries(build_bundle(repo, tmp_path / "n", repo / "receipts/audit.json").path)
+
+
 def test_swh_ids_match_git(repo: Path, bundle: Path) -> None:
     assert git_tree_id({}) == "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree
     meta = json.loads(entries(bundle)["BUNDLE.json"])

@@ -26,6 +26,7 @@ from test_dvc_smoke import sh
 
 COMMIT = ("git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "commit", "-qm")
 RUN = "reports/runs/seed_0/pappo"
+pytestmark = pytest.mark.slow  # a real dvc repro of the fixture pipeline: ~2.5 min of CPU
 
 
 def published(root: Path) -> Path:
@@ -96,6 +97,13 @@ def test_a_fresh_clone_gets_the_published_runs_from_the_bundle(world: dict[str, 
     assert found["reproduced"] and found["code_from"] == "git clone" and found["runs"][0]["identical"]
     again = sh("pappo", "evidence", "import", str(bundle), cwd=fresh)  # idempotent
     assert again.returncode == 0, again.stderr
+    mine = fresh / RUN / "metrics.json"  # as if the reviewer's own dvc repro had rewritten a run
+    mine.chmod(0o644)
+    mine.write_text("{}\n")
+    kept = sh("pappo", "evidence", "import", str(bundle), cwd=fresh)
+    assert kept.returncode == 1 and f"(first: {RUN}/metrics.json)" in kept.stderr and mine.read_text() == "{}\n"
+    forced = sh("pappo", "evidence", "import", "--force", str(bundle), cwd=fresh)
+    assert forced.returncode == 0 and mine.read_bytes() == (repo / RUN / "metrics.json").read_bytes(), forced.stderr
 
 
 def test_import_refuses_another_commit_and_a_changed_bundle(world: dict[str, Path], tmp_path: Path) -> None:

@@ -43,6 +43,11 @@ def _workspace(root: Path, out: LockedOut) -> dict[str, bytes] | None:
 
 def _head_is_bundle(root: Path, meta: dict[str, object], lock: bytes) -> str:
     """The clone's HEAD, when it is the bundle's commit with the bundle's tree and dvc.lock."""
+    inside = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True)
+    if inside.returncode != 0 or Path(inside.stdout.strip()).resolve() != root or not (root / "dvc.yaml").is_file():
+        raise PappoError(f"{root} is not the top of a clone of the repository: run `pappo evidence import` there "
+                         "(git clone, then git checkout BUNDLE.json's commit); without a clone, `pappo audit "
+                         "--bundle ZIP` audits the bundle alone")
     head = _git(root, "rev-parse", "--verify", "HEAD^{commit}").decode().strip()
     commit = str(meta.get("commit"))
     if head != commit:
