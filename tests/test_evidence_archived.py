@@ -16,7 +16,7 @@ from test_release import receipt
 DVC_YAML = {"stages": {"train": {"cmd": "pappo train", "deps": ["src/pkg/a.py", "src/pkg/sub", "data/x.jsonl"]}}}
 
 
-class Fails(list):  # type: ignore[type-arg]
+class Fails(list[tuple[str, str, str]]):
     def __call__(self, file: Any, field: str, expected: Any, found: Any, message: str) -> None:
         self.append((str(file), field, message))
 

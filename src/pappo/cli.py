@@ -482,8 +482,8 @@ def experiment(
 
 @app.command()
 def audit(
-    bundle: Path = typer.Option(None, "--bundle", help="Audit an evidence bundle (the zip or its unpacked folder) "
-                                "instead of this checkout; run in an unpacked bundle, that bundle is audited."),
+    bundle: Path = typer.Option(None, "--bundle", help="Audit an evidence bundle (the zip or its unpacked "
+                                "folder) instead of this checkout; run in an unpacked bundle, that bundle."),
     runs: Path = typer.Option(Path("reports/runs"), help="Seed matrix runs."),
     base: Path = typer.Option(Path("models/base"), help="Base checkpoint folder."),
     out: Path = typer.Option(None, help="Write the verdict (JSON) here; default: print it, write nothing "
@@ -539,8 +539,8 @@ def report(
 
 @app.command()
 def reproduce(
-    bundle: Path = typer.Option(None, "--bundle", help="Re-run from an evidence bundle (zip or unpacked folder): its "
-                                "source/ and published runs, no repository needed."),
+    bundle: Path = typer.Option(None, "--bundle", help="Re-run from an evidence bundle (zip or unpacked "
+                                "folder): its source/ and published runs, no repository needed."),
     runs: str = typer.Option(None, help="Runs to re-run, e.g. 0/ppo,1/grpo."),
     sample: int = typer.Option(None, help="Re-run a seeded sample of K runs of the matrix instead."),
     base: bool = typer.Option(False, "--base", help="Rebuild the base model too (the runs then train from it)."),
@@ -642,9 +642,9 @@ def evidence_import(
     except PappoError as e:
         _fail(str(e))
         return
-    typer.echo(f"imported the evidence of {done.commit}: {done.outs} DVC outputs ({done.files} files) checked "
-               f"out, {done.tracked} git-tracked outputs the same as the bundle's; next: `dvc status`, "
-               "`pappo audit`, `pappo reproduce --sample 2`")
+    typer.echo(f"imported the evidence of {done.commit}: {done.outs} DVC outputs ({done.files} files) "
+               f"checked out, {done.tracked} git-tracked outputs the same as the bundle's; next: "
+               "`dvc status`, `pappo audit`, `pappo reproduce --sample 2`")
 
 
 @app.command("verify-bundle")

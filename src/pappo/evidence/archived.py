@@ -44,7 +44,7 @@ def files_under(source: Path, paths: list[str]) -> dict[str, str]:
     listing = {}
     for base in paths:
         top = Path(source) / base
-        found = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file()) if top.is_dir() else []
+        found = sorted(p for p in top.rglob("*") if p.is_file()) if top.is_dir() else [top] * top.is_file()
         for path in found:
             rel = path.relative_to(source).as_posix()
             if "__pycache__" not in rel.split("/"):
@@ -52,7 +52,8 @@ def files_under(source: Path, paths: list[str]) -> dict[str, str]:
     return listing
 
 
-def check_source_tree(fail: Fail, runs: Path, receipts: Mapping[tuple[int, str], rc.Receipt], source: Path) -> None:
+def check_source_tree(fail: Fail, runs: Path, receipts: Mapping[tuple[int, str], rc.Receipt],
+                      source: Path) -> None:
     """Each receipt binds the train stage's code as `source/` holds it (the tree_sha256 it records)."""
     try:
         paths = stage_code(source, "train")
@@ -79,7 +80,7 @@ def check_packaged(fail: Fail, root: Path, source: Path) -> None:
         mine, theirs = _listing(top), _listing(committed)
         if mine != theirs:
             differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
-            fail(rel, "bundle", "the same as source/" + rel + " (the commit's)", f"differs ({differ[0] or rel})",
+            fail(rel, "bundle", f"the same as source/{rel} (the commit's)", f"differs ({differ[0] or rel})",
                  "evidence that is not the released commit's: rebuild the bundle with `pappo release` "
                  "(or download it again)")
 
@@ -92,6 +93,6 @@ def _listing(path: Path) -> dict[str, str]:
 
 def describe(archive: Archive) -> str:
     """The verdict's last lines for a bundle: its scope and what could not be checked here."""
-    lines = [f"scope: the evidence bundle of commit {archive.commit} (its source/ in place of a git checkout)",
-             "not checked here (no git repository):"]
+    lines = [f"scope: the evidence bundle of commit {archive.commit} (its source/ in place of a git "
+             "checkout)", "not checked here (no git repository):"]
     return "\n".join(lines + [f"  - {item.format(commit=archive.commit[:12])}" for item in NOT_CHECKED])

@@ -138,8 +138,8 @@ def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path,
     code: Literal[0, 1, 2] = 1 if not ok else (0 if all(c.holds for c in claims) else 2)
     head = _git(ctx.root, "rev-parse", "HEAD") if archive is None else archive.commit
     where = describe(scope) if archive is None else archived.describe(archive)
-    return AuditVerdict(exit_code=code, integrity_ok=ok, head=head, runs_checked=len(reports), failures=ctx.failures,
-                        claims=claims, numerics=num, scope=scope,
+    return AuditVerdict(exit_code=code, integrity_ok=ok, head=head, runs_checked=len(reports),
+                        failures=ctx.failures, claims=claims, numerics=num, scope=scope,
                         verdict=render(ok, ctx.failures, claims, num) + "\n" + where)
 
 

@@ -30,26 +30,30 @@ AUDIT_INPUTS = ("BUNDLE.json", "params.yaml", "matrix.yaml", "dvc.lock", "data/r
 def is_bundle(folder: Path) -> bool:
     """An unpacked bundle: BUNDLE.json and source/ side by side, no git repository of its own."""
     folder = Path(folder)
-    return (folder / "BUNDLE.json").is_file() and (folder / SOURCE).is_dir() and not (folder / ".git").exists()
+    has_git = (folder / ".git").exists()
+    return (folder / "BUNDLE.json").is_file() and (folder / SOURCE).is_dir() and not has_git
 
 
 def checked(path: Path) -> list[str]:
     """verify_bundle's problems, or a PappoError when `path` is neither a zip nor a folder."""
     path = Path(path)
     if not path.exists():
-        raise PappoError(f"{path}: no such file or folder; pass the pappo-evidence-<version>.zip or its unpacked folder")
+        raise PappoError(f"{path}: no such file or folder; pass the pappo-evidence-<version>.zip or the "
+                         "folder it was unpacked to")
     return verify_bundle(path)
 
 
 def refuse(path: Path, problems: list[str]) -> None:
     """A PappoError listing a bundle's problems (the first twelve) and what to do."""
-    shown = "\n  - ".join(problems[:12]) + (f"\n  ... and {len(problems) - 12} more" if len(problems) > 12 else "")
+    more = f"\n  ... and {len(problems) - 12} more" if len(problems) > 12 else ""
+    shown = "\n  - ".join(problems[:12]) + more
     raise PappoError(f"{path} fails verification ({len(problems)} problems):\n  - {shown}\n"
-                     "download the bundle again (or rebuild it with `pappo release`); a changed bundle is not evidence")
+                     "download the bundle again (or rebuild it with `pappo release`); a changed bundle is "
+                     "not evidence")
 
 
 def unpack(zip_path: Path, into: Path) -> Path:
-    """Extract a verified bundle into `into` (names were checked by verify_bundle); modes and symlinks kept."""
+    """Extract a verified bundle into `into` (verify_bundle checked the names); modes and symlinks kept."""
     into = Path(into)
     with zipfile.ZipFile(zip_path) as zf:
         for info in zf.infolist():
@@ -80,7 +84,8 @@ def meta(folder: Path) -> dict[str, Any]:
         data = json.loads((Path(folder) / "BUNDLE.json").read_text())
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError) as e:
-        raise PappoError(f"{Path(folder) / 'BUNDLE.json'}: unreadable ({e}); download the bundle again") from None
+        where = Path(folder) / "BUNDLE.json"
+        raise PappoError(f"{where}: unreadable ({e}); download the bundle again") from None
 
 
 def missing_inputs(folder: Path) -> list[str]:
@@ -96,9 +101,9 @@ def audit_bundle(folder: Path) -> Any:
     folder = Path(folder).resolve()
     missing = missing_inputs(folder)
     if missing:
-        raise PappoError(f"{folder}: {', '.join(missing)} missing: not a complete evidence bundle (a bundle made "
-                         "before `pappo evidence import` existed lacks models/base); unpack the whole zip, or "
-                         "rebuild it with `pappo release` from the commit")
+        raise PappoError(f"{folder}: {', '.join(missing)} missing: not a complete evidence bundle (one "
+                         "made before `pappo evidence import` existed lacks models/base); unpack the whole "
+                         "zip, or rebuild it with `pappo release` from the commit")
     archive = Archive(source=folder / SOURCE, commit=str(meta(folder).get("commit")))
     with contextlib.chdir(folder):
         params = load_matrix_params(folder / "params.yaml", folder / "matrix.yaml")

@@ -37,29 +37,32 @@ def _workspace(root: Path, out: LockedOut) -> dict[str, bytes] | None:
     if path.is_file():
         return {"": path.read_bytes()}
     if path.is_dir():
-        return {p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+        return {p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*"))
+                if p.is_file()}
     return None
 
 
 def _head_is_bundle(root: Path, meta: dict[str, object], lock: bytes) -> str:
     """The clone's HEAD, when it is the bundle's commit with the bundle's tree and dvc.lock."""
-    inside = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True)
-    if inside.returncode != 0 or Path(inside.stdout.strip()).resolve() != root or not (root / "dvc.yaml").is_file():
-        raise PappoError(f"{root} is not the top of a clone of the repository: run `pappo evidence import` there "
-                         "(git clone, then git checkout BUNDLE.json's commit); without a clone, `pappo audit "
-                         "--bundle ZIP` audits the bundle alone")
+    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True)
+    at_top = top.returncode == 0 and Path(top.stdout.strip()).resolve() == root
+    if not at_top or not (root / "dvc.yaml").is_file():
+        raise PappoError(f"{root} is not the top of a clone of the repository: run `pappo evidence import` "
+                         "there (git clone, then git checkout BUNDLE.json's commit); without a clone, "
+                         "`pappo audit --bundle ZIP` audits the bundle alone")
     head = _git(root, "rev-parse", "--verify", "HEAD^{commit}").decode().strip()
     commit = str(meta.get("commit"))
     if head != commit:
-        raise PappoError(f"the bundle is the evidence of commit {commit}, but {root} is at {head}: run `git checkout "
-                         f"{commit}` (after `git fetch` if the clone lacks it), then import again")
+        raise PappoError(f"the bundle is the evidence of commit {commit}, but {root} is at {head}: run "
+                         f"`git checkout {commit}` (after `git fetch` if the clone lacks it), then import "
+                         "again")
     tree = _git(root, "rev-parse", "HEAD^{tree}").decode().strip()
     if meta.get("swhid_dir") != f"swh:1:dir:{tree}":
         raise PappoError(f"the bundle's source is tree {meta.get('swhid_dir')}, HEAD's is swh:1:dir:{tree}: "
                          "the bundle does not belong to this repository's commit")
     if (root / "dvc.lock").read_bytes() != lock:
-        raise PappoError(f"{root / 'dvc.lock'} differs from the bundle's: restore the commit's (`git checkout -- "
-                         "dvc.lock`), then import again")
+        raise PappoError(f"{root / 'dvc.lock'} differs from the bundle's: restore the commit's "
+                         "(`git checkout -- dvc.lock`), then import again")
     return head
 
 
@@ -76,7 +79,10 @@ def _cache_dir(root: Path) -> Path:
     return (root / out.stdout.strip()).resolve()
 
 
-def plan(root: Path, zip_path: Path, force: bool) -> tuple[str, list[tuple[LockedOut, dict[str, bytes]]], int]:
+Todo = list[tuple[LockedOut, dict[str, bytes]]]
+
+
+def plan(root: Path, zip_path: Path, force: bool) -> tuple[str, Todo, int]:
     """Every check, nothing written: (HEAD, the cached outputs with their files, tracked outputs)."""
     problems = checked(zip_path)
     if problems:
@@ -96,24 +102,25 @@ def plan(root: Path, zip_path: Path, force: bool) -> tuple[str, list[tuple[Locke
         here = _workspace(root, out)
         if out.path in tracked:
             if here != files:
-                bad.append(f"{out.path}: git tracks it and the clone's differs from the bundle's (`git checkout -- "
-                           f"{out.path}`)")
+                bad.append(f"{out.path}: git tracks it and the clone's differs from the bundle's "
+                           f"(`git checkout -- {out.path}`)")
         elif here is not None and here != files and not force:
             conflicts.append(out.path)
         else:
             todo.append((out, files))
+    why = "not in the bundle (made before `pappo evidence import`? rebuild it with `pappo release`)"
     if missing or bad:
-        raise PappoError("the bundle cannot fill this clone; nothing was written:\n  - "
-                         + "\n  - ".join([f"{m}: not in the bundle (made before `pappo evidence import`? rebuild it "
-                                          "with `pappo release`)" for m in missing] + bad))
+        listed = "\n  - ".join([f"{m}: {why}" for m in missing] + bad)
+        raise PappoError(f"the bundle cannot fill this clone; nothing was written:\n  - {listed}")
     if conflicts:
-        raise PappoError(f"{len(conflicts)} outputs here differ from the published ones (first: {conflicts[0]}), "
-                         "e.g. your own `dvc repro`; nothing was written: move them away, or pass --force to "
-                         "replace them with the bundle's")
+        raise PappoError(f"{len(conflicts)} outputs here differ from the published ones (first: "
+                         f"{conflicts[0]}), e.g. your own `dvc repro`; nothing was written: move them "
+                         "away, or pass --force to replace them with the bundle's")
     return head, todo, len(tracked)
 
 
-def import_bundle(root: Path, zip_path: Path, force: bool = False, log: Callable[[str], None] = print) -> Imported:
+def import_bundle(root: Path, zip_path: Path, force: bool = False,
+                  log: Callable[[str], None] = print) -> Imported:
     """Check, then fill the DVC cache and the workspace of the clone at `root` from the bundle."""
     root = Path(root).resolve()
     head, todo, tracked = plan(root, Path(zip_path), force)
@@ -125,5 +132,6 @@ def import_bundle(root: Path, zip_path: Path, force: bool = False, log: Callable
         cmd = ["dvc", "checkout", "--force" if force else "--quiet", *sorted({o.path for o, _ in todo})]
         done = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
         if done.returncode != 0:
-            raise PappoError(f"`dvc checkout` failed in {root}: {(done.stderr or done.stdout).strip()[-1500:]}")
+            why = (done.stderr or done.stdout).strip()[-1500:]
+            raise PappoError(f"`dvc checkout` failed in {root}: {why}")
     return Imported(commit=head, outs=len(todo), files=sum(len(f) for _, f in todo), tracked=tracked)

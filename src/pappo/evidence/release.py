@@ -251,7 +251,7 @@ def _disk_entries(repo_root: Path, audit_path: Path) -> dict[str, tuple[int, byt
         raise PappoError(f"{reports / 'runs'} holds no run: run dvc repro before a release")
     for locked in locked_outs((repo_root / "dvc.lock").read_bytes()):  # the base checkpoint, the other
         disk = repo_root / locked.path  # lock files, the audit stage's verdict: a clone's import needs them
-        found = sorted(p for p in disk.rglob("*") if p.is_file()) if disk.is_dir() else [disk] if disk.is_file() else []
+        found = [disk] * disk.is_file() + sorted(p for p in disk.rglob("*") if p.is_file())
         for path in found:
             rel = path.relative_to(repo_root).as_posix()
             if not _skipped(rel):
@@ -281,7 +281,8 @@ def _history(path: Path) -> bytes:
         data = Path(path).read_bytes()
         json.loads(data)
     except (OSError, ValueError) as e:
-        raise PappoError(f"--history {path}: not a readable JSON file ({e}); pass the tuning history's JSON") from None
+        why = f"not a readable JSON file ({e}); pass the tuning history's JSON"
+        raise PappoError(f"--history {path}: {why}") from None
     return data
 
 
@@ -438,7 +439,8 @@ def _check_runs(entries: dict[str, tuple[int, bytes]], problems: list[str]) -> N
     for out in outs:  # every output the bundle holds, files and directories (the base checkpoint too)
         files = bundled_out(entries, out)
         if files is not None and (found := out_md5(files, out.is_dir)) != out.md5:
-            problems.append(f"{bundled_name(out.path)}: md5 {found}, dvc.lock stage {out.stage} says {out.md5}")
+            name = bundled_name(out.path)
+            problems.append(f"{name}: md5 {found}, dvc.lock stage {out.stage} says {out.md5}")
 
 
 def _check_audit(entries: dict[str, tuple[int, bytes]], bundle: dict[str, Any], problems: list[str]) -> None:

@@ -133,18 +133,20 @@ def prepare_tree(bundle: Path, tree_id: str, scratch: Path, base: bool) -> Path:
     shutil.copytree(bundle / "source", clone, symlinks=True)
     env = {**os.environ, "GIT_AUTHOR_NAME": "pappo reproduce", "GIT_AUTHOR_EMAIL": "reproduce@localhost",
            "GIT_COMMITTER_NAME": "pappo reproduce", "GIT_COMMITTER_EMAIL": "reproduce@localhost"}
-    for cmd in (["git", "init", "--quiet"], ["git", "add", "--all", "--force"],
-                ["git", "-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-m", "bundle source"]):
+    commit = ["git", "-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-m", "bundle source"]
+    for cmd in (["git", "init", "--quiet"], ["git", "add", "--all", "--force"], commit):
         _sh(cmd, clone, env)
     tree = _sh(["git", "rev-parse", "HEAD^{tree}"], clone).strip()
     if f"swh:1:dir:{tree}" != tree_id:
-        raise PappoError(f"the bundle's source/ committed here is tree {tree}, the bundle says {tree_id}: the "
-                         "unpacked files changed (line endings? permissions?); unpack the zip again")
-    inputs = ["data/repofix/manifest.lock.json", "data/warmup/manifest.lock.json"] + ([] if base else ["models/base"])
+        raise PappoError(f"the bundle's source/ committed here is tree {tree}, the bundle says {tree_id}: "
+                         "the unpacked files changed (line endings? permissions?); unpack the zip again")
+    inputs = ["data/repofix/manifest.lock.json", "data/warmup/manifest.lock.json"]
+    inputs += [] if base else ["models/base"]
     for rel in inputs:
         src = bundle / rel
         if not src.exists():
-            raise PappoError(f"{src} is missing: the bundle lacks an input of the re-run; rebuild it with `pappo release`")
+            raise PappoError(f"{src} is missing: the bundle lacks an input of the re-run; rebuild it with "
+                             "`pappo release`")
         (clone / rel).parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, clone / rel)
     return clone
@@ -267,7 +269,7 @@ def load_published(root: Path, params: Params) -> tuple[dict[RunId, RunReport], 
 
 
 def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scratch: Path,
-              log: Callable[[str], None] = print, bundle: dict[str, Any] | None = None) -> Reproduction:  # fmt: skip
+              log: Callable[[str], None] = print, bundle: dict[str, Any] | None = None) -> Reproduction:
     """Re-run `chosen` (and the base model) in a clone of the published commit and compare.
     `bundle`: root is an unpacked evidence bundle (its BUNDLE.json): the code comes from its source/."""
     if not chosen and not base:
@@ -319,9 +321,10 @@ def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scrat
 def _evidence_commit(root: Path) -> str:
     """HEAD: the evidence commit (dvc.lock, the summary) whose train code the audit showed is the runs'."""
     sha = _sh(["git", "rev-parse", "HEAD"], root).strip()
-    if _sh(["git", "status", "--porcelain", "--untracked-files=no", "--", "dvc.lock", "params.yaml", "matrix.yaml", "src"], root):
-        raise PappoError("dvc.lock, params.yaml, matrix.yaml or src/ differ from HEAD: commit them (or restore them) first; a "
-                         "reproduction re-runs the commit")  # fmt: skip
+    evidence = ["dvc.lock", "params.yaml", "matrix.yaml", "src"]
+    if _sh(["git", "status", "--porcelain", "--untracked-files=no", "--", *evidence], root):
+        raise PappoError("dvc.lock, params.yaml, matrix.yaml or src/ differ from HEAD: commit them (or restore "
+                         "them) first; a reproduction re-runs the commit")
     return sha
 
 
