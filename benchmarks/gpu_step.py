@@ -1,7 +1,8 @@
 """One PPO step at model scale: batched multi-turn rollouts, freeze, update; throughput, MFU, memory.
 
-    python benchmarks/gpu_step.py --config 7b --device cuda --out docs/receipts/gpu_step-7b.json
+    python benchmarks/gpu_step.py --config 7b --device cuda --out gpu_step-7b.json
     python benchmarks/gpu_step.py --config tiny --device cpu [--episodes 2x2] [--max-turns 3]
+    python benchmarks/gpu_step.py --config 7b --dtype float16 --logits-fp32 --rollout-is token ...
 
 Builds the Qwen2.5-Coder-7B-Instruct architecture (`--config 7b`, the dims of its config.json) or
 the params.yaml tiny profile with random weights (nothing is downloaded), wraps it in the
@@ -10,12 +11,27 @@ trainer's own phases of one PPO update: `Trainer.rollouts` (tasks x group episod
 stand-in grader, no sandbox), then `Trainer.optimise`, timed in two at its freeze lap: the freeze
 (old log-probs, values, advantages) and the ppo_epochs x minibatches steps of actor and critic
 (target_kl off, so the work is fixed; no critic warm-up, which only the first update of a run
-does). Prints tokens/s per phase, MFU and peak memory; writes a JSON receipt atomically.
+does). Prints each phase's numbers as soon as it ends (tokens/s, MFU, peak memory next to the
+memory model's prediction, `pappo.policy.memory`, and the trainer's sampler-vs-trainer
+`rollout/logprob_gap_*`) and rewrites the JSON receipt atomically after every phase
+(`complete: false` until the end), so a run killed by a timeout or an out-of-memory error keeps
+what it measured. Outside a git checkout the receipt's commit is null and `source.note` says why.
 
-Vocabulary: both configs use the pappo tokenizer built from the warm-up repos (Qwen's cannot be
-downloaded), so sampled ids decode. The 7B architecture is therefore run with a 4096-token
-vocabulary: embedding + lm_head are 1.06B parameters fewer than the real 152064-vocab model
-(6.56B vs 7.62B). FLOPs and MFU are computed for the model actually run.
+The profile (`--profile`; default for `--config 7b`: profiles/qwen2.5-coder-7b.yaml) sets what it
+sets for a user: LoRA, rollout (batch, turn and episode token limits, calls), rl (tasks x group =
+64 episodes, ppo_epochs, minibatches, micro_batch_size, loss_tokens). With `--config 7b`,
+max_turns defaults to enough turns for every episode to reach rollout.max_tokens_per_episode (a
+random-weight policy rarely stops or submits). `--dtype`, `--logits-fp32` and `--rollout-is` go
+through params overrides (model.dtype, model.logits_fp32, rl.rollout_is_level): a knob this
+checkout's config does not have is refused by name.
+
+Vocabulary: the 7B runs at Qwen's 152064 ids (the real embedding and lm_head: their memory, the
+(B, V) logits, the lm_head FLOPs and the sampler's softmax over V) while the pappo tokenizer
+(built from the warm-up repos; Qwen's cannot be downloaded) has 4096. So that every sampled id
+decodes, the lm_head gets a bias: 0 for the tokenizer's ids, -1e4 beyond them (finite: no NaN in
+the entropy's p log p); exp(-1e4) is exactly 0 in float32 and bfloat16, so the ids beyond the
+tokenizer have probability 0 for the sampler and the trainer alike, and the sampler-vs-trainer
+gap is unchanged. `--vocab` sets another size (the tokenizer's own: no bias).
 
 MFU (model FLOPs utilisation; PaLM, Chowdhery et al. 2022, appendix B; Chinchilla, Hoffmann et
 al. 2022, appendix F). N = matmul weights used per token: per layer q, k, v, o (GQA shapes) and
@@ -27,18 +43,21 @@ weight gradients). Gradient-checkpointing recompute is not counted (model, not h
 Update FLOPs = epochs x sum over rows of (policy + critic decoder passes over all T_i tokens:
 prompt, tool and sampled) + the lm_head at the sampled positions only (the trainer applies it
 nowhere else; the critic has none); trained tokens = epochs x 2 passes x sum T_i. MFU = FLOPs / seconds / the device's dense bf16 peak (table
-below; None where unknown, e.g. CPU, or for float32 runs). Decode MFU, for information only: 2N x
+below; None where unknown, e.g. CPU, or for float32 runs; float16 has the same dense tensor-core
+peak as bf16 on these parts). Decode MFU, for information only: 2N x
 generated tokens / rollout seconds (which also hold prefill, attention and environment time).
 
 Measured on 2 CPU cores (tiny, 2x2 episodes, 3 turns x 32 tokens, fp32): 384 generated tokens at
 700-840 tokens/s; 20840 trained tokens at 3000-6200 tokens/s; 0.8 GiB peak RSS; 12-16 s in all. The 7B
-built on CPU in bf16: 6.555B parameters, 12.6 GiB peak RSS. 7B on one H200: not yet run (its
-receipt goes to docs/receipts/gpu_step-7b.json). The last line is `receipt: <path>`.
+built on CPU in bf16: 6.555B parameters, 12.6 GiB peak RSS. The issue-44 H200 run at c24b699 used
+params.yaml's LoRA and limits with a 4096 vocabulary; the profile at 152064 ids: benchmarks/gpu_check.sh.
+The last line is `receipt: <path>`.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 import time
@@ -48,10 +67,11 @@ from typing import Any
 import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
-from pappo.config import RLParams, RolloutParams, load_params, profile_mapping
+from pappo.config import ModelParams, Params, RLParams, load_params, profile_mapping
 from pappo.experiment import receipt as rc
 from pappo.numerics import collect as collect_numerics
 from pappo.io import atomic_write_json
+from pappo.policy import memory
 from pappo.policy.adapters import ActorCritic
 from pappo.policy.chat import ChatCodec
 from pappo.policy.checkpoint import load_tokenizer, tiny_config
@@ -64,18 +84,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
 from common import stand_in_grades  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-HUB_PROFILE = ROOT / "profiles" / "qwen2.5-coder-7b.yaml"  # its decode path is what the benchmark times
-SCHEMA = "pappo.gpu_step/1"
+HUB_PROFILE = ROOT / "profiles" / "qwen2.5-coder-7b.yaml"
+SCHEMA = "pappo.gpu_step/2"
 SOURCE_PATHS = ["src/pappo", "benchmarks", "pyproject.toml", "requirements.lock"]
 QWEN25_CODER_7B = dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
                        num_key_value_heads=4, max_position_embeddings=32768, rope_theta=1000000.0,
                        rms_norm_eps=1e-6, tie_word_embeddings=False, hidden_act="silu")  # fmt: skip
 QWEN25_VOCAB = 152064
+BEYOND_TOKENIZER_BIAS = -1e4  # lm_head bias of the ids the tokenizer cannot decode (module docstring)
 # Dense (no sparsity) bf16 tensor-core peaks from NVIDIA datasheets; the first substring match wins.
 PEAK_BF16 = (("H200 NVL", 835.5e12), ("H200", 989.4e12), ("H100 NVL", 835.5e12), ("H100 PCIe", 756e12),
              ("H100", 989.4e12), ("A100", 312e12), ("L40S", 362e12))  # fmt: skip
-_KEYS = ("episodes", "max_turns", "max_new_tokens_per_turn", "gradient_checkpointing")
-DEFAULTS = {"7b": dict(zip(_KEYS, ("8x4", None, None, True))), "tiny": dict(zip(_KEYS, ("2x2", 3, 32, False)))}
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+_KEYS = ("episodes", "max_turns", "max_new_tokens_per_turn", "gradient_checkpointing", "profile", "vocab")
+DEFAULTS = {"7b": dict(zip(_KEYS, (None, None, None, True, HUB_PROFILE, QWEN25_VOCAB))),
+            "tiny": dict(zip(_KEYS, ("2x2", 3, 32, False, None, None)))}
+# flag -> (params section, field) for the precision sweep; the field may be absent from config.py
+KNOBS = {"logits_fp32": ("model", "logits_fp32"), "rollout_is": ("rl", "rollout_is_level")}
 
 
 def model_flops_per_token(cfg: Any, context_len: float, train: bool, lora: bool, lm_head: bool = True) -> float:
@@ -96,11 +121,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", choices=sorted(DEFAULTS), default="tiny")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="auto: cuda if available")
-    ap.add_argument("--dtype", choices=["auto", "bfloat16", "float32"], default="auto", help="auto: bf16 on cuda")
-    ap.add_argument("--episodes", help="TASKSxGROUP: rl.tasks_per_update x rl.group_size (7b 8x4, tiny 2x2)")
-    ap.add_argument("--max-new-tokens-per-turn", type=int, help="default: params (7b), 32 (tiny)")
-    ap.add_argument("--max-turns", type=int, help="env.max_turns; default: params (7b), 3 (tiny)")
-    ap.add_argument("--micro-batch-size", type=int, help="rl.micro_batch_size; default: params")
+    ap.add_argument("--dtype", choices=["auto", *DTYPES], default="auto",
+                    help="model.dtype; auto: bf16 on cuda")
+    ap.add_argument("--logits-fp32", action="store_true", help="model.logits_fp32: true")
+    ap.add_argument("--rollout-is", choices=["token", "sequence"], help="rl.rollout_is_level")
+    ap.add_argument("--profile", type=Path,
+                    help="params overlay; default: the hub profile for 7b, none for tiny")
+    ap.add_argument("--episodes", help="TASKSxGROUP: rl.tasks_per_update x rl.group_size (default: profile)")
+    ap.add_argument("--max-new-tokens-per-turn", type=int, help="default: the profile's (7b), 32 (tiny)")
+    ap.add_argument("--max-tokens-per-episode", type=int, help="default: the profile's (7b), params (tiny)")
+    ap.add_argument("--max-turns", type=int,
+                    help="env.max_turns; 7b default: enough to reach the token limit")
+    ap.add_argument("--micro-batch-size", type=int, help="rl.micro_batch_size; default: the profile's")
+    ap.add_argument("--ppo-epochs", type=int, help="rl.ppo_epochs; default: the profile's")
+    ap.add_argument("--minibatches", type=int, help="rl.minibatches; default: the profile's")
+    ap.add_argument("--kv-cache", choices=["grow", "static"], help="rollout.kv_cache; default: the profile's")
+    ap.add_argument("--vocab", type=int, help="model vocabulary (7b default 152064; tiny: the tokenizer's)")
     ap.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction, help="default: on for 7b only")
     ap.add_argument("--params", type=Path, default=Path("params.yaml"))
     ap.add_argument("--out", type=Path, help="receipt; default: docs/receipts/gpu_step-<config>-<device>.json")
@@ -108,45 +144,87 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     for key, value in DEFAULTS[args.config].items():
         setattr(args, key, value if getattr(args, key) is None else getattr(args, key))
-    tasks, _, group = str(args.episodes).partition("x")
-    if not (tasks.isdigit() and group.isdigit() and int(tasks) > 0 and int(group) > 0):
-        ap.error(f"--episodes {args.episodes!r}: expected TASKSxGROUP, e.g. 8x4")
-    args.tasks, args.group = int(tasks), int(group)
     return args
 
 
-def bench_params(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    params = load_params(args.params)
+def _episodes(args: argparse.Namespace, rl: dict[str, Any]) -> tuple[int, int]:
+    if args.episodes is None:
+        return int(rl["tasks_per_update"]), int(rl["group_size"])
+    tasks, _, group = str(args.episodes).partition("x")
+    if not (tasks.isdigit() and group.isdigit() and int(tasks) > 0 and int(group) > 0):
+        raise SystemExit(f"gpu_step: --episodes {args.episodes!r}: expected TASKSxGROUP, e.g. 16x4")
+    return int(tasks), int(group)
+
+
+def _knobs(args: argparse.Namespace, data: dict[str, Any]) -> None:
+    """The precision sweep's flags, into params sections; refused by name where config.py lacks the knob."""
+    wanted = {"logits_fp32": True if args.logits_fp32 else None, "rollout_is": args.rollout_is}
+    for flag, value in wanted.items():
+        if value is None:
+            continue
+        section, field = KNOBS[flag]
+        model = {"model": ModelParams, "rl": RLParams}[section]
+        if field not in model.model_fields:
+            raise SystemExit(f"gpu_step: --{flag.replace('_', '-')} sets {section}.{field}, which this "
+                             "checkout's src/pappo/config.py does not have; run without the flag or on a "
+                             "checkout with it")
+        data[section][field] = value
+
+
+def bench_params(args: argparse.Namespace, dtype: torch.dtype) -> Params:
+    """params.yaml with the profile's lora, rollout and rl, the benchmark's overrides, validated."""
+    data = load_params(args.params).model_dump(mode="json", by_alias=True)
+    hub = profile_mapping(args.params, args.profile or HUB_PROFILE)
+    if args.profile is not None:
+        for section in ("lora", "rollout", "rl"):
+            data[section] = hub[section]
+    else:  # the hub profile's decode path and loss tokens, whatever params.yaml's CPU tier uses
+        data["rollout"]["calls"] = hub["rollout"]["calls"]
+        data["rl"]["loss_tokens"] = hub["rl"]["loss_tokens"]
+    rl, rollout, env = data["rl"], data["rollout"], data["env"]
+    args.tasks, args.group = _episodes(args, rl)
     # critic_warmup_steps 0: time a steady-state update, not the first update's extra critic steps
-    rl = {"tasks_per_update": args.tasks, "group_size": args.group, "target_kl": None, "updates": 1,
-          "critic_warmup_steps": 0}  # fmt: skip
-    rl |= {"micro_batch_size": args.micro_batch_size} if args.micro_batch_size else {}
-    # the hub profile's decode path and loss tokens, whatever params.yaml's CPU tier uses
-    hub = profile_mapping(args.params, HUB_PROFILE)
-    hub_rl, hub_rollout = RLParams.model_validate(hub["rl"]), RolloutParams.model_validate(hub["rollout"])
-    rl |= {"loss_tokens": hub_rl.loss_tokens}
-    rollout = {"batch_size": args.tasks * args.group, "calls": hub_rollout.calls}  # one lockstep batch
-    rollout |= {"max_new_tokens_per_turn": args.max_new_tokens_per_turn} if args.max_new_tokens_per_turn else {}
-    env = {"max_turns": args.max_turns} if args.max_turns else {}
-    return params.model_copy(update={"rl": params.rl.model_copy(update=rl),
-                                     "rollout": params.rollout.model_copy(update=rollout),
-                                     "env": params.env.model_copy(update=env)})  # fmt: skip
+    rl |= {"tasks_per_update": args.tasks, "group_size": args.group, "target_kl": None, "updates": 1,
+           "critic_warmup_steps": 0}
+    for key in ("micro_batch_size", "ppo_epochs", "minibatches"):
+        rl |= {key: getattr(args, key)} if getattr(args, key) else {}
+    rollout["batch_size"] = args.tasks * args.group  # one lockstep batch
+    for key in ("max_new_tokens_per_turn", "max_tokens_per_episode", "kv_cache"):
+        rollout |= {key: getattr(args, key)} if getattr(args, key) else {}
+    if args.max_turns is None:  # 7b: every episode can reach the token limit
+        args.max_turns = math.ceil(rollout["max_tokens_per_episode"] / rollout["max_new_tokens_per_turn"]) + 1
+    env["max_turns"] = args.max_turns
+    data["model"] |= {"dtype": str(dtype).removeprefix("torch."),
+                      "gradient_checkpointing": args.gradient_checkpointing}
+    _knobs(args, data)
+    try:
+        return Params.model_validate(data)
+    except ValueError as e:
+        raise SystemExit(f"gpu_step: the benchmark's params are invalid (check the flags): {e}") from None
 
 
-def model_config(name: str, tokenizer: Any, params: Any):  # type: ignore[no-untyped-def]
+def model_config(name: str, tokenizer: Any, params: Any, vocab: int | None = None) -> Any:
     ids = {k: getattr(tokenizer, k) for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
     if name == "tiny":
-        return tiny_config(params.model.tiny, len(tokenizer), **ids)
-    # len(tokenizer), not rounded up: every id the sampler can draw must decode.
-    return Qwen2Config(vocab_size=len(tokenizer), use_sliding_window=False, attn_implementation="sdpa",
-                       **QWEN25_CODER_7B, **ids)  # fmt: skip
+        return tiny_config(params.model.tiny, vocab or len(tokenizer), **ids)
+    return Qwen2Config(vocab_size=vocab or len(tokenizer), use_sliding_window=False,
+                       attn_implementation="sdpa", **QWEN25_CODER_7B, **ids)
 
 
-def build_model(cfg: Any, device: torch.device, dtype: torch.dtype, seed: int, ckpt: bool):  # type: ignore[no-untyped-def]
-    """Random weights made on `device` in `dtype` directly (no 30 GB float32 7B on the host first)."""
+def build_model(cfg: Any, device: torch.device, dtype: torch.dtype, seed: int, ckpt: bool,
+                decodable: int | None = None):  # type: ignore[no-untyped-def]
+    """Random weights made on `device` in `dtype` directly (no 30 GB float32 7B on the host first).
+    decodable: the tokenizer's size, when the vocabulary is larger (module docstring: the lm_head bias)."""
     with torch.random.fork_rng(devices=[]), torch.device(device):
         torch.manual_seed(seed)
         model = Qwen2ForCausalLM._from_config(cfg, dtype=dtype, attn_implementation="sdpa")
+        if decodable is not None and decodable < cfg.vocab_size:
+            head = torch.nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=True, dtype=dtype)
+            with torch.no_grad():
+                head.weight.copy_(model.lm_head.weight)
+                head.bias.zero_()
+                head.bias[decodable:] = BEYOND_TOKENIZER_BIAS
+            model.lm_head = head
     if not ckpt:
         return model.eval()
     # As pappo.experiment.run.place: HF checkpoints in train mode only (LoRA dropout must be 0). The
@@ -171,33 +249,42 @@ def peak_bytes(device: torch.device, reset: bool = False) -> int:
     return int(rc.collect_resources().peak_rss_mb * 2**20)
 
 
-def run_phases(trainer: Any, device: torch.device, dtype: torch.dtype) -> dict[str, Any]:
-    """Time rollout, freeze and update separately, each with its own peak memory."""
-    out: dict[str, Any] = {"peak_bytes": {"setup": peak_bytes(device, reset=True)}}
+def run_rollout(trainer: Any, device: torch.device, out: dict[str, Any]) -> Any:
+    """Time the rollout phase into `out`; returns the trainer batch built from it."""
+    out["peak_bytes"] = {"setup": peak_bytes(device, reset=True)}
     start = sync_time(device)
     trajs, groups, index = trainer.rollouts(0)  # the pipeline's own path: a decoder snapshot on `device`
     out["rollout_s"] = sync_time(device) - start
     out["peak_bytes"]["rollout"] = peak_bytes(device, reset=True)
     out["generated"], out["episodes"] = sum(int(t.metrics["tokens"]) for t in trajs), len(trajs)
+    out["episode_tokens"] = [len(t.token_ids) for t in trajs]
     if device.type == "cuda":
         torch.cuda.empty_cache()  # hand the snapshot's and KV cache's blocks back before training
     batch = from_trajectories(trajs, groups, trainer.codec.pad_id, index).to(device)
+    out["rows_tokens"] = batch.attention_mask.sum(-1).tolist()
+    out["rows_sampled"] = batch.response_mask.sum(-1).long().tolist()
+    return batch
+
+
+def run_optimise(trainer: Any, batch: Any, device: torch.device, out: dict[str, Any], on_freeze: Any) -> None:
+    """Time the freeze and the update into `out`; `on_freeze()` runs once the freeze is measured."""
     marks: dict[str, float] = {}
 
     def frozen(name: str) -> None:  # optimise's lap("freeze"): ends the freeze phase, starts the update's
         marks["freeze_end"] = sync_time(device)
         out["peak_bytes"]["freeze"] = peak_bytes(device, reset=True)
+        out["freeze_s"] = marks["freeze_end"] - start
+        on_freeze()
         marks["update_start"] = sync_time(device)
 
     start = sync_time(device)
     fields = trainer.optimise(batch, 0, lap=frozen)
     end = sync_time(device)
-    out["freeze_s"], out["update_s"] = marks["freeze_end"] - start, end - marks["update_start"]
+    out["update_s"] = end - marks["update_start"]
     out["peak_bytes"]["update"] = peak_bytes(device)
     out["steps"], out["epochs"] = len(fields["steps"]), fields["epochs_used"]
-    out["rows_tokens"] = batch.attention_mask.sum(-1).tolist()
-    out["rows_sampled"] = batch.response_mask.sum(-1).long().tolist()
-    return out
+    gaps = fields["freeze"].items()
+    out["gap"] = {k.removeprefix("rollout/"): float(v) for k, v in gaps if "logprob_gap" in k}
 
 
 def phase_flops(cfg: Any, tokens: list[int], sampled: list[int], train: bool, passes: int, heads: int) -> float:
@@ -211,133 +298,215 @@ def phase_flops(cfg: Any, tokens: list[int], sampled: list[int], train: bool, pa
 
 
 def measures(cfg: Any, r: dict[str, Any], peak: float | None, kl_passes: int) -> dict[str, Any]:
-    """Per-phase seconds, tokens, tokens/s, FLOPs and MFU (None without a peak)."""
-    tokens, sampled, epochs = r["rows_tokens"], r["rows_sampled"], r["epochs"]
+    """Per-phase seconds, tokens, tokens/s, FLOPs and MFU (None without a peak), for the phases done."""
+    tokens, sampled, epochs = r["rows_tokens"], r["rows_sampled"], r.get("epochs")
     seq, gen = sum(tokens), r["generated"]
     fl = {"rollout": gen * model_flops_per_token(cfg, 0, train=False, lora=True),  # 2N per generated token
           "freeze": phase_flops(cfg, tokens, sampled, False, 2 + kl_passes, 1 + kl_passes),  # + reference
-          "update": epochs * phase_flops(cfg, tokens, sampled, True, 2, 1)}  # actor and critic, every epoch  # fmt: skip
-    mfu = {k: fl[k] / r[f"{k}_s"] / peak if peak else None for k in fl}
-    return {
+          "update": (epochs or 0) * phase_flops(cfg, tokens, sampled, True, 2, 1)}  # actor, critic; per epoch
+    mfu = {k: fl[k] / r[f"{k}_s"] / peak if peak and f"{k}_s" in r else None for k in fl}
+    out: dict[str, Any] = {
         "rollout": {"seconds": r["rollout_s"], "tokens_generated": gen, "tokens_per_s": gen / r["rollout_s"],
-                    "decode_flops": fl["rollout"], "decode_mfu": mfu["rollout"]},
-        "freeze": {"seconds": r["freeze_s"], "sequence_tokens": seq, "passes": 2 + kl_passes,
-                   "tokens_per_s": seq / r["freeze_s"], "flops": fl["freeze"], "mfu": mfu["freeze"]},
-        "update": {"seconds": r["update_s"], "epochs_used": epochs, "optimizer_steps": r["steps"],
-                   "tokens_trained": 2 * epochs * seq, "tokens_per_s": 2 * epochs * seq / r["update_s"],
-                   "flops": fl["update"], "mfu": mfu["update"]},
-    }  # fmt: skip
+                    "decode_flops": fl["rollout"], "decode_mfu": mfu["rollout"],
+                    "episode_tokens_max": max(r.get("episode_tokens") or [0])}}
+    if "freeze_s" in r:
+        out["freeze"] = {"seconds": r["freeze_s"], "sequence_tokens": seq, "passes": 2 + kl_passes,
+                         "tokens_per_s": seq / r["freeze_s"], "flops": fl["freeze"], "mfu": mfu["freeze"]}
+    if "update_s" in r:
+        out["update"] = {"seconds": r["update_s"], "epochs_used": epochs, "optimizer_steps": r["steps"],
+                         "tokens_trained": 2 * epochs * seq, "tokens_per_s": 2 * epochs * seq / r["update_s"],
+                         "flops": fl["update"], "mfu": mfu["update"]}
+    return out
 
 
 def setup(args: argparse.Namespace, device: torch.device, dtype: torch.dtype):  # type: ignore[no-untyped-def]
-    params = bench_params(args)
+    params = bench_params(args, dtype)
     with tempfile.TemporaryDirectory(prefix="pappo-bench-tok-") as tmp:
         build_tokenizer(params.model.tiny, params.tasks.warmup.repos, Path(tmp))
         tokenizer = load_tokenizer(Path(tmp))
-    cfg = model_config(args.config, tokenizer, params)
-    model = build_model(cfg, device, dtype, args.seed, args.gradient_checkpointing)
+    cfg = model_config(args.config, tokenizer, params, args.vocab)
+    model = build_model(cfg, device, dtype, args.seed, args.gradient_checkpointing, decodable=len(tokenizer))
     base = sum(p.numel() for p in model.parameters())
     torch.manual_seed(args.seed)  # LoRA and value-head init
-    ac = ActorCritic(model, params.lora)
+    ac = ActorCritic(model, params.lora, params.model.logits_fp32)
     store = TaskStore.from_params(params, "warmup")
     unused = Path(tempfile.gettempdir()) / "pappo-gpu-step-unused"  # only checkpoints go there: never written
     trainer = Trainer("ppo", params, ac, ChatCodec(tokenizer), store, sorted(store.tasks), stand_in_grades,
-                      unused, seed=args.seed)  # fmt: skip
-    return params, cfg, trainer, base
+                      unused, seed=args.seed)
+    return params, cfg, trainer, base, len(tokenizer)
 
 
-def model_record(cfg: Any, base: int, ac: Any, name: str) -> dict[str, Any]:
+def model_record(cfg: Any, base: int, ac: Any, tokenizer_size: int) -> dict[str, Any]:
     keys = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-            "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "tie_word_embeddings", "hidden_act")  # fmt: skip
+            "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "tie_word_embeddings",
+            "hidden_act")
     rope = (getattr(cfg, "rope_parameters", None) or {}).get("rope_theta", getattr(cfg, "rope_theta", None))
-    copies = 1 if cfg.tie_word_embeddings else 2  # embedding, and lm_head unless tied
-    full = base + copies * cfg.hidden_size * (QWEN25_VOCAB - cfg.vocab_size) if name == "7b" else None
     return {k: getattr(cfg, k) for k in keys} | {
-        "rope_theta": rope, "parameters_base": base, "parameters_base_at_vocab_152064": full,
+        "rope_theta": rope, "parameters_base": base, "tokenizer_size": tokenizer_size,
         "parameters_total": sum(p.numel() for p in ac.parameters()),
-        "parameters_trainable": sum(p.numel() for p in ac.parameters() if p.requires_grad)}  # fmt: skip
+        "parameters_trainable": sum(p.numel() for p in ac.parameters() if p.requires_grad)}
+
+
+def source_record() -> dict[str, Any]:
+    """The source's commit and hash; outside a git checkout (or one without these files tracked)
+    the commit is null and `note` says why, rather than losing the measurements."""
+    try:
+        src = rc.collect_source(ROOT, SOURCE_PATHS).model_dump(mode="json")
+        return src | ({"note": "not a git checkout: commit unknown"} if src["git_commit"] is None else {})
+    except (ValueError, RuntimeError, OSError) as e:
+        return {"git_commit": None, "git_dirty": True, "tree_sha256": None, "source_paths": SOURCE_PATHS,
+                "note": f"not a git checkout with these files tracked ({e}): commit unknown"}
+
+
+def vocab_note(vocab: int, tokenizer_size: int) -> str:
+    if vocab > tokenizer_size:
+        return (f"model vocabulary {vocab}, tokenizer {tokenizer_size}: ids beyond the tokenizer have "
+                f"lm_head bias {BEYOND_TOKENIZER_BIAS:g} (probability 0)")
+    return f"model vocabulary = the pappo tokenizer's {tokenizer_size}"
 
 
 def receipt(args: argparse.Namespace, device: torch.device, dtype: torch.dtype, built: tuple, r: dict[str, Any],
-            clock: Any) -> dict[str, Any]:  # fmt: skip
-    params, cfg, trainer, base = built
+            clock: Any, complete: bool) -> dict[str, Any]:
+    params, cfg, trainer, base, tokenizer_size = built
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     peak = peak_bf16(name)
-    phases = measures(cfg, r, peak if dtype == torch.bfloat16 else None, int(params.rl.kl_coef > 0))
+    phases = measures(cfg, r, peak if dtype != torch.float32 else None, int(params.rl.kl_coef > 0))
     hardware = rc.collect_hardware()
     if device.type == "cpu":  # the kind this run used, also on a machine that has a GPU
         hardware = hardware.model_copy(update={"accelerator": "cpu", "accelerator_model_name": None})
     rp, rl = params.rollout, params.rl
+    predicted = memory.predict(params, memory.Dims.from_config(cfg), rows=r["episodes"])
+    up = phases.get("update", {})
     return {
-        "schema": SCHEMA, "config": args.config, "device": str(device), "device_name": name,
-        "dtype": str(dtype).removeprefix("torch."), "gradient_checkpointing": args.gradient_checkpointing,
-        "vocab_note": f"pappo tokenizer vocabulary ({cfg.vocab_size}), not Qwen's {QWEN25_VOCAB}; FLOPs and "
-                      "MFU are for the model actually run",
-        "model": model_record(cfg, base, trainer.ac, args.config), "lora": params.lora.model_dump(mode="json"),
+        "schema": SCHEMA, "complete": complete, "error": r.get("error"), "config": args.config,
+        "profile": None if args.profile is None else rc.sanitise(str(args.profile), ROOT),
+        "device": str(device), "device_name": name, "dtype": str(dtype).removeprefix("torch."),
+        "gradient_checkpointing": args.gradient_checkpointing,
+        "knobs": {"logits_fp32": args.logits_fp32, "rollout_is_level": args.rollout_is},
+        "vocab_note": vocab_note(cfg.vocab_size, tokenizer_size),
+        "model": model_record(cfg, base, trainer.ac, tokenizer_size),
+        "lora": params.lora.model_dump(mode="json"),
         "batch": {"tasks": args.tasks, "group_size": args.group, "episodes": r["episodes"],
                   "max_turns": params.env.max_turns, "max_new_tokens_per_turn": rp.max_new_tokens_per_turn,
-                  "max_tokens_per_episode": rp.max_tokens_per_episode, "ppo_epochs": rl.ppo_epochs,
+                  "max_tokens_per_episode": rp.max_tokens_per_episode, "kv_cache": rp.kv_cache,
+                  "ppo_epochs": rl.ppo_epochs,
                   "minibatches": rl.minibatches, "micro_batch_size": rl.micro_batch_size, "target_kl": None},
         "phases": phases, "tokens_generated": phases["rollout"]["tokens_generated"],
-        "tokens_trained": phases["update"]["tokens_trained"], "peak_flops_bf16": peak,
-        "mfu": phases["update"]["mfu"],
+        "tokens_trained": up.get("tokens_trained"), "peak_flops_bf16": peak, "mfu": up.get("mfu"),
+        "logprob_gap": r.get("gap"),
         "peak_memory": {"bytes": max(r["peak_bytes"].values()), "per_phase_bytes": r["peak_bytes"],
-                        "measure": "torch.cuda.max_memory_allocated" if device.type == "cuda" else "peak RSS"},
+                        "measure": "torch.cuda.max_memory_allocated" if device.type == "cuda" else "peak RSS",
+                        "predicted": predicted.as_dict()},
         "params_file": rc.sanitise(str(args.params), ROOT), "seed": args.seed,
         "hardware": hardware.model_dump(mode="json"), "software": rc.collect_software().model_dump(mode="json"),
-        "source": rc.collect_source(ROOT, SOURCE_PATHS).model_dump(mode="json"),
+        "source": source_record(),
         "determinism": rc.collect_determinism(args.seed, collect_numerics(params.numerics)).model_dump(mode="json"),
         "timing": clock.stop().model_dump(mode="json"),
-    }  # fmt: skip
+    }
+
+
+def _mfu(rec: dict[str, Any], x: float | None) -> str:
+    if rec["peak_flops_bf16"] is None:
+        return f"n/a (no bf16 peak known for {rec['device_name']})"
+    if x is None:
+        return f"n/a ({rec['dtype']} run; the peak is bf16)"
+    return f"{100 * x:.1f}% of {rec['peak_flops_bf16'] / 1e12:.0f} TFLOP/s bf16 ({rec['device_name']})"
+
+
+def head_lines(rec: dict[str, Any]) -> list[str]:
+    m, b = rec["model"], rec["batch"]
+    n = m["parameters_base"]
+    size = f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.2f}M"
+    short = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}[rec["dtype"]]
+    pred = rec["peak_memory"]["predicted"]
+    return [f"config: {rec['config']} ({size} params incl. embeddings, vocab {m['vocab_size']}), "
+            f"device {rec['device']} {short}, LoRA r{rec['lora']['rank']}",
+            f"note: {rec['vocab_note']}",
+            f"batch: {b['episodes']} episodes, max_turns {b['max_turns']} x {b['max_new_tokens_per_turn']} "
+            f"tokens, max_tokens_per_episode {b['max_tokens_per_episode']} (kv_cache {b['kv_cache']}), "
+            f"ppo_epochs {b['ppo_epochs']} x minibatches {b['minibatches']}, micro_batch_size "
+            f"{b['micro_batch_size']}",
+            f"predicted peak memory: {pred['peak_bytes'] / 2**30:.2f} GiB (rollout "
+            f"{pred['rollout_bytes'] / 2**30:.2f}, update {pred['update_bytes'] / 2**30:.2f})"]
+
+
+def phase_lines(rec: dict[str, Any], phase: str) -> list[str]:
+    """The printed lines of one finished phase."""
+    p, b, per = rec["phases"].get(phase), rec["batch"], rec["peak_memory"]["per_phase_bytes"]
+    if p is None:
+        return []
+    mem = f"peak {per.get(phase, 0) / 2**30:.2f} GiB ({rec['peak_memory']['measure']})"
+    if phase == "rollout":
+        return [f"rollout: {b['episodes']} episodes, {p['tokens_generated']} generated tokens in "
+                f"{p['seconds']:.1f} s = {p['tokens_per_s']:.0f} tokens/s (longest episode "
+                f"{p['episode_tokens_max']} tokens); {mem}",
+                f"decode MFU (2N x generated tokens / rollout s): {_mfu(rec, p['decode_mfu'])}"]
+    if phase == "freeze":
+        return [f"freeze: {p['seconds']:.1f} s, {p['sequence_tokens']} tokens x {p['passes']} passes; MFU "
+                f"{_mfu(rec, p['mfu'])}; {mem}"]
+    gap = rec["logprob_gap"] or {}
+    return [f"sampler vs trainer log-prob gap (rollout/logprob_gap_*): mean "
+            f"{gap.get('logprob_gap_mean', 0.0):.3g}, max {gap.get('logprob_gap_max', 0.0):.3g}",
+            f"update: {p['epochs_used']} epochs x {b['minibatches']} minibatches, {p['tokens_trained']} "
+            f"trained tokens in {p['seconds']:.1f} s = {p['tokens_per_s']:.0f} tokens/s; {mem}",
+            f"update MFU: {_mfu(rec, p['mfu'])}",
+            f"peak memory: {rec['peak_memory']['bytes'] / 2**30:.2f} GiB measured, "
+            f"{rec['peak_memory']['predicted']['peak_bytes'] / 2**30:.2f} GiB predicted"]
 
 
 def summary(rec: dict[str, Any]) -> list[str]:
-    m, b, (ro, fr, up) = rec["model"], rec["batch"], (rec["phases"][k] for k in ("rollout", "freeze", "update"))
-    n = m["parameters_base"]
-    size = f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.2f}M"
+    return head_lines(rec) + [line for ph in ("rollout", "freeze", "update") for line in phase_lines(rec, ph)]
 
-    def mfu(x: float | None) -> str:
-        if rec["peak_flops_bf16"] is None:
-            return f"n/a (no bf16 peak known for {rec['device_name']})"
-        if x is None:
-            return f"n/a ({rec['dtype']} run; the peak is bf16)"
-        return f"{100 * x:.1f}% of {rec['peak_flops_bf16'] / 1e12:.0f} TFLOP/s bf16 ({rec['device_name']})"
 
-    lines = [
-        f"config: {rec['config']} ({size} params incl. embeddings, vocab {m['vocab_size']}), device {rec['device']} "
-        f"{'bf16' if rec['dtype'] == 'bfloat16' else 'fp32'}, LoRA r{rec['lora']['rank']}",
-        f"rollout: {b['episodes']} episodes, {ro['tokens_generated']} generated tokens in {ro['seconds']:.1f} s = "
-        f"{ro['tokens_per_s']:.0f} tokens/s",
-        f"freeze: {fr['seconds']:.1f} s; update: {up['epochs_used']} epochs x {b['minibatches']} minibatches, "
-        f"{up['tokens_trained']} trained tokens in {up['seconds']:.1f} s = {up['tokens_per_s']:.0f} tokens/s",
-        f"update MFU: {mfu(up['mfu'])}",
-        f"freeze MFU: {mfu(fr['mfu'])}; decode MFU (2N x generated tokens / rollout s): {mfu(ro['decode_mfu'])}",
-        f"peak memory: {rec['peak_memory']['bytes'] / 2**30:.2f} GiB ({rec['peak_memory']['measure']})",
-    ]  # fmt: skip
-    if rec["config"] == "7b":
-        lines.insert(1, f"note: the 7B architecture with the pappo tokenizer's {m['vocab_size']}-token vocabulary "
-                        f"(Qwen's {QWEN25_VOCAB}-vocab model: {m['parameters_base_at_vocab_152064'] / 1e9:.2f}B); "
-                        "FLOPs and MFU are for the model run")  # fmt: skip
-    return lines
+def say(lines: list[str]) -> None:
+    print("\n".join(lines), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         print(f"gpu_step: --device cuda, but torch {torch.__version__} sees no CUDA device here; "
-              "use --device cpu (or auto). Nothing was written.", file=sys.stderr)  # fmt: skip
+              "use --device cpu (or auto). Nothing was written.", file=sys.stderr)
         return 2
     cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
     device = torch.device("cuda" if cuda else "cpu")
-    dtype = {"bfloat16": torch.bfloat16, "float32": torch.float32}.get(args.dtype) or (
-        torch.bfloat16 if device.type == "cuda" else torch.float32)  # fmt: skip
+    dtype = DTYPES.get(args.dtype) or (torch.bfloat16 if device.type == "cuda" else torch.float32)
     out = args.out or Path(f"docs/receipts/gpu_step-{args.config}-{device.type}.json")
     clock = rc.Clock.start()
     built = setup(args, device, dtype)
-    results = run_phases(built[2], device, dtype)
-    rec = receipt(args, device, dtype, built, results, clock)
-    atomic_write_json(out, rec)  # only now, and atomically: a failed run writes nothing
-    print("\n".join(summary(rec)))
+    r: dict[str, Any] = {}
+
+    def record(complete: bool) -> dict[str, Any]:
+        rec = receipt(args, device, dtype, built, r, clock, complete)
+        atomic_write_json(out, rec)  # after every phase: a run killed later keeps what it measured
+        return rec
+
+    params, cfg = built[0], built[1]
+    predicted = memory.predict(params, memory.Dims.from_config(cfg), rows=args.tasks * args.group)
+    say([f"built: vocab {cfg.vocab_size}, {args.tasks * args.group} episodes on {device} in {dtype}; "
+         f"predicted peak {predicted.peak / 2**30:.2f} GiB (rollout {predicted.rollout / 2**30:.2f}, update "
+         f"{predicted.update / 2**30:.2f})"])
+    try:
+        batch = run_rollout(built[2], device, r)
+        rec = record(False)
+        say(head_lines(rec) + phase_lines(rec, "rollout"))
+        run_optimise(built[2], batch, device, r, on_freeze=lambda: say(phase_lines(record(False), "freeze")))
+    except torch.OutOfMemoryError as e:
+        r["error"] = f"out of memory: {str(e).splitlines()[0]}"
+        if "episodes" not in r:  # the rollout did not finish: the error, the prediction and the peak
+            peak = peak_bytes(device)
+            atomic_write_json(out, {"schema": SCHEMA, "complete": False, "error": r["error"],
+                                    "phase": "rollout", "config": args.config, "device": str(device),
+                                    "dtype": str(dtype), "peak_bytes_at_error": peak,
+                                    "predicted": predicted.as_dict()})
+            print(f"gpu_step: {r['error']} in the rollout (peak {peak / 2**30:.2f} GiB); receipt: {out}",
+                  flush=True)
+            return 3
+        r.pop("update_s", None)
+        record(False)
+        print(f"gpu_step: {r['error']}; receipt with the phases measured so far: {out}", flush=True)
+        return 3
+    say(phase_lines(record(True), "update"))
     print(f"receipt: {out}")
     return 0
 

@@ -1,6 +1,6 @@
 """What the pinned CPU numerics cost: the tiny profile's training and decoding, pinned vs not.
 
-    python benchmarks/numerics_pin.py [--params params.yaml] [--repeats 3]
+    python benchmarks/numerics_pin.py [--params params.yaml] [--repeats 3] [--seq-len 512]
 
 Each setting runs in a fresh process (the settings only count before torch loads), interleaved
 over the repeats so machine noise hits every setting alike:
@@ -9,7 +9,8 @@ over the repeats so machine noise hits every setting alike:
   * avx2-auto: ATen avx2 and the thread count pinned, MKL left on AUTO (shows what the MKL
     COMPATIBLE branch costs on its own).
 Workload: the default tiny model (params `model.tiny`), 4 AdamW steps on 4 x 512 tokens, then 64
-decoding steps of a batch of 32 with a KV cache. Prints each setting's median seconds, its
+decoding steps of a batch of 32 with a KV cache (`--seq-len` shortens both, for a smoke run).
+Prints each setting's median seconds, its
 fingerprint (src/pappo/numerics.py), and `ratio pinned/machine: X.XX` last.
 """
 
@@ -23,12 +24,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from pappo.config import NumericsParams, load_params
 from pappo.numerics import PINNED_ENV, requested_env
 
 
-def workload(tiny: dict) -> dict[str, float]:  # type: ignore[type-arg]
+def workload(tiny: dict[str, Any], seq_len: int = 512) -> dict[str, float]:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
@@ -36,7 +38,7 @@ def workload(tiny: dict) -> dict[str, float]:  # type: ignore[type-arg]
     cfg = Qwen2Config(**{k: v for k, v in tiny.items() if k != "seed"})
     model = Qwen2ForCausalLM(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    x = torch.randint(0, cfg.vocab_size, (4, 512))
+    x = torch.randint(0, cfg.vocab_size, (4, seq_len))
     t0 = time.perf_counter()
     for _ in range(4):
         loss = model(input_ids=x, labels=x).loss
@@ -45,7 +47,7 @@ def workload(tiny: dict) -> dict[str, float]:  # type: ignore[type-arg]
         opt.step()
     t1 = time.perf_counter()
     with torch.no_grad():
-        out = model(input_ids=x[:, :256].repeat(8, 1), use_cache=True)
+        out = model(input_ids=x[:, : seq_len // 2].repeat(8, 1), use_cache=True)
         cache, tok = out.past_key_values, out.logits[:, -1:].argmax(-1)
         for _ in range(64):
             out = model(input_ids=tok, past_key_values=cache, use_cache=True)
@@ -53,18 +55,19 @@ def workload(tiny: dict) -> dict[str, float]:  # type: ignore[type-arg]
     return {"train_s": t1 - t0, "decode_s": time.perf_counter() - t1}
 
 
-def child(settings: NumericsParams, tiny: dict) -> None:  # type: ignore[type-arg]
+def child(settings: NumericsParams, tiny: dict[str, Any], seq_len: int) -> None:
     from pappo.numerics import collect, pin
 
     pin(settings)
-    result = workload(tiny)
+    result = workload(tiny, seq_len)
     print(json.dumps({**result, "numerics": collect(settings).describe()}))
 
 
 def run(name: str, env: dict[str, str], args: argparse.Namespace) -> dict:  # type: ignore[type-arg]
     clean = {k: v for k, v in os.environ.items() if k not in PINNED_ENV}
-    out = subprocess.run([sys.executable, __file__, "--child", name, "--params", str(args.params)],
-                         env={**clean, **env}, capture_output=True, text=True, check=True)  # fmt: skip
+    cmd = [sys.executable, __file__, "--child", name, "--params", str(args.params),
+           "--seq-len", str(args.seq_len)]
+    out = subprocess.run(cmd, env={**clean, **env}, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -72,6 +75,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--params", type=Path, default=Path("params.yaml"))
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--seq-len", type=int, default=512,
+                    help="training tokens per row (decoding starts from half)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     params = load_params(args.params)
@@ -80,7 +85,7 @@ def main() -> None:
                 "avx2-auto": pinned.model_copy(update={"mkl_cbwr": "AUTO"})}  # fmt: skip
     tiny = params.model.tiny.model_dump()
     if args.child:
-        child(settings[args.child], tiny)
+        child(settings[args.child], tiny, args.seq_len)
         return
     results: dict[str, list[dict]] = {name: [] for name in settings}  # type: ignore[type-arg]
     for _ in range(args.repeats):

@@ -1,10 +1,11 @@
 """What the benchmark asks beyond procedure: success of scripted agents through the real env.
 
     python benchmarks/procedure_ceiling.py [--params params.yaml] [--split 0] [--seeds 5]
-                                           [--tasks eval|all] [--out FILE.json]
+                                           [--tasks eval|all] [--limit N] [--max-turns 12] [--out FILE.json]
 
-On the eval tasks of one split (or all benchmark tasks), graded by the sandbox, at the env's
-max_turns:
+On the eval tasks of one split (or all benchmark tasks; `--limit N`: the first N), graded by the
+sandbox, in the free-form action mode (`env.actions: free`, whatever params say: these agents write
+their own edits) at `--max-turns` (12, the free tier's budget the receipts were measured at):
   * oracle: knows the fix (a check that every task is solvable in the turn budget: 1.0);
   * submit: submits at once (0.0: no task is solved by its buggy tree);
   * grounded, line order and shuffled (one run per seed): the transcript-only procedure of
@@ -52,15 +53,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--split", type=int, default=0, help="Split seed whose eval tasks are played.")
     ap.add_argument("--seeds", type=int, default=5, help="Shuffled grounded runs (one per seed).")
     ap.add_argument("--tasks", choices=["eval", "all"], default="eval")
+    ap.add_argument("--limit", type=int, default=0, help="Play only the first N tasks (0: all).")
+    ap.add_argument("--max-turns", type=int, default=12, help="Turns an episode (the free tier's budget).")
     ap.add_argument("--out", type=Path, default=None, help="Write the results as JSON here.")
     args = ap.parse_args(argv)
     params = load_params(args.params)
-    params = params.model_copy(update={"base_model": params.base_model.model_copy(update={"eval_split_seed": args.split})})
+    base_model = params.base_model.model_copy(update={"eval_split_seed": args.split})
+    env = params.env.model_copy(update={"actions": "free", "max_turns": args.max_turns})
+    params = params.model_copy(update={"base_model": base_model, "env": env})
     if args.tasks == "all":
         store = TaskStore.from_params(params, "repofix")
         ids = sorted(store.tasks)
     else:
         store, ids = eval_tasks(params)  # from the validated lock
+    ids = ids[: args.limit or None]
     start = time.perf_counter()
     runs: dict[str, Any] = {}
     with SandboxPool(params.sandbox) as pool:

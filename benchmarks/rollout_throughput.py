@@ -10,7 +10,9 @@ Episodes are graded by a stand-in grader (no sandbox), so only generation is tim
 the checkpoint in --checkpoint if it exists (the trained base policy: turns of very different
 lengths, so lockstep batching waits for the longest), else, or with --random-weights, the tiny
 profile built from params with a fresh tokenizer (every turn runs to the per-turn token limit).
-Measured on 2 cores, B = 32: 4.3x with the current base policy, 7.6x with random weights.
+Candidates mode (the default params) shows each episode its task's candidate edits. Measured at
+B = 32 with random weights on 2 cores shared with other jobs: 4.9x, and 13.7x with
+OMP_NUM_THREADS=1 (docs/policy.md).
 The last line is `ratio: X.X` = batched tokens/s over naive tokens/s.
 """
 
@@ -26,6 +28,7 @@ import torch
 
 from pappo.config import load_params
 from pappo.env.episode import RepairEnv
+from pappo.env.protocol import tools_for
 from pappo.env.vec import VecEnv
 from pappo.policy.chat import ChatCodec
 from pappo.policy.decoder import Qwen2Decoder
@@ -89,14 +92,20 @@ def main() -> None:
     torch.set_num_threads(max(1, torch.get_num_threads()))
     model, tokenizer = load_model(params, None if args.random_weights else args.checkpoint)
     model.eval()
-    codec = ChatCodec(tokenizer)
+    codec = ChatCodec(tokenizer, tools_for(params.env.actions))
     store = TaskStore.from_params(params, "warmup")
     pool = list(store.tasks.values())
     tasks = [pool[i % len(pool)] for i in range(args.episodes or params.rollout.batch_size)]  # cycled past 30
+    in_candidates = params.env.actions == "candidates"
 
-    def envs():  # type: ignore[no-untyped-def]
-        return [RepairEnv(t, store.clean(t), store.buggy(t), params.env, stand_in_grades) for t in tasks]
+    def envs() -> list[RepairEnv]:
+        # candidates mode shows each task's candidate edits, in the order of episode seed i
+        return [RepairEnv(t, store.clean(t), store.buggy(t), params.env, stand_in_grades,
+                          candidates=store.candidates[t.instance_id] if in_candidates else None, seed=i)
+                for i, t in enumerate(tasks)]
 
+    # No call trie: `model.generate` cannot force the call format, so both sides sample every token
+    # (rollout.calls: sampled) and the comparison measures generation alone.
     engine = RolloutEngine(Qwen2Decoder(model), codec, params.rollout.model_copy(update={"batch_size": len(tasks)}))
     start = time.perf_counter()
     trajs = engine.run(VecEnv(envs(), stand_in_grades), seed=0)

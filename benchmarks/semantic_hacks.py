@@ -1,9 +1,10 @@
 """Semantic hacks on every RepoFix-100 task: how many pass the visible tests, how many the full grade.
 
-    python benchmarks/semantic_hacks.py [--params params.yaml]
+    python benchmarks/semantic_hacks.py [--params params.yaml] [--tasks N]
 
-For each task whose bug sits in a named function or method (its hidden checks name it), four
-patches leave the bug in place and try to fool the grader (tests/semantic_attacks.py): return an
+For each task (or the first N in id order) whose bug sits in a named function or method (its
+hidden checks name it), four patches leave the bug in place and try to fool the grader
+(tests/semantic_attacks.py): return an
 always-equal object; wrap an always-equal object inside the buggy answer; return the buggy answer
 as a builtin subclass whose `__eq__` is always True (int, float, str, list, tuple, dict); and
 special-case the inputs of the FAIL_TO_PASS tests' calls (right there, the bug elsewhere).
@@ -31,9 +32,13 @@ from pappo.sandbox.pool import SandboxPool  # noqa: E402
 from pappo.tasks.hidden import read_hidden, hidden_path  # noqa: E402
 from pappo.tasks.store import TaskStore  # noqa: E402
 
-def attacks(store: TaskStore, hidden: dict[str, Any]) -> list[tuple[str, Any, dict[str, bytes]]]:
+Attack = tuple[str, Any, dict[str, bytes]]
+
+
+def attacks(store: TaskStore, hidden: dict[str, Any], ids: list[str]) -> list[Attack]:
     out = []
-    for tid, task in store.tasks.items():
+    for tid in ids:
+        task = store.tasks[tid]
         h = hidden[tid]
         if not h.bug_function or "<" in h.bug_function:
             continue
@@ -47,16 +52,18 @@ def attacks(store: TaskStore, hidden: dict[str, Any]) -> list[tuple[str, Any, di
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--params", type=Path, default=Path("params.yaml"))
+    ap.add_argument("--tasks", type=int, default=0, help="Attack the first N tasks in id order (0: all).")
     args = ap.parse_args()
     params = load_params(args.params)
     store = TaskStore.from_params(params, "repofix")
     hidden = read_hidden(hidden_path(store.manifest))
+    ids = sorted(store.tasks)[: args.tasks or None]
     with SandboxPool(params.sandbox) as pool:
-        items = attacks(store, hidden)
+        items = attacks(store, hidden, ids)
         grades = grade_many(pool, [(t, store.clean(t), cand) for _, t, cand in items], store.hidden)
         special = []
-        for tid, task in store.tasks.items():
-            h, suite = hidden[tid], store.hidden[tid]
+        for tid in ids:
+            task, h, suite = store.tasks[tid], hidden[tid], store.hidden[tid]
             if h.bug_function and "<" not in h.bug_function and suite.expected:
                 table = atk.visible_table(h.checks, suite.expected, h.n_visible_calls)
                 if table:

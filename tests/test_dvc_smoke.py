@@ -42,6 +42,8 @@ def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
     for name in ("repofix", "warmup"):
         shutil.copytree(FIXTURES / name, repo / "data" / name, ignore=shutil.ignore_patterns("*.lock.json"))
     params = fixture_params_raw()
+    # seed roles: 0 and 1 published (the matrix), 2 and 3 for tuning (the single-seed experiment)
+    params |= {"seed": 2, "dev_seeds": [2, 3]}
     for name in ("repofix", "warmup"):
         params["tasks"][name] = {k: v.replace("tests/fixtures/", "data/") for k, v in params["tasks"][name].items()}
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -53,7 +55,7 @@ def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
     first = sh("dvc", "repro", cwd=repo)
     assert first.returncode == 0, first.stdout + first.stderr
     lock = json.loads((repo / "data/repofix/manifest.lock.json").read_text())
-    assert lock["n_tasks"] == 4 and set(lock["splits"]) == {"0", "1"}
+    assert lock["n_tasks"] == 4 and set(lock["splits"]) == {"0", "1", "2", "3"}
     assert (repo / "data/warmup/manifest.lock.json").exists()
     assert "manifest.lock.json" in (repo / "data/repofix/.gitignore").read_text()
 
@@ -105,17 +107,20 @@ def check_runs(repo: Path, seeds: tuple[int, ...], first: str) -> None:
             reports[seed, method] = data
         assert len(budgets) == 1  # matched: the same episodes, tokens and train tasks for every method
 
-    # The single-seed experiment and the matrix made each run of `seed` (0) once: one copied the other's.
+    # The single-seed experiment trains its dev seed (2) itself: no published run shares its seed.
     exp = json.loads((repo / "reports/experiment/metrics.json").read_text())
-    assert set(exp) == set(RUN_METHODS) and json.loads((repo / "reports/experiment/ppo/report.json").read_text())["seed"] == 0
-    assert first.count("seed 0: update 1/1") == 4 and first.count("copied, not retrained") == 5, first
+    assert set(exp) == set(RUN_METHODS) and json.loads((repo / "reports/experiment/ppo/report.json").read_text())["seed"] == 2
+    assert first.count("seed 0: update 1/1") == 4 and first.count("seed 2: update 1/1") == 4, first
+    assert "copied, not retrained" not in first, first
     sh("git", "add", "-A", cwd=repo)
     sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "runs", cwd=repo)
-    run = sh("dvc", "exp", "run", "-S", "seed=1", cwd=repo)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "copied, not retrained" in run.stdout + run.stderr
-    assert "Running stage 'train@" not in run.stdout and "Running stage 'experiment'" in run.stdout
-    assert json.loads((repo / "reports/experiment/rft/report.json").read_text())["seed"] == 1
+    # A try on a published seed is refused before anything runs, and says where to tune.
+    refused = sh("dvc", "exp", "run", "-S", "seed=0", cwd=repo)
+    out = refused.stdout + refused.stderr
+    assert refused.returncode != 0 and "seed: 0 is a published (confirmatory) seed" in out, out
+    assert "tune on dev_seeds [2, 3]" in out and "update 1/1" not in out, out
+    print("dvc exp run -S seed=0:", next(line for line in out.splitlines() if "published" in line).strip())
+    assert sh("git", "checkout", "--", "params.yaml", cwd=repo).returncode == 0
     show = sh("dvc", "exp", "show", "--csv", cwd=repo)
     assert show.returncode == 0 and "pappo.success" in show.stdout, show.stdout + show.stderr
     # what a person compares: the experiment seed's headline means and the base model's success, no
@@ -123,7 +128,7 @@ def check_runs(repo: Path, seeds: tuple[int, ...], first: str) -> None:
     header = show.stdout.splitlines()[0].split(",")
     assert not [c for c in header if c.startswith(("reports/runs/", "checkpoint.")) or c.endswith("_lo")], header
     assert {"pappo.success", "pappo.tool_cost", "sampled_success"} <= set(header) and "pappo.success_hi" not in header
-    print(f"dvc exp show --csv after dvc exp run -S seed=1: {len(header)} columns, of which "
+    print(f"dvc exp show --csv: {len(header)} columns, of which "
           f"{sum(c.startswith('src/') for c in header)} code dependencies")
     check_exp_show_view(repo)
     for seed in seeds:  # the matrix outputs are intact
@@ -156,13 +161,13 @@ def check_exp_show_view(repo: Path) -> None:
 
 
 def check_one_seed_try(repo: Path) -> None:
-    """A one-seed hyperparameter try, untargeted, trains that seed's runs only (the base run is
-    copied: it reads no rl params) and leaves the published matrix valid; the same change made to
-    the published configuration (matrix.yaml) then stales the eight RL runs, of which the tried
-    seed's are copied and the others trained."""
-    tried = ("-S", "seed=1", "-S", "rl.ppo_epochs=2")  # the fixture's rl names no actor_lr
+    """A one-seed hyperparameter try on a dev seed, untargeted, trains that seed's runs only and
+    leaves the published matrix valid; the same change made to the published configuration
+    (matrix.yaml) then stales the eight RL runs, and each is trained (no published seed is a dev seed,
+    so none can be copied from the try)."""
+    tried = ("-S", "seed=3", "-S", "rl.ppo_epochs=2")  # the fixture's rl names no actor_lr
     sh("git", "add", "-A", cwd=repo)
-    assert sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "seed 1", cwd=repo).returncode == 0
+    assert sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "seed 3", cwd=repo).returncode == 0
     assert sh("dvc", "status", "--json", "dvc.yaml", cwd=repo).stdout.strip() in ("{}", "")  # release/dvc.yaml: not run yet
     published = {p: p.read_bytes() for p in (repo / "reports" / "runs").rglob("report.json")}
     t0 = time.perf_counter()
@@ -171,8 +176,8 @@ def check_one_seed_try(repo: Path) -> None:
     out = one.stdout + one.stderr
     assert one.returncode == 0, out
     ran = sorted(line.split("'")[1] for line in one.stdout.splitlines() if line.startswith("Running stage"))
-    assert ran == ["experiment"] and out.count("seed 1: update 1/1") == 4, out
-    assert "reports/experiment/base: the same configuration as reports/runs/seed_1/base" in out
+    assert ran == ["experiment"] and out.count("seed 3: update 1/1") == 4, out
+    assert json.loads((repo / "reports/experiment/rft/report.json").read_text())["seed"] == 3
     assert {p: p.read_bytes() for p in published} == published  # the matrix untouched
     assert sh("dvc", "status", "--json", "dvc.yaml", cwd=repo).stdout.strip() in ("{}", "")
     matrix = yaml.safe_load((repo / "matrix.yaml").read_text())
@@ -189,9 +194,9 @@ def check_one_seed_try(repo: Path) -> None:
     assert full.returncode == 0, out
     ran = sorted(line.split("'")[1] for line in full.stdout.splitlines() if line.startswith("Running stage"))
     assert ran == ["train@0-ppo", "train@1-ppo"], ran
-    assert out.count("seed 0: update 1/1") == 1 and "seed 1: update 1/1" not in out, out  # seed 1's: copied
-    assert "copied, not retrained" in out, out
-    print(f"dvc exp run {' '.join(tried)}: stage experiment, 4 runs trained, {t1 - t0:.0f} s; "
+    assert out.count("seed 0: update 1/1") == 1 and out.count("seed 1: update 1/1") == 1, out
+    assert "copied, not retrained" not in out, out
+    print(f"dvc exp run {' '.join(tried)}: stage experiment, 5 runs trained, {t1 - t0:.0f} s; "
           f"then the same in matrix.yaml: stale {sorted(stale)}; dvc repro of the ppo runs {t3 - t2:.0f} s")
     assert sh("git", "checkout", "--", ".", cwd=repo).returncode == 0  # params, dvc.lock, the committed summary
     back = sh("dvc", "checkout", "--force", cwd=repo)

@@ -57,7 +57,9 @@ def test_the_verdict_text_gives_numbers_and_reasons(fx_params: Params, tmp_path:
     claim = ClaimVerdict(id="x", holds=False, metric="success", method="pappo", baseline="grpo", delta=0.1,
                          lo=-0.05, hi=0.2, seed_wins=1, n_seeds=3, reasons=["1/3 seed wins < 2"])  # fmt: skip
     text = render(True, [], [claim], None)
-    assert "integrity: OK" in text and "claim x: does NOT hold" in text and "+0.100 [-0.050, +0.200]" in text
+    assert "integrity: OK" in text and "claim x: DOES NOT HOLD" in text
+    assert "improvement +0.100, 95% t interval over seeds [-0.050, +0.200]" in text
+    assert "  - 1/3 seed wins < 2" in text
     assert ClaimParams(id="ok-id", metric="success", method="ppo").baseline == "best_non_ppo"
 
 

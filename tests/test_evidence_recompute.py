@@ -12,11 +12,12 @@ from typing import Any, Callable
 import pytest
 from test_evidence_summary import IDS, N_BOOT, SEEDS, K, run_report
 
+from conftest import fixture_params_raw
 from pappo.config import Params
 from pappo.evidence import recompute
 from pappo.evidence.audit import AuditFailure
 from pappo.experiment.receipt import HardwareInfo
-from pappo.evidence.summary import write_summary
+from pappo.evidence.summary_md import write_summary
 from pappo.experiment.report import RUN_METHODS, RunReport, flat_metrics
 
 
@@ -58,7 +59,9 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
             (run / "report.json").write_text(report.model_dump_json(indent=2))
             (run / "metrics.json").write_text(json.dumps(flat_metrics(report)))
     out = root / "reports"
-    write_summary(runs, out / "summary.json", out / "summary.md", out / "summary", SEEDS, n_boot=N_BOOT)
+    claims = Params.model_validate(fixture_params_raw()).claims  # the report stage summarises params' claims
+    files = (out / "summary.json", out / "summary.md", out / "summary")
+    write_summary(runs, *files, SEEDS, n_boot=N_BOOT, claims=claims)
     return root
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pappo.evidence.summary import build_summary, pick_best_baseline, render_markdown, write_summary
+from pappo.evidence.summary import Summary, build_summary, pick_best_baseline
+from pappo.evidence.summary_md import render_markdown, write_summary
 from pappo.experiment.report import RUN_METHODS, Budget, RunReport, Timing, UpdateEval
 from pappo.io import PappoError
 from pappo.policy.checkpoint import CheckpointRecord
@@ -144,6 +145,46 @@ def test_comparisons_are_paired_differences_with_seed_wins(summary) -> None:  # 
         assert c.difference.lo <= c.difference.mean <= c.difference.hi
         assert c.seed_wins == wins
     assert comps["pappo"].difference.mean == pytest.approx(0.2)
+
+
+def test_comparisons_take_the_seed_as_the_unit(summary: Summary) -> None:
+    comps = {c.method: c for c in summary.comparisons}
+    # pappo - grpo per seed: 0.4, 0.2, 0.0; sd 0.2; t_{0.975,2} = 4.302653:
+    # half width 4.302653 * 0.2 / sqrt(3) = 0.496829
+    pappo = comps["pappo"]
+    assert pappo.difference is not None and pappo.power is not None and pappo.within_seed_noise is not None
+    half = 0.496829
+    assert (pappo.difference.lo, pappo.difference.hi) == pytest.approx((0.2 - half, 0.2 + half), abs=1e-5)
+    assert pappo.power.sd == pytest.approx(0.2) and pappo.power.mde == pytest.approx(0.652808, abs=1e-5)
+    assert pappo.power.seeds_needed == {"0.05": 128, "0.10": 34, "0.15": 16}
+    # the task-resampling interval survives only as evaluation noise, narrower than the seeds' spread
+    noise = pappo.within_seed_noise
+    assert noise.mean == pytest.approx(0.2)
+    assert noise.hi - noise.lo < pappo.difference.hi - pappo.difference.lo
+    boot = pappo.seed_bootstrap
+    assert boot is not None  # seeds resampled: the interval stays within the seeds' range
+    assert (boot.lo, boot.hi) == pytest.approx((0.0, 0.4))
+    assert "2 degrees of freedom" in pappo.note
+
+
+def test_a_one_seed_comparison_says_there_is_no_interval(tmp_path: Path) -> None:
+    one = build_summary(write_runs(tmp_path, seeds=(0,)), [0], n_boot=N_BOOT)
+    c = one.comparisons[0]
+    assert c.difference is None and c.seed_bootstrap is None and "one seed" in c.note
+    assert c.power is not None and c.power.mde is None and "none (one seed)" in render_markdown(one, [])
+
+
+def test_summary_md_has_the_power_and_claim_tables(runs: Path) -> None:
+    from pappo.config import ClaimParams
+
+    claim = ClaimParams(id="pappo-vs-ppo", metric="success", method="pappo", baseline="ppo", needs_gpu=False)
+    s = build_summary(runs, SEEDS, n_boot=N_BOOT, claims=[claim])
+    [row] = s.claims
+    assert (row.baseline, row.per_seed) == ("ppo", pytest.approx([0.2, 0.2, 0.0]))
+    md = render_markdown(s, [])
+    assert "## Power" in md and "| claim pappo-vs-ppo | ppo (success) |" in md
+    assert "evaluation noise within a seed" in md
+    assert "## Claims, seed-level numbers" in md and "| pappo-vs-ppo | pappo vs ppo | success |" in md
 
 
 def test_budget_rows_and_sources(summary, runs: Path) -> None:  # type: ignore[no-untyped-def]

@@ -104,7 +104,7 @@ def test_a_run_whose_receipt_binds_other_code_is_retrained(fx_params: Params, tm
     assert reusable(run, fx_params, 0, "ppo", revision, repo_root=repo) is None
     receipt(["src/pkg/a.py"])
     (repo / "dvc.yaml").write_text("stages:\n  train:\n    cmd: x\n    deps: [src/pkg/a.py, src/pkg/b.py]\n")
-    git(repo, "commit", "-qam", "widen")  # the stage now lists b.py too (what 0b1933e did)
+    git(repo, "commit", "-qam", "widen")  # the stage now lists b.py too (dvc.yaml widened)
     assert reusable(run, fx_params, 0, "ppo", revision, repo_root=repo) is None
     receipt(["src/pkg/a.py", "src/pkg/b.py"])
     assert reusable(run, fx_params, 0, "ppo", revision, repo_root=repo) is not None

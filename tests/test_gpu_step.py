@@ -1,11 +1,14 @@
 """benchmarks/gpu_step.py: the tiny CPU run end to end (receipt contents, printed summary), the
-7B code path at toy size in bf16 with gradient checkpointing, the MFU arithmetic by hand, the 7B
-architecture's size, and the refusal of --device cuda without CUDA."""
+7B code path at toy size in bf16 with gradient checkpointing, the profile's values and the 152064-id
+vocabulary whose extra ids are never sampled, the receipt outside a git checkout, the precision
+flags, the MFU arithmetic by hand, the 7B architecture's size, and the refusal of --device cuda
+without CUDA."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -38,7 +41,7 @@ def lora_trainable(m: dict, rank: int) -> int:
 
 
 def check_receipt(rec: dict, out_lines: list[str]) -> None:
-    assert rec["schema"] == "pappo.gpu_step/1"
+    assert rec["schema"] == "pappo.gpu_step/2" and rec["complete"] and rec["error"] is None
     ro, fr, up = (rec["phases"][k] for k in ("rollout", "freeze", "update"))
     b = rec["batch"]
     assert 0 < rec["tokens_generated"] == ro["tokens_generated"] <= b["episodes"] * b["max_turns"] * b["max_new_tokens_per_turn"]
@@ -57,6 +60,12 @@ def check_receipt(rec: dict, out_lines: list[str]) -> None:
     assert rec["hardware"]["accelerator"] == "cpu"
     assert re.fullmatch(r"[0-9a-f]{40}", rec["source"]["git_commit"])
     assert "update MFU: n/a (no bf16 peak known for cpu)" in out_lines
+    assert rec["peak_memory"]["predicted"]["peak_bytes"] > 0
+    gap = rec["logprob_gap"]  # the trainer's own sampler-vs-trainer diagnostic, printed too
+    assert set(gap) == {"logprob_gap_mean", "logprob_gap_p99", "logprob_gap_max", "logprob_gap_frac_large"}
+    assert 0 <= gap["logprob_gap_mean"] <= gap["logprob_gap_max"] and gap["logprob_gap_p99"] <= gap["logprob_gap_max"]
+    assert 0 <= gap["logprob_gap_frac_large"] <= 1
+    assert any(line.startswith("sampler vs trainer log-prob gap (rollout/logprob_gap_*): mean ") for line in out_lines)
 
 
 def test_tiny_cpu_run_writes_a_receipt(tmp_path):
@@ -69,13 +78,18 @@ def test_tiny_cpu_run_writes_a_receipt(tmp_path):
     rec = json.loads(out.read_text())
     check_receipt(rec, lines)
     assert (rec["config"], rec["dtype"], rec["gradient_checkpointing"]) == ("tiny", "float32", False)
-    assert lines[0].startswith("config: tiny (1.31M params incl. embeddings, vocab 4096), device cpu fp32, LoRA r16")
+    assert lines[0].startswith("built: vocab 4096, 2 episodes on cpu")
+    assert lines[1].startswith("config: tiny (1.31M params incl. embeddings, vocab 4096), device cpu fp32, LoRA r16")
+    # printed as each phase ends, before the receipt line
+    order = [next(i for i, x in enumerate(lines) if x.startswith(p)) for p in ("rollout:", "freeze:", "update:")]
+    assert order == sorted(order)
     assert str(tmp_path) not in out.read_text()  # no absolute paths in the receipt
 
 
 def test_7b_code_path_at_toy_size_in_bf16_with_checkpointing(tmp_path, capsys, monkeypatch):
-    """The 7B branch (own Qwen2Config, untied embeddings, checkpointing on by default) with the 7B
-    dims swapped for small ones; bf16 as on the GPU, so the decoder snapshot's dtype cast runs."""
+    """The 7B branch (own Qwen2Config, untied embeddings, checkpointing on by default, the hub
+    profile's LoRA and rl, Qwen's 152064-id vocabulary) with the 7B dims swapped for small ones;
+    bf16 as on the GPU, so the decoder snapshot's dtype cast runs."""
     import transformers.modeling_utils as hf  # imports torch's `checkpoint` by name; enable binds that
 
     calls = []
@@ -83,16 +97,70 @@ def test_7b_code_path_at_toy_size_in_bf16_with_checkpointing(tmp_path, capsys, m
     monkeypatch.setattr(hf, "checkpoint", lambda *a, **k: calls.append(torch.is_grad_enabled()) or real(*a, **k))
     dims = dict(gs.QWEN25_CODER_7B, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4)
     monkeypatch.setattr(gs, "QWEN25_CODER_7B", dims)
-    args = [*SMALL[2:], "--config", "7b", "--dtype", "bfloat16", "--out", str(tmp_path / "r.json")]
+    args = [*SMALL[2:], "--config", "7b", "--dtype", "bfloat16", "--minibatches", "2", "--out", str(tmp_path / "r.json")]
     assert gs.main(args) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     rec = json.loads((tmp_path / "r.json").read_text())
     check_receipt(rec, lines)
     assert (rec["dtype"], rec["gradient_checkpointing"], rec["model"]["tie_word_embeddings"]) == ("bfloat16", True, False)
     assert any(calls), "gradient checkpointing never ran in a forward that builds a backward"
-    m = rec["model"]
-    assert m["parameters_base_at_vocab_152064"] - m["parameters_base"] == 2 * 64 * (152064 - m["vocab_size"])
-    assert lines[1].startswith("note: the 7B architecture with the pappo tokenizer's 4096-token vocabulary")
+    m, b = rec["model"], rec["batch"]
+    assert (m["vocab_size"], m["tokenizer_size"]) == (152064, 4096)
+    assert (rec["lora"]["rank"], b["micro_batch_size"], b["max_tokens_per_episode"]) == (32, 4, 8192)  # the profile's
+    assert rec["profile"] == "<repo>/profiles/qwen2.5-coder-7b.yaml"  # no absolute path in the receipt
+    assert lines[2].startswith("note: model vocabulary 152064, tokenizer 4096: ids beyond the tokenizer have lm_head bias")
+
+
+def test_ids_beyond_the_tokenizer_are_never_sampled_and_the_gap_is_unchanged():
+    """The 152064-id model's extra ids get probability exactly 0 under the lm_head bias, in the
+    sampler (decoder snapshot) and in the trainer (the model's own lm_head)."""
+    from pappo.policy.decoder import Qwen2Decoder
+
+    cfg = gs.Qwen2Config(vocab_size=600, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False)
+    for dtype in (torch.float32, torch.bfloat16):
+        model = gs.build_model(cfg, torch.device("cpu"), dtype, seed=0, ckpt=False, decodable=100)
+        model.lm_head.weight.data.mul_(50)  # large logits: the bias must still win
+        ids = torch.randint(0, 100, (2, 7))
+        trainer_logp = torch.log_softmax(model(ids).logits.float(), -1)
+        assert torch.all(trainer_logp[..., 100:].exp() == 0) and torch.all(trainer_logp[..., :100].isfinite())
+        dec = Qwen2Decoder(model)
+        logits = dec(ids, torch.ones_like(ids), torch.arange(7).expand(2, 7), dec.new_cache(), last_only=True)
+        assert torch.all(torch.softmax(logits.float(), -1)[..., 100:] == 0)
+    same = gs.build_model(cfg, torch.device("cpu"), torch.float32, seed=0, ckpt=False, decodable=600)
+    assert same.lm_head.bias is None  # the tokenizer's own size: Qwen2's unbiased lm_head
+
+
+def test_the_receipt_outside_a_git_checkout_has_a_null_commit(tmp_path, monkeypatch):
+    def no_git(*a, **k):
+        raise ValueError("no tracked files under ['src/pappo'] in the repository")
+
+    monkeypatch.setattr(gs.rc, "collect_source", no_git)
+    src = gs.source_record()
+    assert src["git_commit"] is None and "not a git checkout" in src["note"] and "no tracked files" in src["note"]
+    copy = tmp_path / "tree"  # a copy of the sources with no .git at all: hashed, commit null, said so
+    copy.mkdir()
+    for part in gs.SOURCE_PATHS[2:]:  # pyproject.toml, requirements.lock
+        shutil.copy(gs.ROOT / part, copy / part)
+    monkeypatch.undo()
+    monkeypatch.setattr(gs, "ROOT", copy)
+    monkeypatch.setattr(gs, "SOURCE_PATHS", gs.SOURCE_PATHS[2:])
+    src = gs.source_record()
+    assert src["git_commit"] is None and src["note"] == "not a git checkout: commit unknown" and src["tree_sha256"]
+
+
+def test_precision_flags_reach_params_or_are_refused_by_name(capsys):
+    from pappo.config import ModelParams, RLParams
+
+    args = gs.parse_args([*SMALL[2:], "--config", "tiny", "--logits-fp32", "--rollout-is", "token"])
+    if "logits_fp32" in ModelParams.model_fields and "rollout_is_level" in RLParams.model_fields:
+        params = gs.bench_params(args, torch.float32)
+        assert params.model.logits_fp32 is True and params.rl.rollout_is_level == "token"
+    else:
+        with pytest.raises(SystemExit, match="config.py does not have"):
+            gs.bench_params(args, torch.float32)
+    params = gs.bench_params(gs.parse_args([*SMALL[2:], "--config", "tiny"]), torch.bfloat16)
+    assert params.model.dtype == "bfloat16"
 
 
 def test_7b_config_is_qwen25_7b_at_full_vocab_and_flops_count_its_matmuls():
@@ -134,6 +202,8 @@ def test_update_flops_and_mfu_arithmetic():
     assert got["update"]["flops"] == update and got["update"]["mfu"] == pytest.approx(update / 1.0 / 1e9)
     assert got["rollout"]["decode_mfu"] == pytest.approx(40 * 2 * 186_880 / 2.0 / 1e9)
     assert got["update"]["tokens_trained"] == 2 * 2 * 140 and gs.measures(CFG, r, None, 0)["update"]["mfu"] is None
+    partial = {k: v for k, v in r.items() if k not in ("update_s", "freeze_s", "steps", "epochs")}
+    assert set(gs.measures(CFG, partial, 1e9, 0)) == {"rollout"}  # the receipt written after the rollout
 
 
 @pytest.mark.parametrize("name, peak", [("NVIDIA H200", 989.4e12), ("NVIDIA H100 80GB HBM3", 989.4e12),

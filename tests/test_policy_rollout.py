@@ -152,3 +152,23 @@ def test_top_p_only_samples_the_nucleus():
     assert seen == {0, 1}
     ids, lp = sampler(logits, [0])
     assert torch.allclose(lp, torch.log(torch.tensor([0.5, 0.3]))[ids])  # full-distribution log-prob
+
+
+def test_a_static_kv_cache_gives_the_same_tokens_and_logprobs_allocated_once(model, fx_params, monkeypatch):
+    """rollout.kv_cache static: one allocation of max_tokens_per_episode positions (no growth while
+    every row stays inside it) and exactly the tokens and log-probs of the growing cache; dies if
+    the cache still doubles, or if the larger buffer leaks into the attention."""
+    from pappo.policy import decoder
+
+    grow = RolloutParams(max_new_tokens_per_turn=60, max_tokens_per_episode=900)
+    sizes: list[tuple[int | None, int]] = []
+    real = decoder.KVCache._size
+    monkeypatch.setattr(decoder.KVCache, "_size", lambda self, n: sizes.append((self.capacity, n)) or real(self, n))
+    a, _ = play(model, fx_params, seed=5, params=grow)
+    grown = len(sizes)
+    sizes.clear()
+    b, _ = play(model, fx_params, seed=5, params=grow.model_copy(update={"kv_cache": "static"}))
+    assert grown > 1 and all(cap == 900 for cap, _ in sizes)
+    assert all(real(decoder.KVCache(1, cap), n) == 900 for cap, n in sizes)  # never past the fixed capacity
+    assert [t.token_ids for t in a] == [t.token_ids for t in b]
+    assert [t.logprobs for t in a] == [t.logprobs for t in b]  # bit for bit, not only within 1e-5

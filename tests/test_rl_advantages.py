@@ -1,5 +1,5 @@
 """Advantage kernels against naive Python loops (hypothesis), structural properties, hand-computed
-examples and the PPO chapter's facts (seeds/003: value targets = A + V_old; with gamma = lam = 1
+examples and PPO's facts (docs/design.md, "GAE": value targets = A + V_old; with gamma = lam = 1
 the advantage is the Monte Carlo return minus the baseline; whitening over policy tokens)."""
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def test_token_gae_hand_example_with_tool_span() -> None:
 @PROP
 @given(token_batches(), FLOAT)
 def test_chapter_facts_gamma_lam_one_is_mc_return_minus_baseline(batch: Batch, outcome: float) -> None:
-    # seeds/003 (8.4): targets = A + V_old; with lambda = 1 the critic is only a baseline:
+    # docs/design.md (GAE): targets = A + V_old; with lambda = 1 the critic is only a baseline:
     # A_t = G_t - V_t, G_t = the outcome on every policy token (mc_returns).
     has = batch.mask.any(dim=1)
     terminal = torch.where(has, torch.tensor(outcome, dtype=F64), 0.0)
@@ -534,7 +534,7 @@ def test_whiten_with_moments_fed_masked_whitens_moments_is_masked_whiten(batch: 
 
 
 def test_masked_whiten_matches_the_chapters_ppo_prepare() -> None:
-    # seeds/003 ppo_prepare: (adv - adv[on].mean()) / (adv[on].std() + 1e-8) * m
+    # docs/design.md (whitening): (adv - adv[on].mean()) / (adv[on].std() + 1e-8) * m
     gen = torch.Generator().manual_seed(0)
     adv = torch.randn(4, 9, generator=gen, dtype=F64)
     m = torch.rand(4, 9, generator=gen) > 0.4

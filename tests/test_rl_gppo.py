@@ -24,7 +24,7 @@ F64 = torch.float64
 MUS = [0.05, 0.3, 0.7, 0.95]
 DELTAS = [0.02, 0.2]
 
-# --- independent scalar reference (seed 004, Core equations) -------------------------------------
+# --- independent scalar reference (arXiv 2610.13015; docs/design.md, GPPO) -----------------------
 
 F = {
     "tv": lambda r: 0.5 * abs(r - 1.0),
@@ -101,7 +101,7 @@ def test_divergence_zero_at_one_and_nonnegative(geometry, topology):
     d = gppo_divergence(r, mu.expand_as(r), geometry, topology)
     assert torch.equal(gppo_divergence(torch.ones_like(mu), mu, geometry, topology), torch.zeros_like(mu))
     if geometry == "kl" and topology != "binary":
-        # literal kl integrand -log r (seed 004): negative for r > 1, so the region is one-sided
+        # literal kl integrand -log r (arXiv 2610.13015): negative for r > 1, so the region is one-sided
         assert (d[r <= 1] >= 0).all() and (d[r > 1] < 0).all()
         expected = -torch.log(r) * (1.0 if topology == "mc" else mu)
         torch.testing.assert_close(d, expected.expand_as(d))

@@ -1,4 +1,5 @@
-"""pappo.rl.losses: the PPO chapter's worked examples, naive-loop equivalence, masks, bad input."""
+"""pappo.rl.losses: the worked examples of docs/design.md ("PPO"), naive-loop equivalence, masks,
+bad input."""
 
 from __future__ import annotations
 
@@ -116,7 +117,7 @@ def mask_tensor(d) -> torch.Tensor:
     return m.bool() if d["bool_mask"] else m
 
 
-# ---------------------------------------------------------------- the chapter's worked examples
+# ---------------------------------------------------------------- worked examples (docs/design.md)
 
 
 @pytest.mark.parametrize(
@@ -127,7 +128,8 @@ def mask_tensor(d) -> torch.Tensor:
     ],
 )
 def test_chapter_gradient_table(sign, expected, clip_side):
-    """Ch. 8.2: ratios 0.5..2, clip 0.2, one row, seq-mean-token-sum; -d loss/d log pi per token."""
+    """docs/design.md, PPO worked examples: ratios 0.5..2, clip 0.2, one row, seq-mean-token-sum;
+    -d loss/d log pi per token."""
     ratios = torch.tensor([[0.5, 0.79, 1.0, 1.1, 1.3, 2.0]])
     logp = ratios.log().requires_grad_()
     loss, stats = policy_loss(
@@ -149,7 +151,7 @@ def test_chapter_gradient_table(sign, expected, clip_side):
     [(None, 27.0, [-2.0, -5.0, -20.0], 0.0), (3.0, 8.0, [-2.0, 0.0, 0.0], 2 / 3)],
 )
 def test_chapter_dual_clip(c, loss_expected, grad_expected, lower):
-    """Ch. 8.2: three bad tokens with ratios 2, 5, 20 (A = -1), summed over one row."""
+    """docs/design.md, dual clip: three bad tokens with ratios 2, 5, 20 (A = -1), summed over one row."""
     logp = torch.tensor([[2.0, 5.0, 20.0]]).log().requires_grad_()
     loss, stats = policy_loss(
         logp, torch.zeros(1, 3), torch.tensor([[-1.0]]), torch.ones(1, 3),
@@ -163,7 +165,8 @@ def test_chapter_dual_clip(c, loss_expected, grad_expected, lower):
 
 
 def test_chapter_value_clip_formula():
-    """Ch. 8.4 / PPO2: the new value moves at most cliprange_value from the old before the clip takes over."""
+    """docs/design.md, value clip (PPO2): the new value moves at most cliprange_value from the old
+    before the clip takes over."""
     v = torch.tensor([[1.0, 0.0, 0.5]], requires_grad=True)
     old, ret = torch.zeros(1, 3), torch.tensor([[0.0, 1.0, 1.0]])
     loss, stats = value_loss(v, old, ret, torch.ones(1, 3), cliprange_value=0.2, loss_agg_mode="seq-mean-token-sum")

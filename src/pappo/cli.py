@@ -372,18 +372,27 @@ def profile(
     revision: str = typer.Option(None, help="model.revision: the 40-hex hub commit to pin."),
     matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
+    gpu_memory_gib: float = typer.Option(
+        None, help="GPU size to check the predicted peak memory against (default: the CUDA device's, if "
+        "model.device is cuda and one is here)."),
 ) -> None:
     """Merge a params profile into params.yaml and its `rl` into matrix.yaml (validated; written
-    atomically, comments dropped), so the published matrix and the experiment run the profile alike."""
+    atomically, comments dropped), so the published matrix and the experiment run the profile alike.
+    A profile predicted not to fit in the GPU's memory (pappo.policy.memory) is refused."""
     import yaml
 
     from pappo.config import apply_profile
     from pappo.io import atomic_write_text
+    from pappo.policy.memory import check
 
     try:
         merged = apply_profile(params_path, overlay, revision)
     except PappoError as e:
         _fail(str(e))
+        return
+    too_big = check(merged, gpu_memory_gib)
+    if too_big:
+        _fail(f"{overlay}: {too_big}; nothing written")
         return
     header = f"# params.yaml with {overlay} merged in by `pappo profile` (field docs: src/pappo/config.py)\n"
     dumped = merged.model_dump(mode="json", by_alias=True)
@@ -492,7 +501,8 @@ def audit(
     matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
 ) -> None:
-    """Check every run's evidence and the pre-registered claims: exit 0 all hold, 2 a claim does not, 1 integrity fails."""
+    """Check every run's evidence, the claims and the tuning history: exit 0 all hold, 2 a claim does not
+    hold, is inconclusive or exploratory, 1 integrity fails."""
     import tempfile
 
     from pappo.evidence import bundle as bundles
@@ -525,12 +535,13 @@ def report(
     out: Path = typer.Option(Path("reports"), help="Writes summary.json, summary.md and summary/ (plots) here."),
     params_path: Path = ParamsOpt,
 ) -> None:
-    """Summarise every method over the seeds: intervals, paired comparisons, budgets, plots."""
-    from pappo.evidence.summary import write_summary
+    """Summarise every method over the seeds: intervals, seed-level comparisons, power, budgets, plots."""
+    from pappo.evidence.summary_md import write_summary
 
     params = _params(params_path)
     try:
-        write_summary(runs, out / "summary.json", out / "summary.md", out / "summary", params.seeds, params.eval.n_boot)
+        files = (out / "summary.json", out / "summary.md", out / "summary")
+        write_summary(runs, *files, params.seeds, params.eval.n_boot, claims=params.claims)
     except PappoError as e:
         _fail(str(e))
         return

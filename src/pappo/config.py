@@ -108,7 +108,7 @@ class CandidatesParams(_Section):
 
 
 class EnvParams(_Section):
-    """The tool-using repair environment (DESIGN.md section 4)."""
+    """The tool-using repair environment (docs/design.md, "Environment")."""
 
     actions: Literal["free", "candidates"] = Field(
         "free", description="free: view/search/str_replace/run_tests/submit on the files; candidates: "
@@ -157,7 +157,13 @@ class ModelParams(_Section):
     allow_unpinned: bool = Field(False, description="Accept a branch or tag as revision (never for results).")
     local_files_only: bool = Field(True, description="Never download; the checkpoint must be in cache_dir.")
     cache_dir: Path | None = Field(None, description="Hub cache (hub layout); None: the default HF cache.")
-    dtype: Literal["float32", "bfloat16"] = Field("float32", description="Weights and compute dtype.")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="Weights and compute dtype. float16 (Qi et al. 2025, arXiv 2510.26788: far less "
+        "sampler/trainer mismatch than bfloat16) trains with dynamic loss scaling (torch.amp.GradScaler); the "
+        "LoRA adapters and the value head keep float32 master weights either way.")
+    logits_fp32: bool = Field(
+        False, description="lm_head and log-softmax in float32 on both sides (rollout decoder and trainer "
+        "forward), whatever `dtype`: removes the largest share of the bf16/fp16 log-prob gap (docs/rl.md).")
     device: Literal["cpu", "cuda"] = Field("cpu", description="Where the model runs; cuda: one GPU per process.")
     gradient_checkpointing: bool = Field(False, description="Recompute activations in the backward (large models).")
     tiny: TinyModelParams = TinyModelParams()
@@ -193,6 +199,11 @@ class RolloutParams(_Section):
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling mass (1.0: off).")
     max_new_tokens_per_turn: int = Field(192, ge=8, description="Longest assistant turn.")
     max_tokens_per_episode: int = Field(3072, ge=64, description="Prompt + all turns + observations.")
+    kv_cache: Literal["grow", "static"] = Field(
+        "grow", description="grow: the KV cache's capacity doubles as it fills (old and new buffers alive "
+        "while it grows); static: allocated once at max_tokens_per_episode positions per row (no growth copies, "
+        "a smaller peak: pappo.policy.memory). The same tokens and log-probs either way."
+    )
     calls: Literal["sampled", "constrained"] = Field(
         "sampled", description="sampled: every token of a turn is drawn from the policy; constrained (candidates mode, "
         "rl.loss_tokens decisions): the call's format is forced and the policy draws only its choices (the tool, the "
@@ -223,7 +234,7 @@ class BaseModelParams(_Section):
 
 
 class GppoParams(_Section):
-    """GPPO trust region (reference seed 004), used when `rl.trust_region` is gppo."""
+    """GPPO trust region (arXiv 2610.13015; docs/design.md, "GPPO"), used when `rl.trust_region` is gppo."""
 
     geometry: Literal["tv", "chi2", "hellinger", "kl", "two_sided_log"] = Field(
         "tv", description="f-divergence of the region."
@@ -276,6 +287,14 @@ class RLParams(_Section):
     critic_warmup_steps: int = Field(2, ge=0, description="Critic-only steps on the base policy's first batch.")
     rft_epochs: int = Field(2, ge=1, description="rft: passes over the successful episodes of an update.")
     micro_batch_size: int = Field(8, ge=1, description="Sequences per forward pass (gradient accumulation).")
+    rollout_is_level: Literal["none", "token", "sequence"] = Field(
+        "none", description="Correct the PPO loss for the sampler/trainer log-prob mismatch (verl's name; "
+        "rl/mismatch.py, docs/rl.md): none; token, one ratio exp(old_log_prob - sampler_log_prob) per token; "
+        "sequence, the product over the sequence's tokens.")
+    rollout_is_mode: Literal["truncate", "mask"] = Field(
+        "truncate", description="truncate: weight min(ratio, C) (TIS, Yao et al. 2025); mask: weight ratio, or 0 "
+        "where it is outside [1/C, C] (MIS). C = rollout_is_threshold.")
+    rollout_is_threshold: float = Field(2.0, gt=1, description="C, the cap of the importance ratio (verl's name).")
 
     @model_validator(mode="after")
     def _check(self) -> "RLParams":
@@ -288,6 +307,10 @@ class RLParams(_Section):
                 f"rl.minibatches={self.minibatches} exceeds the {self.tasks_per_update * self.group_size} "
                 "episodes of an update (tasks_per_update x group_size); lower minibatches"
             )
+        if self.rollout_is_level != "none" and self.trust_region != "clip":
+            # the weights multiply the clipped surrogate's per-token loss; gppo aggregates its own
+            raise ValueError(f"rl.rollout_is_level {self.rollout_is_level} weights the PPO clip loss; with "
+                             "rl.trust_region gppo set rollout_is_level: none, or trust_region: clip")
         return self
 
 
@@ -343,8 +366,15 @@ class ValidateParams(_Section):
 class Params(_Section):
     """Root of params.yaml."""
 
-    seed: int = Field(0, description="Seed of the single-seed experiment (`dvc exp run -S seed=N`).")
-    seeds: list[int] = Field(description="Seeds of the full matrix; each gets its own split.")
+    seed: int = Field(0, description="Seed of the single-seed experiment (`dvc exp run -S seed=N`): one of "
+                      "dev_seeds (the experiment refuses a published seed).")
+    seeds: list[int] = Field(description="Published (confirmatory) seeds: the full matrix, run once per "
+                             "configuration chosen on dev_seeds; each gets its own split.")
+    dev_seeds: list[int] = Field(
+        default_factory=list,
+        description="Tuning seeds of the single-seed experiment, disjoint from seeds; each gets its own "
+        "split (docs/tuning.md).",
+    )
     tasks: TasksParams
     synthesis: SynthesisParams = SynthesisParams()
     sandbox: SandboxParams = SandboxParams()
@@ -365,6 +395,15 @@ class Params(_Section):
     def _seeds_unique(self) -> "Params":
         if len(set(self.seeds)) != len(self.seeds) or not self.seeds:
             raise ValueError(f"seeds {self.seeds} must be a non-empty list of distinct integers")
+        if len(set(self.dev_seeds)) != len(self.dev_seeds):
+            raise ValueError(f"dev_seeds {self.dev_seeds} must be distinct integers; drop the repeated one")
+        if both := sorted(set(self.seeds) & set(self.dev_seeds)):
+            # a seed used for a choice cannot also confirm it (Eimer, Lindauer & Raileanu 2023)
+            raise ValueError(
+                f"seeds {self.seeds} and dev_seeds {self.dev_seeds} share {both}: a seed is published "
+                f"(confirmatory) or for tuning, never both; remove {both} from one of the two lists "
+                "(a seed already tuned on belongs in dev_seeds)"
+            )
         ids = [c.id for c in self.claims]
         if len(set(ids)) != len(ids):
             raise ValueError(f"claims: ids {ids} must be unique; rename the duplicate")

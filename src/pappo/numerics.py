@@ -19,12 +19,13 @@ bitwise comparable only when both match.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import sys
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from pappo.io import sha256_bytes
 
 if TYPE_CHECKING:
     from pappo.config import NumericsParams
@@ -160,7 +161,7 @@ def fingerprint() -> str:
         data = b"".join(p.detach().numpy().tobytes() for p in model.parameters())
     finally:
         torch.random.set_rng_state(state)
-    return hashlib.sha256(data).hexdigest()[:16]
+    return sha256_bytes(data)[:16]
 
 
 Comparison = Literal["bitwise", "not bitwise comparable"]

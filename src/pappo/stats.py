@@ -1,11 +1,18 @@
 """Statistics shared by evaluation (rl) and evidence: bootstrap intervals, paired differences, pass@k, seed wins.
 
-Pure numpy + stdlib. Every bootstrap here is a percentile bootstrap (Efron & Tibshirani 1993,
+Every bootstrap here is a percentile bootstrap (Efron & Tibshirani 1993,
 "An Introduction to the Bootstrap", ch. 13) over tasks, drawn from
 ``numpy.random.Generator(PCG64(seed))`` so a report is reproducible bit for bit. Multi-seed
 variants resample tasks within each seed independently and keep the seeds fixed (a stratified
 bootstrap, Davison & Hinkley 1997, "Bootstrap Methods and their Application", sec. 3.7), so the
-interval reflects task sampling, not the (few) training seeds.
+interval reflects task sampling only: evaluation noise within fixed seeds, never the variation
+between trained policies.
+
+The seed is the unit that was randomised (one trained policy per seed plays every eval task), so
+claims are judged on the per-seed paired differences: a t interval with n_seeds - 1 degrees of
+freedom (`seed_interval`) and its power (`mde`, `seeds_needed`; noncentral t, scipy.stats).
+Miller 2024, "Adding error bars to evals", sec. 2-4 (cluster on the unit of randomisation, paired
+differences, power); Colas et al. 2018, "How many random seeds?" (power, then the number of seeds).
 """
 
 from __future__ import annotations
@@ -26,6 +33,11 @@ __all__ = [
     "pass_at_k",
     "mean_pass_at_k",
     "seed_wins",
+    "SeedLevel",
+    "seed_interval",
+    "power",
+    "mde",
+    "seeds_needed",
 ]
 
 
@@ -268,3 +280,94 @@ def seed_wins(a_per_seed: Sequence[float], b_per_seed: Sequence[float], min_delt
     if not math.isfinite(min_delta):
         raise ValueError(f"{fn}: min_delta must be a finite number, got {min_delta!r}")
     return int(np.count_nonzero(diffs > min_delta))
+
+
+# ---------------------------------------------------------------------------------------------
+# the seed as the unit: t interval and power
+# scipy is imported inside the functions: evaluation (rl) imports this module and never needs it.
+
+POWER = 0.8  # the conventional target (Cohen 1988, sec. 2.4); Colas et al. 2018 use it for RL seeds
+MAX_SEEDS = 10_000  # seeds_needed answers None beyond this: no feasible experiment
+
+
+@dataclass(frozen=True)
+class SeedLevel:
+    """Mean of per-seed differences, its (1 - alpha) t interval and their SD; lo/hi None with one seed."""
+
+    mean: float
+    lo: float | None
+    hi: float | None
+    sd: float | None
+    n: int
+    note: str
+
+
+def seed_interval(diffs: Sequence[float], alpha: float = 0.05) -> SeedLevel:
+    """t interval of the mean of per-seed differences `diffs` (n,), n - 1 degrees of freedom.
+
+    mean +- t_{1 - alpha/2, n-1} * sd / sqrt(n), sd with ddof 1 (Student 1908; Miller 2024, sec. 2).
+    One seed: no interval (lo = hi = sd = None) and a note saying so. Zero SD: the interval is the
+    point itself, and the note says that n equal differences cannot show the spread is small.
+    """
+    from scipy import stats as sps
+
+    fn = "seed_interval"
+    d = _scores(diffs, "diffs", fn, "seed")
+    _boot_params(1, alpha, 0, fn)
+    mean, n = float(d.mean()), int(d.size)
+    if n == 1:
+        return SeedLevel(mean, None, None, None, 1, "one seed: no interval between seeds can be computed")
+    if np.ptp(d) == 0.0:  # equal values: exactly zero spread (std() leaves a rounding residue)
+        return SeedLevel(mean, mean, mean, 0.0, n, f"the {n} seeds differ by exactly the same amount: zero "
+                         "observed spread, so the interval has no width (more seeds would show their spread)")
+    sd = float(d.std(ddof=1))
+    half = float(sps.t.ppf(1.0 - alpha / 2.0, n - 1)) * sd / math.sqrt(n)
+    return SeedLevel(mean, mean - half, mean + half, sd, n, f"t interval, {n - 1} degrees of freedom")
+
+
+def power(effect: float, sd: float, n: int, alpha: float = 0.05) -> float:
+    """Power of the two-sided one-sample (paired) t test at level alpha to detect a true mean `effect`.
+
+    With noncentrality nc = effect * sqrt(n) / sd and c = t_{1 - alpha/2, n-1}:
+    power = P(T' > c) + P(T' < -c), T' noncentral t(n - 1, nc) (Cohen 1988, sec. 2.5).
+    """
+    from scipy import stats as sps
+
+    if n < 2 or not sd > 0:
+        raise ValueError(f"power: needs n >= 2 seeds and sd > 0, got n={n}, sd={sd}")
+    df, nc = n - 1, abs(effect) * math.sqrt(n) / sd  # symmetric in the sign of the effect
+    c = float(sps.t.ppf(1.0 - alpha / 2.0, df))
+    wrong_side = float(sps.nct.cdf(-c, df, nc))
+    # scipy 1.17's nct.cdf returns nan deep in this tail (df 999, nc 25: the true value is < 1e-100)
+    return float(sps.nct.sf(c, df, nc)) + (0.0 if math.isnan(wrong_side) else wrong_side)
+
+
+def mde(sd: float, n: int, alpha: float = 0.05, target: float = POWER) -> float:
+    """Minimum detectable effect: the true mean difference that `n` seeds detect with power `target`.
+
+    Solves power(effect, sd, n) = target for effect > 0 (scipy.optimize.brentq). For large n it
+    tends to (z_{1 - alpha/2} + z_target) * sd / sqrt(n) = 2.80 sd / sqrt(n) (alpha 0.05, power 0.8).
+    """
+    from scipy.optimize import brentq
+
+    if n < 2 or not sd > 0:
+        raise ValueError(f"mde: needs n >= 2 seeds and sd > 0, got n={n}, sd={sd}")
+    hi = sd
+    while power(hi, sd, n, alpha) < target:  # power grows with the effect: bracket, then solve
+        hi *= 2.0
+    return float(brentq(lambda e: power(e, sd, n, alpha) - target, 0.0, hi, xtol=1e-10))
+
+
+def seeds_needed(effect: float, sd: float, alpha: float = 0.05, target: float = POWER) -> int | None:
+    """Smallest n >= 2 whose two-sided t test detects `effect` with power `target`; None above MAX_SEEDS."""
+    if not effect > 0 or not sd > 0:
+        raise ValueError(f"seeds_needed: needs effect > 0 and sd > 0, got effect={effect}, sd={sd}")
+    lo, hi = 1, 2
+    while power(effect, sd, hi, alpha) < target:  # doubling, then bisection on n (power grows with n)
+        lo, hi = hi, hi * 2
+        if hi > MAX_SEEDS:
+            return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if power(effect, sd, mid, alpha) >= target else (mid, hi)
+    return hi

@@ -62,7 +62,7 @@ class StepResult:
 
 @dataclass
 class EpisodeMetrics:
-    """Per-episode metrics (DESIGN section 4); `tokens` is added by the rollout, not here."""
+    """Per-episode metrics (docs/design.md, "Environment"); `tokens` is added by the rollout, not here."""
 
     instance_id: str
     success: bool = False

@@ -176,7 +176,7 @@ def _edit_snippet(path: str, text: str, offset: int, length: int) -> str:
 def summarize_tests(grade: Grade) -> str:
     """What run_tests shows: counts, then the first failing test in a few lines. The sandbox
     masks memory addresses in the failure texts it captures (pytest_plugin), so this text is the
-    same in every run of a seed (docs/experiment.md)."""
+    same in every run of a seed (docs/experiment.md, "Reproducibility")."""
     if grade.infra_error:
         return f"Sandbox error, try again (the test run did not complete: {_clip(grade.infra_error)})."
     if grade.hack_attempt:  # refused by the static scan (nothing ran), or flagged while running

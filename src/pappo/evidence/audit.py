@@ -1,9 +1,10 @@
 """`pappo audit`: what a reviewer runs. Integrity of every run's evidence, then the claims.
 
-Exit code: 0 integrity holds and every claim holds; 2 integrity holds but a claim does not; 1
-integrity fails. Each integrity failure names the file, the field, what was expected and what
-was found. The CLI prints the verdict and writes it only with `--out` (the `audit` stage writes
-`receipts/audit.json`).
+Claims are judged with the seed as the unit and against the tuning history read from git
+(evidence/verdicts.py, evidence/history.py). Exit code: 0 integrity holds and every claim holds;
+2 integrity holds but a claim does not hold, is inconclusive or exploratory; 1 integrity fails.
+Each integrity failure names the file, the field, what was expected and what was found. The CLI
+prints the verdict and writes it only with `--out` (the `audit` stage writes `receipts/audit.json`).
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pappo.config import ClaimParams, Params
+from pappo.config import Params
 from pappo.experiment import receipt as rc
 from pappo.evidence import archived, recompute
 from pappo.evidence.committed import check_committed, describe, lock_stages
-from pappo.stats import paired_diff_ci_seeds, seed_wins
-from pappo.evidence.summary import pick_best_baseline, task_values
+from pappo.evidence.history import History, read_history
+from pappo.evidence.verdicts import ClaimVerdict, evaluate_claim, render_claim
 from pappo.experiment.report import RUN_METHODS, RunReport, params_subset, run_stage
 from pappo.io import canonical_json, sha256_bytes, sha256_file
 from pappo.numerics import Comparison, NumericsInfo, comparison
@@ -32,7 +33,7 @@ from pappo.policy.checkpoint import read_record
 from pappo.stage_code import stage_code
 from pappo.tasks.models import ManifestLock
 
-NON_PPO = ("base", "rft", "grpo")
+__all__ = ["AuditVerdict", "ClaimVerdict", "audit", "evaluate_claim", "render"]
 
 
 class AuditFailure(BaseModel):
@@ -42,21 +43,6 @@ class AuditFailure(BaseModel):
     expected: str
     found: str
     message: str
-
-
-class ClaimVerdict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: str
-    holds: bool
-    metric: str
-    method: str
-    baseline: str = Field(description="The baseline compared with (best_non_ppo resolved).")
-    delta: float = Field(description="Mean improvement over seeds (positive: the method is better).")
-    lo: float = Field(description="Lower end of the paired 95% bootstrap interval of the improvement.")
-    hi: float
-    seed_wins: int
-    n_seeds: int
-    reasons: list[str] = Field(description="Why it does not hold (empty when it holds).")
 
 
 class NumericsGroup(BaseModel):
@@ -89,6 +75,8 @@ class AuditVerdict(BaseModel):
     scope: Literal["commit", "workspace"] = Field(
         "commit", description="commit: the evidence had to be HEAD's (a reviewer's audit); workspace: the audit "
         "stage's check of what its dvc repro just produced, before the commit.")
+    history: History | None = Field(None, description="The tuning history read from git (None in verdicts "
+                                    "of older audits).")
     verdict: str = Field(description="The readable verdict.")
 
 
@@ -132,15 +120,17 @@ def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path,
     else:
         archived.check_packaged(ctx.fail, ctx.root, archive.source)
         scope = "commit"
-    claims = [] if ctx.failures else [evaluate_claim(c, reports, receipts, params.seeds) for c in params.claims]
+    history = read_history(ctx.root, params.seeds, params.claims)
+    claims = [] if ctx.failures else [evaluate_claim(c, reports, receipts, params.seeds, history)
+                                      for c in params.claims]
     num = numerics_verdict(ctx, receipts)
     ok = not ctx.failures
     code: Literal[0, 1, 2] = 1 if not ok else (0 if all(c.holds for c in claims) else 2)
     head = _git(ctx.root, "rev-parse", "HEAD") if archive is None else archive.commit
     where = describe(scope) if archive is None else archived.describe(archive)
     return AuditVerdict(exit_code=code, integrity_ok=ok, head=head, runs_checked=len(reports),
-                        failures=ctx.failures, claims=claims, numerics=num, scope=scope,
-                        verdict=render(ok, ctx.failures, claims, num) + "\n" + where)
+                        failures=ctx.failures, claims=claims, numerics=num, scope=scope, history=history,
+                        verdict=render(ok, ctx.failures, claims, num, history) + "\n" + where)
 
 
 def _check_recomputed(ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts: dict[tuple[int, str], rc.Receipt]) -> None:
@@ -342,44 +332,6 @@ def _check_budgets(ctx: _Ctx, reports: dict[tuple[int, str], RunReport]) -> None
                          f"{b.episodes_used} episodes, {b.generated_tokens_used} tokens", "budget not as planned")  # fmt: skip
 
 
-def evaluate_claim(claim: ClaimParams, reports: dict[tuple[int, str], RunReport],
-                   receipts: dict[tuple[int, str], rc.Receipt], seeds: list[int]) -> ClaimVerdict:  # fmt: skip
-    """The claim's numbers from the per-task outcomes; holds only if every rule holds."""
-    baseline = claim.baseline
-    if baseline == "best_non_ppo":  # the summary's choice: best mean success, the same tie rule
-        baseline = pick_best_baseline({m: _mean_over_seeds(reports, m, "success", seeds) for m in NON_PPO}) or "base"
-    sign = 1.0 if claim.direction == "higher" else -1.0
-    pairs = []
-    for s in seeds:
-        a, b = _values(reports[s, claim.method], claim.metric), _values(reports[s, baseline], claim.metric)
-        pairs.append(([sign * x for x in a], [sign * x for x in b]))
-    ci = paired_diff_ci_seeds(pairs)
-    per_seed_a = [sum(a) / len(a) for a, _ in pairs]
-    per_seed_b = [sum(b) / len(b) for _, b in pairs]
-    wins = seed_wins(per_seed_a, per_seed_b, claim.min_delta)
-    reasons = []
-    if ci.mean < claim.min_delta:
-        reasons.append(f"mean improvement {ci.mean:+.3f} < min_delta {claim.min_delta}")
-    if wins < claim.min_seed_wins:
-        reasons.append(f"{wins}/{len(seeds)} seed wins < {claim.min_seed_wins}")
-    if claim.ci_rule == "lower_bound_above_zero" and not ci.lo > 0:
-        reasons.append(f"95% interval [{ci.lo:+.3f}, {ci.hi:+.3f}] does not exclude 0")
-    if claim.needs_gpu and any(r.hardware.accelerator != "cuda" for r in receipts.values()):
-        reasons.append("needs GPU receipts; these runs are CPU runs")
-    return ClaimVerdict(id=claim.id, holds=not reasons, metric=claim.metric, method=claim.method, baseline=baseline,
-                        delta=ci.mean, lo=ci.lo, hi=ci.hi, seed_wins=wins, n_seeds=len(seeds), reasons=reasons)  # fmt: skip
-
-
-def _mean_over_seeds(reports: dict[tuple[int, str], RunReport], method: str, metric: str, seeds: list[int]) -> float:
-    values = [_values(reports[s, method], metric) for s in seeds]
-    return sum(sum(v) / len(v) for v in values) / len(values)
-
-
-def _values(report: RunReport, metric: str) -> list[float]:
-    """Per-task values of the metric, tasks sorted by instance_id (as the summary pairs them)."""
-    return [task_values(t)[metric] for t in sorted(report.final_eval.tasks, key=lambda t: t.instance_id)]
-
-
 class GitTrees:
     """Receipts' source-tree hashes of `paths` at commits, for one audit. Each commit is listed once
     (`git ls-tree`) and blobs are read in one `git cat-file --batch`, each blob once: one git call
@@ -442,16 +394,15 @@ def _git(root: Path, *args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def render(ok: bool, failures: list[AuditFailure], claims: list[ClaimVerdict], num: NumericsVerdict | None) -> str:
+def render(ok: bool, failures: list[AuditFailure], claims: list[ClaimVerdict], num: NumericsVerdict | None,
+           history: History | None = None) -> str:
     """The verdict as a reviewer reads it."""
     lines = [f"integrity: {'OK' if ok else f'FAILED ({len(failures)} problems)'}"]
     if num is not None:
         lines.append(f"numerics: {num.comparison}: {num.reason}")
+    if history is not None:
+        lines.append(f"tuning history: {history.reason}")
     lines += [f"  - {f.file} [{f.field}]: {f.message} (expected {f.expected}, found {f.found})" for f in failures]
     for c in claims:
-        state = "holds" if c.holds else "does NOT hold"
-        lines.append(f"claim {c.id}: {state}: {c.method} vs {c.baseline} on {c.metric}: improvement "
-                     f"{c.delta:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}] (positive: {c.method} better), "
-                     f"{c.seed_wins}/{c.n_seeds} seed wins")  # fmt: skip
-        lines += [f"  - {r}" for r in c.reasons]
+        lines += render_claim(c)
     return "\n".join(lines)

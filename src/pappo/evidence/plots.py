@@ -23,6 +23,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from pappo.evidence.labels import SUMMARY_LABELS
+
 if TYPE_CHECKING:
     from pappo.evidence.summary import Summary
     from pappo.experiment.report import RunReport
@@ -40,11 +42,6 @@ RC: dict[str, Any] = {
     "grid.alpha": 0.3,
 }
 COLORS = {"base": "#7f7f7f", "rft": "#8c564b", "grpo": "#2ca02c", "ppo": "#1f77b4", "pappo": "#d62728"}
-TITLES = {
-    "success_curves": "Held-out success per update",
-    "final_metrics": "Final held-out metrics per method",
-    "ppo_diagnostics": "PPO / PAPPO optimisation diagnostics",
-}
 DIAGNOSTICS = (("actor/pg_clipfrac", "clip fraction"), ("actor/ppo_kl", "approx. KL (old || new)"),
                ("critic/vf_explained_var", "critic expl. variance"))  # fmt: skip
 EV_KEY, EV_FLOOR = "critic/vf_explained_var", -1.0
@@ -115,8 +112,6 @@ def success_curves(reports: Mapping[Key, RunReport], methods: Sequence[str]) -> 
 
 def final_metrics(summary: Summary) -> Figure:
     """Grouped bars of the rate metrics (left) and tool cost (right), 95% intervals as error bars."""
-    from pappo.evidence.summary import SUMMARY_LABELS
-
     rates = ("success", "pass_at_k", "failed_edit_rate", "repeated_test_rate")
     fig = _new_figure()
     with matplotlib.rc_context(RC):

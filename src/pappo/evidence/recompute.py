@@ -22,7 +22,7 @@ from typing import Any
 
 from pappo.config import Params
 from pappo.experiment.receipt import Receipt
-from pappo.evidence.summary import summary_files
+from pappo.evidence.summary_md import summary_files
 from pappo.experiment.report import RunReport, budget_limits, budget_used, flat_metrics
 from pappo.io import PappoError, sha256_bytes
 from pappo.policy.base_metrics import headline
@@ -128,7 +128,7 @@ def check_summary(fail: Fail, root: Path, runs: Path, params: Params) -> None:
     out = root / "reports"
     try:
         _, files = summary_files(runs, out / "summary.json", out / "summary.md", out / "summary", params.seeds,
-                                 params.eval.n_boot)  # fmt: skip
+                                 params.eval.n_boot, claims=params.claims)  # fmt: skip
     except PappoError as e:
         fail(out / "summary.json", "-", "a summary of the run reports", "none", str(e))
         return

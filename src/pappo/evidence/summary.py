@@ -1,11 +1,17 @@
-"""The multi-seed evidence summary: `reports/summary.json`, `reports/summary.md` and its plots.
+"""The multi-seed evidence summary (`reports/summary.json`); summary_md.py adds the markdown and plots.
 
-Reads every run report `reports/runs/seed_<s>/<method>/report.json` of the matrix and reports,
+Reads every run report `reports/runs/seed_<s>/<method>/report.json` of the matrix and computes,
 per method, each final held-out metric as a mean over seeds with a 95% stratified bootstrap
 interval (tasks resampled within each seed, seeds held fixed: `stats.bootstrap_ci_seeds`), the
-per-seed rows as the runs reported them, paired per-task success differences of PPO and PAPPO
-against the best non-PPO baseline (`stats.paired_diff_ci_seeds`, `stats.seed_wins`) and the
-training budget every run used.
+per-seed rows as the runs reported them, the paired success differences of PPO and PAPPO against
+the best non-PPO baseline, every pre-registered claim's per-seed differences with their power, and
+the training budget every run used.
+
+Comparisons take the seed as the unit (one trained policy per seed plays every eval task): the
+per-seed paired differences, their t interval with n_seeds - 1 degrees of freedom
+(`stats.seed_interval`), a whole-seed bootstrap beside it, and the minimum detectable effect
+(evidence/power.py). The interval that resamples tasks within fixed seeds is kept only as
+"evaluation noise within a seed" (Miller 2024, "Adding error bars to evals").
 
 Per-task values are computed from `TaskOutcome`, which keeps the greedy episode's counts but not
 its edit or test-run totals, so two of the multi-seed rates are defined per greedy *turn*
@@ -19,31 +25,23 @@ pairing them with the untrained policy.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pappo.stats import bootstrap_ci_seeds, mean_pass_at_k, paired_diff_ci_seeds, seed_wins
+from pappo.config import ClaimParams
+from pappo.evidence.labels import METRICS, TASK_METRICS
+from pappo.evidence.power import Power, power_of
+from pappo.stats import bootstrap_ci, bootstrap_ci_seeds, mean_pass_at_k, paired_diff_ci_seeds, seed_interval
+from pappo.stats import seed_wins
 from pappo.experiment.report import RUN_METHODS, RunReport, run_stage
-from pappo.io import PappoError, atomic_write_bytes, json_bytes, sha256_file
+from pappo.io import PappoError, sha256_file
 from pappo.rl.results import Interval, TaskOutcome
 
-METRICS: tuple[str, ...] = ("success", "pass_at_k", "failed_edit_rate", "tool_cost", "repeated_test_rate")
-LABELS = {"success": "success", "pass_at_k": "pass@K", "failed_edit_rate": "failed edit rate",
-          "tool_cost": "tool cost", "repeated_test_rate": "repeated test rate"}  # fmt: skip
-# over seeds the two rates are per greedy turn (TASK_METRICS), so they are labelled as such
-SUMMARY_LABELS = {**LABELS, "failed_edit_rate": "failed edits/turn", "repeated_test_rate": "repeated tests/turn"}
 BASELINE_PREFERENCE: tuple[str, ...] = ("grpo", "rft", "base")  # tie-break order for best_baseline
 COMPARED: tuple[str, ...] = ("pappo", "ppo")  # each compared against best_baseline
-TASK_METRICS = (
-    "Per eval task (greedy episode unless noted): success = 1 if solved else 0; pass_at_k = unbiased "
-    "pass@K of the K sampled episodes (Chen et al. 2021; K = 0: greedy success); tool_cost = weighted "
-    "tool calls; failed_edit_rate = failed str_replace calls / max(1, turns); repeated_test_rate = "
-    "repeated run_tests calls / max(1, turns)."
-)
 Key = tuple[int, str]
 
 
@@ -87,19 +85,44 @@ class MethodSummary(BaseModel):
 
 
 class Comparison(BaseModel):
-    """A method against the baseline on paired eval tasks, seed by seed."""
+    """A method against the baseline on paired eval tasks, the seed as the unit."""
 
     model_config = ConfigDict(extra="forbid")
     method: str
     baseline: str
     metric: Literal["success"] = "success"
-    difference: Interval = Field(
-        description="Mean over seeds of the mean per-task difference method - baseline; interval from a "
-        "stratified bootstrap of the per-task differences (seeds fixed)."
+    difference: Interval | None = Field(
+        description="Mean over seeds of the per-seed mean difference method - baseline, 95% t interval with "
+        "n_seeds - 1 degrees of freedom (the seed is the unit); None with one seed (no interval exists)."
     )
     per_seed_difference: list[float] = Field(description="Mean per-task difference of each seed, in seed order.")
     seed_wins: int = Field(description="Seeds where the method's mean beats the baseline's strictly.")
     n_seeds: int
+    seed_bootstrap: Interval | None = Field(
+        None, description="Whole-seed percentile bootstrap of the per-seed differences (seeds resampled; "
+        "coarse with few seeds)."
+    )
+    within_seed_noise: Interval | None = Field(
+        None, description="Evaluation noise within a seed, not evidence about the method: tasks resampled "
+        "within fixed seeds."
+    )
+    power: Power | None = Field(None, description="MDE at 80% power and seeds needed, from the per-seed SD.")
+    note: str = Field("", description="t interval, its degrees of freedom, or why there is none.")
+
+
+class ClaimPower(BaseModel):
+    """A pre-registered claim's seed-level numbers and power (the verdict is the audit's)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    method: str
+    baseline: str = Field(description="best_non_ppo resolved.")
+    metric: str
+    min_delta: float
+    difference: Interval | None = Field(description="Improvement (positive: the method is better), mean over "
+                                        "seeds, 95% t interval; None with one seed.")
+    per_seed: list[float] = Field(description="Each seed's mean paired improvement, in seed order.")
+    power: Power
 
 
 class BudgetRow(BaseModel):
@@ -133,6 +156,7 @@ class Summary(BaseModel):
         "base. None when none of them ran."
     )
     comparisons: list[Comparison] = Field(description="pappo and ppo against best_baseline (those that ran).")
+    claims: list[ClaimPower] = Field(default_factory=list, description="params.yaml's claims, seed level.")
     budget: list[BudgetRow] = Field(description="Every run, by seed then method.")
     plots: list[str] = Field(default_factory=list, description="Plot files, relative to the markdown's folder.")
     sources: dict[str, str] = Field(description="Report path relative to the runs folder -> sha256 of the file.")
@@ -252,16 +276,49 @@ def pick_best_baseline(mean_success: Mapping[str, float]) -> str | None:
     return best
 
 
+def _seed_level(diffs: Sequence[float]) -> tuple[Interval | None, str]:
+    level = seed_interval(diffs)
+    if level.lo is None or level.hi is None:
+        return None, level.note
+    return Interval(mean=level.mean, lo=level.lo, hi=level.hi), level.note
+
+
 def compare(reports: Mapping[Key, RunReport], seeds: Sequence[int], method: str, baseline: str, n_boot: int) -> Comparison:
-    """Paired per-task success differences method - baseline (tasks already checked equal)."""
+    """Paired success differences method - baseline per seed (tasks already checked equal)."""
     a = per_seed_values(reports, seeds, method, "success")
     b = per_seed_values(reports, seeds, baseline, "success")
-    diff = paired_diff_ci_seeds(list(zip(a, b)), n_boot=n_boot)
+    noise = paired_diff_ci_seeds(list(zip(a, b)), n_boot=n_boot)
     a_means = [sum(x) / len(x) for x in a]
     b_means = [sum(x) / len(x) for x in b]
     per_seed = [sum(x - y for x, y in zip(xs, ys)) / len(xs) for xs, ys in zip(a, b)]
-    return Comparison(method=method, baseline=baseline, difference=Interval(**diff.to_json()),
-                      per_seed_difference=per_seed, seed_wins=seed_wins(a_means, b_means), n_seeds=len(seeds))  # fmt: skip
+    difference, note = _seed_level(per_seed)
+    boot = Interval(**bootstrap_ci(per_seed, n_boot=n_boot).to_json()) if len(seeds) > 1 else None
+    return Comparison(method=method, baseline=baseline, difference=difference, per_seed_difference=per_seed,
+                      seed_wins=seed_wins(a_means, b_means), n_seeds=len(seeds), seed_bootstrap=boot,
+                      within_seed_noise=Interval(**noise.to_json()), power=power_of(per_seed),
+                      note=note)  # fmt: skip
+
+
+def claim_differences(claim: ClaimParams, reports: Mapping[Key, RunReport],
+                      seeds: Sequence[int]) -> tuple[str, list[tuple[list[float], list[float]]]]:
+    """(baseline, per seed (method's, baseline's) per-task values signed so that higher is better)."""
+    baseline = claim.baseline
+    if baseline == "best_non_ppo":  # the comparisons' choice: best mean success, the same tie rule
+        means = {m: sum(sum(v) / len(v) for v in per_seed_values(reports, seeds, m, "success")) / len(seeds)
+                 for m in BASELINE_PREFERENCE if all((s, m) in reports for s in seeds)}
+        baseline = pick_best_baseline(means) or "base"
+    sign = 1.0 if claim.direction == "higher" else -1.0
+    a = per_seed_values(reports, seeds, claim.method, claim.metric)
+    b = per_seed_values(reports, seeds, baseline, claim.metric)
+    return baseline, [([sign * x for x in xs], [sign * y for y in ys]) for xs, ys in zip(a, b)]
+
+
+def claim_power(claim: ClaimParams, reports: Mapping[Key, RunReport], seeds: Sequence[int]) -> ClaimPower:
+    baseline, pairs = claim_differences(claim, reports, seeds)
+    diffs = [sum(a) / len(a) - sum(b) / len(b) for a, b in pairs]
+    return ClaimPower(id=claim.id, method=claim.method, baseline=baseline, metric=claim.metric,
+                      min_delta=claim.min_delta, difference=_seed_level(diffs)[0], per_seed=diffs,
+                      power=power_of(diffs))
 
 
 def _runs_context(reports: Mapping[Key, RunReport]) -> tuple[str, str, int]:
@@ -275,150 +332,36 @@ def _runs_context(reports: Mapping[Key, RunReport]) -> tuple[str, str, int]:
 
 
 def summarise(runs_dir: Path, reports: Mapping[Key, RunReport], sources: dict[str, str], seeds: Sequence[int],
-              methods: Sequence[str], n_boot: int) -> Summary:  # fmt: skip
+              methods: Sequence[str], n_boot: int,
+              claims: Sequence[ClaimParams] = ()) -> Summary:  # fmt: skip
     """The Summary of already loaded reports (see build_summary)."""
     ids = check_same_tasks(runs_dir, reports, seeds, methods)
     profile, device, k = _runs_context(reports)
     summaries = [method_summary(reports, seeds, m, n_boot) for m in methods]
     best = pick_best_baseline({s.method: s.success.mean for s in summaries})
     comparisons = [compare(reports, seeds, m, best, n_boot) for m in COMPARED if best and m in methods]
+    ran = set(methods)
+    powers = [claim_power(c, reports, seeds) for c in claims
+              if c.method in ran and (c.baseline in ran or c.baseline == "best_non_ppo" and best)]
     budget = [BudgetRow(seed=s, method=m, episodes_limit=b.episodes_limit, episodes_used=b.episodes_used,
                         generated_tokens_limit=b.generated_tokens_limit, generated_tokens_used=b.generated_tokens_used)
               for s in seeds for m in methods for b in [reports[(s, m)].budget]]  # fmt: skip
     return Summary(profile=profile, device=device, seeds=list(seeds), methods=list(methods),  # type: ignore[arg-type]
                    n_eval_tasks={s: len(v) for s, v in ids.items()}, eval_samples=k, n_boot=n_boot,
-                   summaries=summaries, best_baseline=best, comparisons=comparisons, budget=budget,
+                   summaries=summaries, best_baseline=best, comparisons=comparisons, claims=powers,
+                   budget=budget,
                    sources=sources)  # fmt: skip
 
 
-def build_summary(runs_dir: Path, seeds: Sequence[int], methods: Sequence[str] = RUN_METHODS, n_boot: int = 2000) -> Summary:
+def build_summary(
+    runs_dir: Path,
+    seeds: Sequence[int],
+    methods: Sequence[str] = RUN_METHODS,
+    n_boot: int = 2000,
+    claims: Sequence[ClaimParams] = (),
+) -> Summary:
     """Load every run report of seeds x methods and summarise it (no files written)."""
     if not seeds or not methods:
         raise PappoError("build_summary needs at least one seed and one method (params.yaml `seeds`)")
     reports, sources = load_reports(Path(runs_dir), seeds, methods)
-    return summarise(Path(runs_dir), reports, sources, seeds, methods, n_boot)
-
-
-# ---------------------------------------------------------------------------------------------
-# markdown
-
-
-def fmt_interval(i: Interval, signed: bool = False) -> str:
-    f = "{:+.2f}" if signed else "{:.2f}"
-    return f"{f.format(i.mean)} [{f.format(i.lo)}, {f.format(i.hi)}]"
-
-
-def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def device_label(profile: str, device: str) -> str:
-    if profile != "tiny":
-        return device
-    if device == "cpu":
-        return "CPU (pipeline check, not evidence)"
-    return f"{device} (tiny profile: pipeline check, not evidence)"
-
-
-def _metric_tables(summary: Summary) -> list[str]:
-    head = ["method", *(LABELS[m] for m in METRICS)]
-    overall = [[s.method, *(fmt_interval(getattr(s, m)) for m in METRICS)] for s in summary.summaries]
-    overall_head = ["method", *(SUMMARY_LABELS[m] for m in METRICS)]
-    seeds = [[str(r.seed), r.method, *(fmt_interval(getattr(r, m)) for m in METRICS)]
-             for s in summary.summaries for r in s.per_seed]  # fmt: skip
-    seeds.sort(key=lambda row: (int(row[0]), summary.methods.index(row[1])))
-    return [
-        "## Final held-out metrics over seeds", "",
-        f"Mean over seeds of per-seed task means, 95% stratified bootstrap interval (tasks resampled within "
-        f"seeds, seeds fixed; {summary.n_boot} replicates). K = {summary.eval_samples}.", "",
-        md_table(overall_head, overall), "",
-        "## Per seed", "", "Each run's own final evaluation (interval over its eval tasks).", "",
-        md_table(["seed", *head], seeds), "",
-    ]  # fmt: skip
-
-
-def _comparison_and_budget(summary: Summary) -> list[str]:
-    comp = [[c.method, c.baseline, fmt_interval(c.difference, signed=True),
-             ", ".join(f"{d:+.2f}" for d in c.per_seed_difference), f"{c.seed_wins}/{c.n_seeds}"]
-            for c in summary.comparisons]  # fmt: skip
-    budget = [[str(b.seed), b.method, f"{b.episodes_used}/{b.episodes_limit}",
-               f"{b.generated_tokens_used}/{b.generated_tokens_limit}"] for b in summary.budget]  # fmt: skip
-    best = summary.best_baseline or "none (no base, rft or grpo run)"
-    return [
-        "## Comparisons (success, paired over eval tasks)", "",
-        f"Best baseline: **{best}** (highest mean success among base, rft, grpo; ties go to grpo, then rft).", "",
-        md_table(["method", "baseline", "difference", "per seed", "seed wins"], comp) if comp else "No comparisons.", "",
-        "## Training budget", "",
-        md_table(["seed", "method", "episodes used/limit", "generated tokens used/limit"], budget), "",
-    ]  # fmt: skip
-
-
-def _integrity_table(summary: Summary) -> list[str]:
-    """Grading integrity per method: hack attempts, and patches right on the visible tests only."""
-    rows = [m for m in summary.summaries if m.hack_attempt_rate is not None and m.plausible_wrong_rate is not None]
-    if not rows:
-        return []
-    out = ["## Grading integrity", "", "| method | hack_attempt | plausible_wrong |", "|---|---:|---:|"]
-    for m in rows:
-        h, p = m.hack_attempt_rate, m.plausible_wrong_rate
-        out.append(f"| {m.method} | {h.mean:.3f} [{h.lo:.3f}, {h.hi:.3f}] | {p.mean:.3f} [{p.lo:.3f}, {p.hi:.3f}] |")  # type: ignore[union-attr]
-    return out + ["", "Share of a task's episodes (greedy and sampled); plausible_wrong = the final patch passes the "
-                  "visible tests but fails the task's hidden checks (docs/sandbox.md).", ""]  # fmt: skip
-
-
-def render_markdown(summary: Summary, plots: list[str]) -> str:
-    """`reports/summary.md`: tables of the summary and the PNG plots (paths relative to the file)."""
-    from pappo.evidence.plots import TITLES
-
-    lines = [
-        "# PAPPO evidence summary", "",
-        f"Profile: {summary.profile} · Device: {device_label(summary.profile, summary.device)} · "
-        f"Seeds: {', '.join(map(str, summary.seeds))} · Eval tasks per seed: "
-        f"{', '.join(str(summary.n_eval_tasks[s]) for s in summary.seeds)}", "",
-        *_metric_tables(summary), *_integrity_table(summary), *_comparison_and_budget(summary),
-    ]  # fmt: skip
-    pngs = [p for p in plots if p.endswith(".png")]
-    if pngs:
-        lines += ["## Plots", ""]
-        for p in pngs:
-            stem = Path(p).stem
-            svg = p[: -len(".png")] + ".svg"
-            lines += [f"![{TITLES.get(stem, stem)}]({p})", ""]
-            if svg in plots:
-                lines += [f"[SVG]({svg})", ""]
-    lines += ["## Metric definitions", "", TASK_METRICS, "",
-              "The per-seed rows use each run's own definitions: failed edit rate = failed edits / edits, "
-              "repeated test rate = repeated test runs / test runs.", ""]  # fmt: skip
-    return "\n".join(lines)
-
-
-def summary_files(runs_dir: Path, out_json: Path, out_md: Path, plots_dir: Path, seeds: Sequence[int],
-                  n_boot: int = 2000, methods: Sequence[str] = RUN_METHODS) -> tuple[Summary, dict[Path, bytes]]:  # fmt: skip
-    """The summary and the bytes of every file the report stage writes, {path: bytes}, in memory.
-    Deterministic: `pappo audit` recomputes them from the run reports and compares."""
-    from pappo.evidence.plots import render_plots
-
-    runs_dir, out_md, plots_dir = Path(runs_dir), Path(out_md), Path(plots_dir)
-    if not seeds or not methods:
-        raise PappoError("write_summary needs at least one seed and one method (params.yaml `seeds`)")
-    reports, sources = load_reports(runs_dir, seeds, methods)
-    summary = summarise(runs_dir, reports, sources, seeds, methods, n_boot)
-    files = render_plots(reports, summary)
-    rel = [Path(os.path.relpath(plots_dir / name, out_md.parent)).as_posix() for name in files]
-    summary = summary.model_copy(update={"plots": rel})
-    summary = Summary.model_validate(summary.model_dump())
-    out: dict[Path, bytes] = {plots_dir / name: data for name, data in files.items()}
-    out[Path(out_json)] = json_bytes(summary.model_dump(mode="json"))
-    out[out_md] = render_markdown(summary, rel).encode("utf-8")
-    return summary, out
-
-
-def write_summary(runs_dir: Path, out_json: Path, out_md: Path, plots_dir: Path, seeds: Sequence[int],
-                  n_boot: int = 2000, methods: Sequence[str] = RUN_METHODS) -> Summary:  # fmt: skip
-    """Build the summary and its plots in memory, then write plots, JSON and markdown atomically."""
-    summary, files = summary_files(runs_dir, out_json, out_md, plots_dir, seeds, n_boot, methods)
-    for path, data in files.items():  # plots first, the markdown that shows them last
-        atomic_write_bytes(path, data)
-    return summary
+    return summarise(Path(runs_dir), reports, sources, seeds, methods, n_boot, claims)

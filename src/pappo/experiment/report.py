@@ -87,7 +87,12 @@ class RunReport(BaseModel):
     eval_instance_ids: list[str]
     checkpoint: CheckpointRecord
     budget: Budget
-    updates: list[dict[str, Any]] = Field(description="Per update: rollout means, freeze stats, every minibatch step's diagnostics.")
+    updates: list[dict[str, Any]] = Field(
+        description="Per update: rollout means, freeze stats, every minibatch step's diagnostics. `freeze` holds the "
+        "sampler/trainer mismatch (rl/mismatch.py): rollout/logprob_gap_mean, _p99, _max and _frac_large (share of "
+        "tokens with |old_log_prob - sampler_log_prob| > 0.1), and with rl.rollout_is_level set "
+        "rollout/rollout_is_mean, _fraction_high and _fraction_low (share of tokens or sequences cut)."
+    )
     evals: list[UpdateEval] = Field(description="Held-out evaluation after every update (or only the last).")
     final_eval: EvalResult
     adapters_sha256: dict[str, str] = Field(description="sha256 of each file of the final adapters (base: untrained).")

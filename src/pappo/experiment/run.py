@@ -33,6 +33,7 @@ from pappo.policy.adapters import POLICY, ActorCritic
 from pappo.policy.chat import ChatCodec
 from pappo.policy.checkpoint import hash_files, load_checkpoint
 from pappo.policy.decoder import Qwen2Decoder
+from pappo.policy.memory import Dims, refusal
 from pappo.rl.distributed import Dist
 from pappo.rl.evaluate import evaluate
 from pappo.rl.results import EvalResult
@@ -105,13 +106,13 @@ def _run(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
     model = place(model, params, dist)
     codec, store = ChatCodec(tokenizer, tools_for(params.env.actions)), TaskStore.from_params(params, "repofix")
     grade_fn = functools.partial(grade_many, default_pool(params.sandbox), hidden=store.hidden)
-    ac = ActorCritic(model, params.lora)
+    ac = ActorCritic(model, params.lora, params.model.logits_fp32)
     subset = params_subset(params, method)
     fingerprint = sha256_bytes(canonical_json([subset, source_sha256(), record.revision, method, seed]).encode())
 
     def evaluate_now(tag: int) -> EvalResult:
         with ac.adapter(POLICY):
-            decoder = Qwen2Decoder(ac.peft)
+            decoder = Qwen2Decoder(ac.peft, params.model.logits_fp32)
         return evaluate(decoder, codec, params, store, eval_ids, grade_fn, seed, tag, dist)
 
     history: list[dict[str, Any]] = []
@@ -160,7 +161,13 @@ def _run(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
 
 def place(model: torch.nn.Module, params: Params, dist: Dist) -> torch.nn.Module:
     """The loaded model on this rank's device, with gradient checkpointing if configured (which
-    acts in train mode only; params forbid LoRA dropout with it, so train mode changes nothing else)."""
+    acts in train mode only; params forbid LoRA dropout with it, so train mode changes nothing else).
+    On a GPU, a configuration predicted not to fit its memory is refused before anything is moved."""
+    if dist.device.type == "cuda":
+        total = torch.cuda.get_device_properties(dist.device).total_memory
+        too_big = refusal(params, Dims.from_config(model.config), total)
+        if too_big:
+            raise PappoError(f"params.yaml: {too_big}")
     model = model.to(dist.device)
     if params.model.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})

@@ -1,5 +1,7 @@
 """The single-seed experiment (`dvc exp run -S seed=N experiment`): every method on seed N.
 
+Tuning happens here, on `dev_seeds` only: a published seed (`seeds`) is refused, so no try ever
+sees the seeds that confirm the result (docs/tuning.md; Eimer, Lindauer & Raileanu 2023).
 Trains its own runs and does not depend on the seed matrix, so a one-seed hyperparameter try
 trains that seed's runs only. A method whose matrix run (`reports/runs/seed_N/<method>`) was made
 by the same configuration is copied instead (pappo.experiment.reuse), and the matrix copies runs
@@ -17,13 +19,32 @@ from pappo.config import Params
 from pappo.experiment.report import HEADLINE, RUN_METHODS, flat_metrics
 from pappo.experiment.reuse import copy_run, reusable
 from pappo.experiment.run import run_method
-from pappo.io import atomic_write_json
+from pappo.io import PappoError, atomic_write_json
 from pappo.policy.checkpoint import read_record
+
+
+def check_dev_seed(params: Params) -> None:
+    """Refuse a seed that is not a tuning seed, saying which seeds to tune on."""
+    seed, dev = params.seed, params.dev_seeds
+    where = "add tuning seeds to dev_seeds"
+    if dev:
+        where = f"tune on dev_seeds {dev}: `dvc exp run -S seed={dev[0]}`"
+    if seed in params.seeds:
+        raise PappoError(
+            f"params.yaml seed: {seed} is a published (confirmatory) seed (seeds {params.seeds}); a try on "
+            f"it would make the published evidence exploratory. {where} (docs/tuning.md)"
+        )
+    if seed not in dev:
+        raise PappoError(
+            f"params.yaml seed: {seed} is not in dev_seeds {dev}; {where}, or add {seed} to dev_seeds and "
+            "rerun `dvc repro validate` so it gets a split"
+        )
 
 
 def run_experiment(params: Params, out: Path, runs: Path, base_dir: Path,
                    log: Callable[[str], None] = print) -> dict[str, dict[str, float]]:  # fmt: skip
     seed, out = params.seed, Path(out)
+    check_dev_seed(params)
     revision = read_record(base_dir).revision
     metrics: dict[str, dict[str, float]] = {}
     for method in RUN_METHODS:

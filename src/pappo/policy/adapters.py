@@ -72,10 +72,11 @@ def _check_base(base: nn.Module, lora: LoraParams) -> None:
 class ActorCritic(nn.Module):
     """Policy and critic as two LoRA adapters over one frozen base, plus a float32 value head."""
 
-    def __init__(self, base: PreTrainedModel, lora: LoraParams) -> None:
+    def __init__(self, base: PreTrainedModel, lora: LoraParams, logits_fp32: bool = False) -> None:
         super().__init__()
         _check_base(base, lora)
         self.lora = lora
+        self.logits_fp32 = logits_fp32  # model.logits_fp32: `token_logits` in float32 (as the rollout decoder's)
         # get_peft_model wraps `base` in place: its Linear layers become LoRA layers whose
         # `base_layer` is the original Linear (same tensors). peft docs: "Load adapters" /
         # PeftModel.add_adapter, which adds a second adapter next to the first.
@@ -168,6 +169,16 @@ class ActorCritic(nn.Module):
     @property
     def lm_head(self) -> nn.Module:
         return self.peft.get_base_model().lm_head
+
+    def token_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Float32 logits (..., V) of last hidden states (..., H). With `logits_fp32` the lm_head runs
+        in float32 (hidden and weight cast up), else in the model's dtype and the result is cast: the
+        rollout decoder does the same (`Qwen2Decoder(logits_fp32=...)`), so both sides agree."""
+        head = self.lm_head
+        if not self.logits_fp32:
+            return head(hidden).float()
+        bias = head.bias.float() if head.bias is not None else None
+        return nn.functional.linear(hidden.float(), head.weight.float(), bias)
 
     def values(
         self,

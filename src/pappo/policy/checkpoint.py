@@ -58,7 +58,7 @@ class CheckpointRecord(BaseModel):
     )
     n_parameters: int = Field(ge=1, description="Distinct parameters (tied weights counted once).")
     architecture: str = Field(description="config.json model_type, e.g. 'qwen2'.")
-    dtype: Literal["float32", "bfloat16"] = Field(description="Dtype the weights are loaded and run in.")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(description="Dtype the weights are loaded and run in.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,7 +372,7 @@ def _refuse_other(expect: CheckpointRecord, record: CheckpointRecord) -> None:
 def _torch_dtype(name: str) -> Any:
     import torch
 
-    return torch.float32 if name == "float32" else torch.bfloat16
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
 
 
 def _load_hub(params: ModelParams) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, CheckpointRecord]:

@@ -8,7 +8,7 @@ where there are several the policy chooses among them under the softmax restrict
 trie's branch points must be the choices `decisions.decision_flags` marks (the first token of the
 tool name and of the id), so what the policy samples is exactly what `rl.loss_tokens: decisions`
 trains and scores with the same restricted softmax. Why: at larger steps every trained variant
-broke the call format through shared weights (docs/experiment.md); here the format is not the
+broke the call format through shared weights (docs/changelog.md); here the format is not the
 policy's to break, as TextWorld agents choose among the listed commands.
 """
 

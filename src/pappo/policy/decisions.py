@@ -8,7 +8,7 @@ name value), `ARG` (the first token of an argument value), `INSIDE` (the value's
 tool names; the candidate ids 1..k). The trainer then takes a choice's log-prob under the softmax
 restricted to those options (`rl.loss_tokens: decisions`): a negative advantage moves probability
 to another valid option, never to a malformed call, which is how larger steps broke the format
-(docs/experiment.md).
+(docs/changelog.md, 2026-12-02).
 """
 
 from __future__ import annotations

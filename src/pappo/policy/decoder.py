@@ -25,19 +25,30 @@ from pappo.io import PappoError
 
 
 class KVCache:
-    """Keys and values of every layer, (B, Hkv, capacity, D), written in place; `n` used."""
+    """Keys and values of every layer, (B, Hkv, capacity, D), written in place; `n` used.
 
-    def __init__(self, n_layers: int) -> None:
+    capacity None: the capacity doubles as positions come (`reserve`); an int (rollout.kv_cache
+    static): the first allocation is `capacity` positions, made once, and grows only past it (a
+    lockstep batch's padding can take a row beyond its episode limit). Either way only the first
+    `n` positions are ever read, so the outputs are the same."""
+
+    def __init__(self, n_layers: int, capacity: int | None = None) -> None:
         self.k: list[torch.Tensor] = []
         self.v: list[torch.Tensor] = []
-        self.n_layers, self.n = n_layers, 0
+        self.n_layers, self.n, self.capacity = n_layers, 0, capacity
+
+    def _size(self, needed: int) -> int:
+        """Positions to allocate for `needed`: the fixed capacity if it holds them, else doubling."""
+        if self.capacity is not None and needed <= self.capacity:
+            return self.capacity
+        return max(2 * needed, 64)
 
     def reserve(self, like: torch.Tensor, extra: int) -> None:
-        """Make room for `extra` more positions (capacity doubles); like: (B, Hkv, T, D)."""
+        """Make room for `extra` more positions (`_size`); like: (B, Hkv, T, D)."""
         if self.k and self.n + extra <= self.k[0].shape[2]:
             return
         b, h, _, d = like.shape
-        cap = max(2 * (self.n + extra), 64)
+        cap = self._size(self.n + extra)
         ks, vs = [], []
         for i in range(self.n_layers):
             k, v = like.new_zeros(b, h, cap, d), like.new_zeros(b, h, cap, d)
@@ -67,7 +78,7 @@ class KVCache:
         order = torch.sort(real.to(torch.int8), dim=1, stable=True).indices[:, self.n - width :]  # (B, width)
         b, h, _, d = self.k[0].shape
         index = order.to(self.k[0].device)[:, None, :, None].expand(b, h, width, d)
-        cap = max(2 * width, 64)
+        cap = self._size(width)
         for i in range(len(self.k)):
             for store in (self.k, self.v):
                 packed = store[i].new_zeros(b, h, cap, d)
@@ -89,7 +100,7 @@ class KVCache:
 
     def rows_copy(self, index: torch.Tensor) -> "KVCache":
         """A new cache holding a copy of the rows in `index`."""
-        sub = KVCache(self.n_layers)
+        sub = KVCache(self.n_layers, self.capacity)
         index = self._on_device(index)
         sub.k, sub.v, sub.n = [k[index] for k in self.k], [v[index] for v in self.v], self.n
         return sub
@@ -146,9 +157,10 @@ def _qwen2_parts(model: nn.Module) -> tuple[nn.Module, nn.Module]:
 
 class Qwen2Decoder:
     """forward(input_ids (B, T), attention_mask (B, L + T), position_ids (B, T), cache, last_only)
-    -> logits (B, T, V), or (B, 1, V) when last_only. Same contract as `rollout.Forward`."""
+    -> logits (B, T, V), or (B, 1, V) when last_only. Same contract as `rollout.Forward`.
+    `logits_fp32` (model.logits_fp32): the lm_head in float32, as `ActorCritic.token_logits`."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, logits_fp32: bool = False) -> None:
         cfg = model.config
         if getattr(cfg, "model_type", None) != "qwen2":
             raise PappoError(f"Qwen2Decoder: model_type {getattr(cfg, 'model_type', None)!r} is not 'qwen2'")
@@ -162,7 +174,10 @@ class Qwen2Decoder:
         self.embed = stack.embed_tokens.weight.detach().clone()
         self.device = self.embed.device  # the rollout's bookkeeping tensors stay on CPU; moved per call
         self.norm = stack.norm.weight.detach().clone()
-        self.lm_head = _dense(lm_head)[0]
+        # Qwen2's lm_head has no bias (None: F.linear as before); a biased one keeps its bias
+        lm_w, lm_b = _dense(lm_head)
+        self.lm_head = lm_w.float() if logits_fp32 else lm_w
+        self.lm_head_bias = lm_b.float() if (logits_fp32 and lm_b is not None) else lm_b
         self.layers = [self._layer(block) for block in stack.layers]
 
     @staticmethod
@@ -178,8 +193,8 @@ class Qwen2Decoder:
             down_w=_dense(mlp.down_proj)[0],
         )  # fmt: skip
 
-    def new_cache(self) -> KVCache:
-        return KVCache(len(self.layers))
+    def new_cache(self, capacity: int | None = None) -> KVCache:
+        return KVCache(len(self.layers), capacity)
 
     def _rms(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         h = x.float()  # as Qwen2RMSNorm: statistics in float32
@@ -227,7 +242,9 @@ class Qwen2Decoder:
         cache.n += t
         if last_only:
             x = x[:, -1:]
-        return F.linear(self._rms(x, self.norm), self.lm_head)  # (B, T or 1, V)
+        h = self._rms(x, self.norm)  # the model's dtype, as the trainer's final norm
+        # (B, T or 1, V), float32 with logits_fp32
+        return F.linear(h.to(self.lm_head.dtype), self.lm_head, self.lm_head_bias)
 
 
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:

@@ -200,7 +200,9 @@ class RolloutEngine:
         sample = Sampler(self.params, seeds, greedy)
         messages = vec.reset()
         trajs = [self._start(env.task.instance_id, m) for env, m in zip(vec.envs, messages)]
-        batch = _Batch(list(range(len(trajs))), self.decoder.new_cache())
+        static = self.params.kv_cache == "static"
+        batch = _Batch(list(range(len(trajs))), self.decoder.new_cache(
+            self.params.max_tokens_per_episode if static else None))
         logits = batch.feed_prompts(self.forward, [t.token_ids for t in trajs], self.codec.pad_id)
         while batch.rows:
             turns, stops, pending = self._turn(batch, logits, trajs, sample)

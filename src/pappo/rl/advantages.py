@@ -275,7 +275,7 @@ def _place_terminal(out: Tensor, terminal: Tensor, mask: Tensor, what: str) -> T
 
 def pappo_turn_rewards(terminal: Tensor, process: Tensor, turn_mask: Tensor, local_prior: float) -> Tensor:
     """PAPPO's turn rewards: r_n = local_prior * process_n on every real turn, plus the terminal
-    reward on the last real turn (DESIGN section 5; process rewards from `RepairEnv` events).
+    reward on the last real turn (docs/design.md, "PAPPO credit"; process rewards from `RepairEnv` events).
 
     terminal (B,), process (B, N), turn_mask (B, N) -> (B, N), 0 on padded turns. Non-zero process
     rewards on padded turns, or a non-zero terminal reward on a row without turns, raise.

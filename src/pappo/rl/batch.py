@@ -115,7 +115,7 @@ def policy_outputs(ac: ActorCritic, batch: RolloutBatch, temperature: float, ent
     (the choice table), a choice's distribution is the softmax over its options alone."""
     hidden = ac.policy_hidden(batch.input_ids, batch.attention_mask)  # (B, T, H)
     picked = batch.response_mask[:, 1:] != 0  # (B, T-1): position t-1 predicts token t
-    logits = ac.lm_head(hidden[:, :-1][picked]).float() / temperature  # (M, V)
+    logits = ac.token_logits(hidden[:, :-1][picked]) / temperature  # (M, V)
     if choices is not None:
         rows = batch.choice_row[:, 1:][picked]  # (M,)
         # -1e9, not -inf: excluded tokens get probability 0 and the entropy stays finite

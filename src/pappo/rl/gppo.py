@@ -1,19 +1,18 @@
 """GPPO trust regions: f-divergence geometry x estimator topology (pure kernels, no model code).
 
 Source: "Generalized Proximal Policy Optimization: Unifying LLM RL Algorithms from the Perspective
-of Divergence", arXiv 2610.13015, as summarised in shared/reference/seeds/004_0c5b7004cfedcb96.txt
-("Core equations"); PPO clip conventions from seeds/003 (Eq. 8.3) and verl `compute_policy_loss`.
+of Divergence", arXiv 2610.13015 (its region and surrogate, restated in docs/design.md, "GPPO");
+PPO clip conventions from Schulman et al. 2017 (eq. 7) and verl `compute_policy_loss`.
 
 Shapes: B batch of sequences, T tokens. `log_prob`, `old_log_prob`, `response_mask` are (B, T);
 `advantages` is (B, T) or broadcastable to it (e.g. (B, 1)). The mask (float or bool) is nonzero on
 policy tokens; values at masked positions never reach an output or a gradient, even inf/nan.
 
 Per token: r = exp(clamp(log_prob - old_log_prob, +-20)) (the clamp is verl's), mu = exp(old_log_prob)
-= pi_old(sampled token), the behaviour probability. Integrands f (seed 004, Core equations):
+= pi_old(sampled token), the behaviour probability. Integrands f (arXiv 2610.13015; docs/design.md):
     tv 1/2|r - 1|,  chi2 (r - 1)^2,  hellinger (sqrt(r) - 1)^2,  kl -log r (literal),
-    two_sided_log |log r| (the seed's separate setting for the "two-sided log/DAPO mapping").
-Estimator topology (seed 004: "MC uses f(r) and atomic uses mu f(r); binary adds
-(1 - mu) f((1 - mu r)/(1 - mu))"):
+    two_sided_log |log r| (a separate setting for the paper's two-sided log/DAPO mapping, Sec. 3.4).
+Estimator topology (MC uses f(r), atomic mu f(r); binary adds (1 - mu) f((1 - mu r)/(1 - mu))):
     mc      D = f(r)                          one-sample MC estimate of E_{pi_old}[f(r)]
     atomic  D = mu f(r)                       the sampled atom's own term of sum_y pi_old(y) f(r(y))
     binary  D = mu f(r) + (1 - mu) f((1 - mu r)/(1 - mu))
@@ -21,17 +20,17 @@ Estimator topology (seed 004: "MC uses f(r) and atomic uses mu f(r); binary adds
 D is evaluated in perspective form q f(p / q) (p new mass, q old mass), which keeps mu -> 0 or 1
 finite; for binary, r <= 1/mu (p_new <= 1) and the complement's new mass is clamped at 0.
 
-Region R = {r > 0 : D(r) <= delta} and J = E[min(r A, clip_R(r) A)] (seed 004, Core equations). Each
+Region R = {r > 0 : D(r) <= delta} and J = E[min(r A, clip_R(r) A)] (arXiv 2610.13015). Each
 D is nonincreasing for r < 1 and nondecreasing for r > 1 with D(1) = 0, so R = [r_lo, r_hi] and
 clip_R projects onto it. Per-token loss -min(r A, clip_R(r) A): -A r inside R and also outside R
 when A (r - 1) < 0 (the gradient moves r back toward R); -A clip_R(r) with zero gradient when
-A (r - 1) > 0 (it would go further out) -- PPO's rule (Schulman et al. 2017; seed 003, Eq. 8.3).
+A (r - 1) > 0 (it would go further out) -- PPO's rule (Schulman et al. 2017, eq. 7).
 
 Consequences (derived from the definitions; tested): tv/mc is PPO's symmetric clip with eps = 2 delta
 (1/2|r - 1| <= delta <=> r in [1 - 2 delta, 1 + 2 delta]); tv/atomic bounds |p_new - p_old| <= 2 delta;
 tv/binary bounds |p_new - p_old| <= delta; two_sided_log/mc is the asymmetric (DAPO-like) clip
 [e^-delta, e^delta]; literal kl/mc and kl/atomic are one-sided (-log r < 0 for r > 1): r >= e^-delta
-(resp. e^(-delta/mu)) and no upper bound, the disagreement the seed records for Eq. 16/18 vs Sec. 3.4.
+(resp. e^(-delta/mu)) and no upper bound, the paper's literal KL of Eq. 16/18 disagreeing with its Sec. 3.4.
 """
 
 from __future__ import annotations

@@ -42,12 +42,6 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor, dim: int | None = None) -> 
     return num / torch.where(den > 0, den, torch.ones_like(den))
 
 
-def masked_var(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Population variance of x over the masked tokens (weighted by mask), 0-dim; 0 if none."""
-    mean = masked_mean(x, mask)
-    return masked_mean((x - mean) ** 2, mask)
-
-
 def agg_loss(loss_mat: torch.Tensor, mask: torch.Tensor, loss_agg_mode: LossAggMode = "token-mean") -> torch.Tensor:
     """Reduce a per-token loss (B, T) over the masked tokens to a scalar (verl `agg_loss`).
 
@@ -92,6 +86,7 @@ def policy_loss(
     clip_ratio_high: float = 0.2,
     clip_ratio_c: float | None = None,
     loss_agg_mode: LossAggMode = "token-mean",
+    rollout_is_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """PPO clipped surrogate with optional dual clip -> (loss, stats); verl `compute_policy_loss`.
 
@@ -99,7 +94,9 @@ def policy_loss(
     (e.g. (B, 1)); old_log_prob and advantages are detached. With r = exp(clamp(logp - old, +-20)):
         pg = max(-A * r, -A * clip(r, 1 - clip_ratio_low, 1 + clip_ratio_high))   (Schulman et al. 2017)
         pg = min(pg, -A * clip_ratio_c)  where A < 0, if clip_ratio_c is set     (dual clip, Ye et al. 2020)
-    The clamp stops gradient for |log r| > 20 (as in verl).
+    The clamp stops gradient for |log r| > 20 (as in verl). `rollout_is_weights` (B, T), detached
+    (`mismatch.rollout_is_weights`): each token's pg is multiplied by its weight before aggregation,
+    as verl's `compute_policy_loss` does; None leaves the loss untouched (not even a multiply by 1).
 
     Stats, over masked tokens: `pg_clipfrac` share where the clipped branch is strictly larger
     (gradient 0); `clipfrac_high` r > 1 + high with A > 0 and `clipfrac_low` r < 1 - low with A < 0
@@ -122,6 +119,8 @@ def policy_loss(
         pg_losses3 = -adv * clip_ratio_c
         dual = (adv < 0) & (pg_losses > pg_losses3)
         pg_losses = torch.where(adv < 0, torch.minimum(pg_losses, pg_losses3), pg_losses)
+    if rollout_is_weights is not None:
+        pg_losses = pg_losses * torch.where(on, rollout_is_weights.detach().to(pg_losses.dtype), zero)
     loss = agg_loss(pg_losses, response_mask, loss_agg_mode)
     with torch.no_grad():
         one = torch.ones((), dtype=ratio.dtype, device=ratio.device)

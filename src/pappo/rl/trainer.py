@@ -45,6 +45,7 @@ from pappo.rl import losses
 from pappo.rl.batch import RolloutBatch, from_trajectories, policy_outputs, reference_log_probs, token_values
 from pappo.rl.distributed import Dist, merge_stats
 from pappo.rl.gppo import gppo_loss
+from pappo.rl.mismatch import logprob_gap_sums, percentile, rollout_is_weights
 from pappo.schedule import lr_factor
 from pappo.tasks.splits import read_split
 from pappo.tasks.store import TaskStore
@@ -71,6 +72,13 @@ class Trainer:
         self.method, self.params, self.rl, self.ac, self.codec = method, params, params.rl, ac, codec
         self.store, self.train_ids, self.grade_fn = store, sorted(train_ids), grade_fn
         self.out_dir, self.seed = Path(out_dir), seed
+        if ac.logits_fp32 != params.model.logits_fp32:
+            raise PappoError(
+                f"model.logits_fp32 is {params.model.logits_fp32} but the ActorCritic was built with "
+                f"{ac.logits_fp32}: build it as ActorCritic(model, params.lora, params.model.logits_fp32)"
+            )
+        # float16 overflows where bfloat16 does not: dynamic loss scaling (skips a step on inf/nan grads)
+        self.scaler = torch.amp.GradScaler(self.dist.device.type) if params.model.dtype == "float16" else None
         self._optimizers()
         self.choices = self._choice_table()
         self.trie = call_trie(codec, params)  # rollout.calls constrained: the valid calls, else None
@@ -158,7 +166,7 @@ class Trainer:
         index = [g * k + j for g in mine for j in range(k)]
         envs = [task_env(self.store, ids[g], self.params.env, hash_seed(self.seed, u, i)) for g, i in zip(groups, index)]
         with self.ac.adapter(POLICY):
-            decoder = Qwen2Decoder(self.ac.peft)  # snapshot of the current policy
+            decoder = Qwen2Decoder(self.ac.peft, self.params.model.logits_fp32)  # the policy's snapshot
         engine = RolloutEngine(decoder, self.codec, self.params.rollout, self.trie)
         trajs: list[Trajectory] = []
         bs = self.params.rollout.batch_size
@@ -198,14 +206,49 @@ class Trainer:
         batch.advantages, batch.returns = self.advantages(batch)
         if values_only:
             return {}
-        gap = (batch.old_log_prob - batch.sampler_log_prob).abs()  # type: ignore[operator]
         mask, d = self.gap_mask(batch), self.dist
         n = max(d.sum(mask.sum()), 1.0)
-        return {
-            "rollout/logprob_gap_mean": d.sum((gap * mask).sum()) / n,
-            "rollout/logprob_gap_max": float(d.all_reduce((gap * mask).max(), "max")),
-            "critic/advantages_mean": d.sum((batch.advantages * mask).sum()) / n,
+        adv_mean = d.sum((batch.advantages * mask).sum()) / n
+        return {**self._mismatch_stats(batch), "critic/advantages_mean": adv_mean}
+
+    def _mismatch_stats(self, batch: RolloutBatch) -> dict[str, float]:
+        """How far the sampler's log-probs are from the frozen old ones, over every rank's comparable
+        tokens (`gap_mask`): mean, p99, max |gap| and the share above `mismatch.LARGE_GAP`; with
+        rl.rollout_is_level set, the correction's mean weight and the share of ratios above C and
+        below 1/C (tokens, or sequences at sequence level; `below` binds in mask mode only)."""
+        assert batch.old_log_prob is not None
+        d, mask = self.dist, self.gap_mask(batch)
+        g = logprob_gap_sums(batch.old_log_prob, batch.sampler_log_prob, mask)
+        n = max(d.sum(g["n"]), 1.0)
+        values = torch.cat([v.to(torch.float64) for v in d.gather(g["values"].cpu())])
+        out = {
+            "rollout/logprob_gap_mean": d.sum(g["sum"]) / n,
+            "rollout/logprob_gap_p99": percentile(values, 0.99),
+            "rollout/logprob_gap_max": float(d.all_reduce(g["max"], "max")),
+            "rollout/logprob_gap_frac_large": d.sum(g["large"]) / n,
         }
+        rl = self.rl
+        if rl.rollout_is_level == "none":
+            return out
+        w, high, low = self._is_weights(batch)
+        unit = mask != 0
+        if rl.rollout_is_level == "sequence":  # one weight per sequence: count rows with a comparable token
+            unit, w, high, low = unit.any(-1), w[:, 0], high[:, 0], low[:, 0]
+        units = max(d.sum(unit.sum()), 1.0)
+        out["rollout/rollout_is_mean"] = d.sum(w[unit].sum()) / units
+        out["rollout/rollout_is_fraction_high"] = d.sum(high.sum()) / units
+        out["rollout/rollout_is_fraction_low"] = d.sum(low.sum()) / units
+        return out
+
+    def _is_weights(self, b: RolloutBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`mismatch.rollout_is_weights` of the frozen old log-probs over the sampler's (B, T), on the
+        tokens whose two log-probs are comparable (`gap_mask`); weight 1 on the others."""
+        assert b.old_log_prob is not None
+        rl = self.rl
+        return rollout_is_weights(
+            b.old_log_prob, b.sampler_log_prob, self.gap_mask(b), rl.rollout_is_level, rl.rollout_is_mode,
+            rl.rollout_is_threshold,
+        )
 
     def advantages(self, b: RolloutBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """(advantages, returns), (B, T), for the method; 0 off the policy tokens."""
@@ -274,24 +317,40 @@ class Trainer:
             share = _weight(mb.response_mask, mode) / max(total, 1e-12)
             actor_share = _weight(self.loss_mask(mb), mode) / max(actor_total, 1e-12)
             actor_loss, stats = self._actor_loss(mb)
-            (actor_loss * actor_share).backward()
+            self._backward(actor_loss * actor_share)
             if critic:
                 v_loss, v_stats = self._critic_loss(mb)
-                (v_loss * share).backward()
+                self._backward(v_loss * share)
                 stats.update(v_stats)
             _accumulate(sums, stats, share)
         sums = _explained_variance(merge_stats(self.dist.gather(sums)))
         sums["actor/grad_norm"] = self._clip_and_step(self.ac.policy_parameters(), self.actor_opt)
         if critic:
             sums["critic/grad_norm"] = self._clip_and_step(self.ac.critic_parameters(), self.critic_opt)
+        self._scale_update()
         return sums
 
+    def _backward(self, loss: torch.Tensor) -> None:
+        """loss.backward(), the loss scaled first under float16 (`self.scaler`)."""
+        (loss if self.scaler is None else self.scaler.scale(loss)).backward()
+
     def _clip_and_step(self, params: list[torch.nn.Parameter], opt: torch.optim.Optimizer) -> float:
-        """Sum gradients over ranks (DDP's all-reduce), clip their global norm, step."""
+        """Sum gradients over ranks (DDP's all-reduce), clip their global norm, step. Under float16
+        the gradients are unscaled first and the step is skipped if one is inf/nan (the norm says so)."""
         self.dist.sync_grads(params)
+        if self.scaler is not None:
+            self.scaler.unscale_(opt)
         norm = float(torch.nn.utils.clip_grad_norm_(params, self.rl.grad_clip))
-        opt.step()
+        if self.scaler is None:
+            opt.step()
+        else:
+            self.scaler.step(opt)
         return norm
+
+    def _scale_update(self) -> None:
+        """After every optimizer of a step has stepped: adapt the float16 loss scale (GradScaler)."""
+        if self.scaler is not None:
+            self.scaler.update()
 
     def _local(self, batch: RolloutBatch, chunk: torch.Tensor) -> torch.Tensor:
         """Rows of this rank's batch whose global episode index is in `chunk`, in chunk order."""
@@ -332,8 +391,12 @@ class Trainer:
             st.setdefault("pg_clipfrac_lower", torch.zeros(()))
             st["ppo_kl"] = losses.masked_mean(losses.kl_penalty(mb.old_log_prob, log_prob.detach(), "k3"), mask)
         else:
-            pg, st = losses.policy_loss(log_prob, mb.old_log_prob, mb.advantages, mask, rl.clip_ratio_low,
-                                        rl.clip_ratio_high, rl.clip_ratio_c, rl.loss_agg_mode)  # fmt: skip
+            # rows are whole sequences here (minibatches split by episode), as sequence level needs
+            weights = None if rl.rollout_is_level == "none" else self._is_weights(mb)[0]
+            pg, st = losses.policy_loss(
+                log_prob, mb.old_log_prob, mb.advantages, mask, rl.clip_ratio_low, rl.clip_ratio_high,
+                rl.clip_ratio_c, rl.loss_agg_mode, rollout_is_weights=weights,
+            )
         ent = losses.agg_loss(entropy, mask, rl.loss_agg_mode)
         loss = pg - rl.entropy_coeff * ent
         stats = {f"actor/{k}": v for k, v in st.items()}
@@ -366,9 +429,10 @@ class Trainer:
                 mb = batch.select(micro)
                 share = _weight(mb.response_mask, self.rl.loss_agg_mode) / max(total, 1e-12)
                 loss, st = self._critic_loss(mb)
-                (loss * share).backward()
+                self._backward(loss * share)
                 _accumulate(stats, st, share)
             self._clip_and_step(self.ac.critic_parameters(), self.critic_opt)
+            self._scale_update()
             out.append(_explained_variance(merge_stats(self.dist.gather(stats))))
         return out
 
@@ -391,10 +455,11 @@ class Trainer:
                     mb = batch.select(micro)
                     log_prob, _ = self.log_probs(mb, 1.0)
                     nll = -(log_prob * self.loss_mask(mb)).sum() / max(total, 1.0)
-                    nll.backward()
+                    self._backward(nll)
                     nll_sum += float(nll.detach())
                 nll_sum = self.dist.sum(nll_sum)
                 norm = self._clip_and_step(self.ac.policy_parameters(), self.actor_opt)
+                self._scale_update()
                 steps.append({"epoch": epoch, "minibatch": m, "actor/sft_nll": nll_sum, "actor/grad_norm": norm})
         return steps
 
@@ -415,6 +480,8 @@ class Trainer:
         self.ac.save(tmp / "adapters")
         torch.save({"actor": self.actor_opt.state_dict(), "critic": self.critic_opt.state_dict(),
                     "torch_rng": torch.get_rng_state()}, tmp / "optim.pt")  # fmt: skip
+        if self.scaler is not None:  # float16: the loss scale reached, so a resume scales as the run would
+            torch.save(self.scaler.state_dict(), tmp / "scaler.pt")
         atomic_write_json(tmp / "state.json", {"method": self.method, "seed": self.seed,
                                                "update_index": self.update_index, "history": self.history,
                                                "fingerprint": self.fingerprint})  # fmt: skip
@@ -452,6 +519,8 @@ class Trainer:
         self.actor_opt.load_state_dict(opt["actor"])
         self.critic_opt.load_state_dict(opt["critic"])
         torch.set_rng_state(opt["torch_rng"].cpu())
+        if self.scaler is not None and (folder / "scaler.pt").is_file():
+            self.scaler.load_state_dict(torch.load(folder / "scaler.pt", weights_only=False))
         self.update_index, self.history = int(state["update_index"]), list(state["history"])
 
 

@@ -16,14 +16,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pappo.io import PappoError
+from pappo.io import PappoError, sha256_bytes
 from pappo.sandbox import typed
 from pappo.sandbox.hackscan import is_test_path, scan
 from pappo.sandbox.runner import TestRun
@@ -103,7 +102,7 @@ def same_outcome(a: Any, b: Any) -> bool:
 
 def outcomes_digest(outcomes: list[dict[str, Any]]) -> str:
     text = json.dumps(outcomes, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256_bytes(text.encode())
 
 
 def trusted_tree(family: Mapping[str, bytes], candidate: Mapping[str, bytes]) -> tuple[dict[str, bytes], list[str]]:

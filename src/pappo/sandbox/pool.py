@@ -68,30 +68,62 @@ class TestRun:
         return sorted(t for t, o in self.outcomes.items() if o == "passed")
 
 
+STDERR_TAIL = 4000  # characters of a worker's stderr kept for the error message of a failed start
+
+
+def worker_env() -> dict[str, str]:
+    """The worker's whole environment: this checkout's src on PYTHONPATH, nothing else inherited
+    but PATH and HOME (packages must be installed in the interpreter, not only on PYTHONPATH)."""
+    src = str(Path(__file__).resolve().parents[2])
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "PYTHONPATH": src,
+        "HOME": os.path.expanduser("~"),  # the worker hides it from runs wherever it is
+        # Installed plugins (hypothesis, xdist...) are neither needed nor trusted in a run.
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }  # fmt: skip
+
+
+class _StderrTail:
+    """Drains a worker's stderr on a thread: passes it on to ours (as when it was inherited) and
+    keeps its tail, so a worker that dies before its hello can say why (e.g. an ImportError)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.tail = b""
+        self.thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _drain(self, stream: Any) -> None:
+        for chunk in iter(lambda: os.read(stream.fileno(), 65536), b""):
+            self.tail = (self.tail + chunk)[-STDERR_TAIL:]
+            try:
+                os.write(2, chunk)
+            except OSError:
+                pass
+        stream.close()
+
+    def text(self, wait_s: float = 5.0) -> str:
+        self.thread.join(wait_s)  # the process is gone: its stderr reaches EOF
+        return self.tail.decode(errors="replace").strip()
+
+
 class _Worker:
     """One server process and its pipes."""
 
     def __init__(self, limits: SandboxParams) -> None:
         uid = _UID_BASE + next(_UIDS) % 4000
-        src = str(Path(__file__).resolve().parents[2])
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
-            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "PYTHONPATH": src,
-            "HOME": os.path.expanduser("~"),  # the worker hides it from runs wherever it is
-            # Installed plugins (hypothesis, xdist...) are neither needed nor trusted in a run.
-            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-        }  # fmt: skip
         self.proc = subprocess.Popen(
             [sys.executable, "-B", "-m", "pappo.sandbox.server", limits.isolation, str(uid)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd="/",
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=worker_env(), cwd="/",
         )  # fmt: skip
+        self.stderr = _StderrTail(self.proc.stderr)
         hello = self.receive(deadline=time.monotonic() + 120)
         if not hello or not hello.get("hello"):
             self.kill()
             why = (hello or {}).get("error", "no answer")
             if limits.isolation != "rlimits" and hello is not None:  # could not isolate: fail closed
                 raise PappoError(fail_closed_message(why))
-            raise PappoError(f"sandbox worker did not start: {why}")
+            raise PappoError(start_failure_message(why, self.stderr.text()))
         self.specs_sent: set[str] = set()  # hidden-check specs this worker holds (`_spec_ref`)
         self.isolation: str = hello["isolation"]
         self.base: str = hello["base"]
@@ -297,6 +329,18 @@ def containment_problem(limits: SandboxParams) -> str | None:
 
     why = unavailable()
     return None if why is None else fail_closed_message(why)
+
+
+def start_failure_message(why: str, stderr: str) -> str:
+    """A worker that did not start: its answer and, above all, its own stderr (the traceback)."""
+    msg = f"sandbox worker did not start: {why}"
+    if stderr:
+        msg += f"; its stderr ends:\n{stderr}"
+    if "ModuleNotFoundError" in stderr or "ImportError" in stderr:
+        msg += (f"\nThe worker runs {sys.executable} with only this checkout's src on PYTHONPATH: install "
+                "the packages into that interpreter (e.g. pip install -r requirements.lock), not only on "
+                "PYTHONPATH.")
+    return msg
 
 
 def fail_closed_message(why: str) -> str:

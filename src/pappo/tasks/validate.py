@@ -65,7 +65,8 @@ def validate_set(task_set: TaskSet, params: Params) -> Validated:
     if task_set == "repofix":  # cheap, so checked before any test runs
         n_train, n_eval = params.tasks.n_train_families, params.tasks.n_eval_families
         try:
-            splits = {seed: make_split(tasks, seed, n_train, n_eval) for seed in params.seeds}
+            seeds = [*params.seeds, *params.dev_seeds]  # each split depends on its own seed alone
+            splits = {seed: make_split(tasks, seed, n_train, n_eval) for seed in seeds}
         except PappoError as e:
             errors.append(str(e))
     trees, prepared = _prepare(tasks, sp.repos, errors)

@@ -1,0 +1,95 @@
+"""benchmarks/gpu_check.sh's last step: one table and one JSON bundle from what its steps left.
+
+    python benchmarks/gpu_check_table.py WORK_DIR OUT_DIR
+
+Reads WORK_DIR/steps.tsv (step, exit status, seconds), the gpu_step receipts WORK_DIR/<step>.json
+(complete or partial) and the train run WORK_DIR/c_train/{receipt,report}.json; writes
+OUT_DIR/gpu_check.json (all of it, plus the memory model's prediction for the full hub profile)
+and OUT_DIR/gpu_check.txt (the table, also printed). Missing pieces are rows saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pappo.config import Params, profile_mapping
+from pappo.io import atomic_write_json, atomic_write_text
+from pappo.policy import memory
+
+ROOT = Path(__file__).resolve().parents[1]
+GIB = 2**30
+
+
+def _load(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x: float | None, fmt: str = "{:.0f}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def step_row(name: str, rc: str, seconds: str, rec: dict[str, Any] | None) -> str:
+    """One table row of a gpu_step receipt (or of its absence)."""
+    if not rec or "phases" not in rec:
+        why = (rec or {}).get("error") or "no receipt"
+        return f"| {name} | {rc} | {seconds} | {why} |||||||"
+    ph, mem, gap = rec["phases"], rec["peak_memory"], rec.get("logprob_gap") or {}
+    ro, fr, up = ph.get("rollout", {}), ph.get("freeze", {}), ph.get("update", {})
+    dtype = rec["dtype"] + (" +logits_fp32" if rec.get("knobs", {}).get("logits_fp32") else "")
+    cells = [name, rc, seconds, dtype,
+             _num(ro.get("tokens_per_s")), _pct(ro.get("decode_mfu")), _pct(fr.get("mfu")),
+             f"{_num(up.get('tokens_per_s'))} / {_pct(up.get('mfu'))}",
+             f"{mem['bytes'] / GIB:.1f} / {mem['predicted']['peak_bytes'] / GIB:.1f}",
+             f"{_num(gap.get('logprob_gap_mean'), '{:.3g}')} / {_num(gap.get('logprob_gap_max'), '{:.3g}')}"]
+    return "| " + " | ".join(cells) + " |"
+
+
+def full_profile_prediction() -> dict[str, Any]:
+    data = profile_mapping(ROOT / "params.yaml", ROOT / "profiles" / "qwen2.5-coder-7b.yaml")
+    data["model"]["revision"] = "0" * 40  # any pinned commit: the dims are the known 7B's
+    return memory.predict(Params.model_validate(data), memory.QWEN25_CODER_7B).as_dict()
+
+
+def main(work: Path, out: Path) -> int:
+    steps = [line.split("\t") for line in (work / "steps.tsv").read_text().splitlines() if line.strip()]
+    bundle: dict[str, Any] = {"schema": "pappo.gpu_check/1", "steps": {}}
+    head = ("| step | exit | s | dtype | rollout tok/s | decode MFU | freeze MFU | update tok/s / MFU "
+            "| peak GiB measured / predicted | log-prob gap mean / max |")
+    rows = [head, "|" + "---|" * 10]
+    for name, rc, seconds in steps:
+        rec = _load(work / f"{name}.json")
+        bundle["steps"][name] = {"exit": rc, "seconds": int(seconds), "receipt": rec}
+        if name != "c_train":
+            rows.append(step_row(name, rc, seconds, rec))
+    train = {k: _load(work / "c_train" / f"{k}.json") for k in ("receipt", "report")}
+    bundle["steps"].setdefault("c_train", {}).update(train)
+    report = train["report"] or {}
+    success = ((report.get("final_eval") or {}).get("success") or {}).get("mean")
+    rc = bundle["steps"]["c_train"].get("exit", "-")
+    seconds = bundle["steps"]["c_train"].get("seconds", "-")
+    rows.append(f"\ntrain (tiny profile, pappo seed 0): exit {rc}, {seconds} s, "
+                f"held-out success {_num(success, '{:.2f}')}")
+    full = full_profile_prediction()
+    bundle["predicted_full_profile"] = full
+    rows.append(f"memory model, the full hub profile (64 x 8192 tokens): predicted peak {full['peak_gib']} "
+                f"GiB (rollout {full['rollout_bytes'] / GIB:.1f}, update {full['update_bytes'] / GIB:.1f})")
+    table = "\n".join(rows)
+    bundle["table"] = table
+    print(table, flush=True)
+    atomic_write_text(out / "gpu_check.txt", table + "\n")
+    atomic_write_json(out / "gpu_check.json", bundle)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2])))

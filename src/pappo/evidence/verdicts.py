@@ -1,0 +1,173 @@
+"""A claim's verdict with the seed as the unit of inference, and the power behind it.
+
+One trained policy per seed plays every eval task, so the seed is what was randomised: the
+claim rules (`min_delta`, `min_seed_wins`, `ci_rule`) apply to the per-seed paired differences
+and their t interval (`stats.seed_interval`), never to an interval that resamples tasks within
+fixed seeds (that one measures evaluation noise only and is reported as such). Miller 2024,
+"Adding error bars to evals" (cluster on the unit of randomisation); Henderson et al. 2018 (two
+groups of 5 seeds of one algorithm looked like two algorithms).
+
+Verdicts: `holds` (every registered rule holds on the seed-level numbers), `does not hold` (the
+interval lies wholly below the registered min_delta: it excludes the claimed effect),
+`inconclusive` (neither: the minimum detectable effect says how far the seeds are from telling),
+`exploratory` (the tuning history shows other configurations on these seeds, or the bar was edited
+after evidence existed: Eimer et al. 2023, Dodge et al. 2019); an exploratory claim cannot hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from pappo.config import ClaimParams
+from pappo.evidence.history import History, claim_history
+from pappo.evidence.summary import claim_differences
+from pappo.experiment import receipt as rc
+from pappo.experiment.report import RunReport
+from pappo.evidence.power import Power, power_of
+from pappo.stats import paired_diff_ci_seeds, seed_interval
+
+Verdict = Literal["holds", "does not hold", "inconclusive", "exploratory"]
+
+
+class ClaimVerdict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    holds: bool = Field(description="verdict == 'holds'.")
+    verdict: Verdict | None = Field(
+        None,
+        description="holds | does not hold | inconclusive | exploratory; "
+        "absent in verdicts of older audits (then read from holds).",
+    )
+    metric: str
+    method: str
+    baseline: str = Field(description="The baseline compared with (best_non_ppo resolved).")
+    delta: float = Field(
+        description="Mean over seeds of the per-seed improvement (positive: the method is better)."
+    )
+    lo: float | None = Field(description="Lower end of the 95% t interval over seeds (None with one seed).")
+    hi: float | None
+    seed_wins: int
+    n_seeds: int
+    per_seed: list[float] = Field(default_factory=list, description="Each seed's mean paired improvement.")
+    power: Power | None = Field(None, description="MDE and seeds needed (None in verdicts of older audits).")
+    within_seed_noise: str = Field(
+        "",
+        description="The task-resampling interval: evaluation noise within the "
+        "seeds, not evidence about the method.",
+    )
+    history: str = Field("", description="What the tuning history says about this claim's seeds.")
+    reasons: list[str] = Field(description="Why it does not hold (empty when it holds).")
+
+    @model_validator(mode="after")
+    def _one_answer(self) -> "ClaimVerdict":
+        if self.verdict is None:
+            self.verdict = "holds" if self.holds else "does not hold"
+        if self.holds != (self.verdict == "holds"):
+            raise ValueError(f"claim {self.id}: holds {self.holds} contradicts verdict {self.verdict!r}")
+        return self
+
+
+def decide(diffs: Sequence[float], claim: ClaimParams) -> tuple[Verdict, list[str]]:
+    """The statistical verdict of signed per-seed improvements (n,) under the claim's registered rules."""
+    level = seed_interval(diffs)
+    wins = sum(d > claim.min_delta for d in diffs)
+    reasons = []
+    if level.mean < claim.min_delta:
+        reasons.append(f"mean improvement over seeds {level.mean:+.3f} < min_delta {claim.min_delta}")
+    if wins < claim.min_seed_wins:
+        reasons.append(f"{wins}/{level.n} seed wins < {claim.min_seed_wins}")
+    if claim.ci_rule == "lower_bound_above_zero" and (level.lo is None or not level.lo > 0):
+        shown = "none (one seed)" if level.lo is None else f"[{level.lo:+.3f}, {level.hi:+.3f}]"
+        reasons.append(f"95% interval over seeds {shown} does not exclude 0")
+    if not reasons:
+        return "holds", []
+    if level.hi is not None and level.hi < claim.min_delta:
+        return "does not hold", reasons + [
+            f"the interval lies below min_delta {claim.min_delta}: it excludes the claim"
+        ]
+    return "inconclusive", reasons
+
+
+def evaluate_claim(
+    claim: ClaimParams,
+    reports: Mapping[tuple[int, str], RunReport],
+    receipts: Mapping[tuple[int, str], rc.Receipt],
+    seeds: Sequence[int],
+    history: History | None = None,
+) -> ClaimVerdict:
+    """The claim's seed-level numbers from the per-task outcomes; exploratory where `history` (the
+    tuning history read from git) shows other configurations on its seeds or an edited bar."""
+    baseline, signed = claim_differences(claim, reports, seeds)
+    diffs = [sum(a) / len(a) - sum(b) / len(b) for a, b in signed]
+    level = seed_interval(diffs)
+    verdict, reasons = decide(diffs, claim)
+    power = power_of(diffs)
+    if verdict == "inconclusive":
+        told = (
+            f"MDE {power.mde:.3f} at 80% power with {level.n} seeds" if power.mde is not None else power.note
+        )
+        reasons.append(f"inconclusive: the interval neither clears the bar nor excludes it ({told})")
+    if claim.needs_gpu and any(r.hardware.accelerator != "cuda" for r in receipts.values()):
+        reasons.append("needs GPU receipts; these runs are CPU runs")
+        verdict = "inconclusive" if verdict == "holds" else verdict
+    exploratory, why = (False, "") if history is None else claim_history(history, claim, baseline, seeds)
+    if exploratory:
+        reasons.append(f"exploratory: see history; the statistical verdict alone: {verdict}")
+        verdict = "exploratory"
+    return ClaimVerdict(
+        id=claim.id,
+        holds=verdict == "holds",
+        verdict=verdict,
+        metric=claim.metric,
+        method=claim.method,
+        baseline=baseline,
+        delta=level.mean,
+        lo=level.lo,
+        hi=level.hi,
+        seed_wins=sum(d > claim.min_delta for d in diffs),
+        n_seeds=len(seeds),
+        per_seed=diffs,
+        power=power,
+        within_seed_noise=task_bootstrap_note(signed),
+        history=why,
+        reasons=reasons,
+    )
+
+
+def task_bootstrap_note(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> str:
+    """The old interval, tasks resampled within fixed seeds, as text labelled for what it measures."""
+    iv = paired_diff_ci_seeds(pairs)
+    return f"{iv.mean:+.3f} [{iv.lo:+.3f}, {iv.hi:+.3f}] (tasks resampled within fixed seeds)"
+
+
+def render_claim(c: ClaimVerdict) -> list[str]:
+    """A claim's lines in the audit's text."""
+    iv = "no interval (one seed)" if c.lo is None or c.hi is None else f"[{c.lo:+.3f}, {c.hi:+.3f}]"
+    per_seed = ", ".join(f"{d:+.3f}" for d in c.per_seed)
+    lines = [
+        f"claim {c.id}: {(c.verdict or '').upper()}: {c.method} vs {c.baseline} on {c.metric}: improvement "
+        f"{c.delta:+.3f}, 95% t interval over seeds {iv} (positive: {c.method} better; per seed {per_seed}), "
+        f"{c.seed_wins}/{c.n_seeds} seed wins"
+    ]
+    if c.power is not None:
+        p = c.power
+        need = ", ".join(f"{k}: {'-' if n is None else n}" for k, n in p.seeds_needed.items())
+        lines.append(
+            "  power: "
+            + (
+                f"SD over seeds {p.sd:.3f}, MDE {p.mde:.3f} (80% power, two-sided 5%, "
+                f"{p.n_seeds} seeds); seeds needed for an effect of {need}"
+                if p.mde is not None and p.sd is not None
+                else p.note
+            )
+        )
+    if c.within_seed_noise:
+        lines.append(
+            f"  evaluation noise within a seed (not evidence about {c.method}): {c.within_seed_noise}"
+        )
+    if c.history:
+        lines.append(f"  history: {c.history}")
+    return lines + [f"  - {r}" for r in c.reasons]

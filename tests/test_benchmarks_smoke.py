@@ -1,0 +1,102 @@
+"""Every documented benchmark command keeps running: each `benchmarks/*.py` script, as its docstring
+gives it, on the default params.yaml at its smallest size, must exit 0 and print its last line in
+the documented form. A change of defaults that breaks a script (as the candidates tier once broke
+rollout_throughput.py and procedure_ceiling.py) fails here. Sizes are cut, never the code path.
+
+Scripts not run here are listed with the reason, and a new script must join one of the lists.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, needs_namespaces
+
+BENCH = ROOT / "benchmarks"
+
+# The smallest documented command of each script, and the regex its last line must match.
+SMOKE = {
+    "rollout_throughput.py": (["--random-weights", "--episodes", "2"], r"ratio: \d+\.\d"),
+    "numerics_pin.py": (["--repeats", "1", "--seq-len", "16"], r"ratio pinned/machine: \d+\.\d\d"),
+    "sandbox_latency.py": (["--tasks", "1", "--repeats", "1"], r"ratio with hidden checks: \d+\.\d"),
+    "semantic_hacks.py": (["--tasks", "3"], r"success under attack: 0"),
+    "procedure_ceiling.py": (["--tasks", "all", "--limit", "2", "--seeds", "1"], r"ceiling: \d\.\d\d"),
+}
+SANDBOXED = {"sandbox_latency.py", "semantic_hacks.py", "procedure_ceiling.py"}
+NOT_HERE = {
+    "common.py": "a module the scripts import, not a command",
+    "gpu_step.py": "tests/test_gpu_step.py runs it (--config tiny)",
+    "confirmation.py": "tests/test_confirmation.py runs its command on run folders it builds",
+    "id_slot.py": "needs `dvc repro` outputs (the manifest lock, models/base); "
+    "tests/test_id_slot.py checks its probe",
+    "post_revert_choice.py": "needs `dvc repro` outputs (the lock, models/base, run adapters); "
+    "tests/test_post_revert_choice.py checks its parsing",
+    "omp_wait.py": "runs `pappo train` four times on `dvc repro` outputs (minutes); run by hand",
+}
+
+
+def run_script(name: str, args: list[str]) -> subprocess.CompletedProcess[str]:
+    # One intra-op thread: the suite's two workers share the cores (a benchmark's own timing is
+    # not under test here, only that it runs and reports).
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, str(BENCH / name), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_every_benchmark_script_is_smoked_or_says_why_not() -> None:
+    scripts = {p.name for p in BENCH.glob("*.py")}
+    assert scripts == set(SMOKE) | set(NOT_HERE), "add the new script to SMOKE (or NOT_HERE, with the reason)"
+    assert not set(SMOKE) & set(NOT_HERE)
+
+
+def _check(name: str) -> str:
+    args, last = SMOKE[name]
+    proc = run_script(name, args)
+    assert proc.returncode == 0, f"{name} {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+    lines = proc.stdout.strip().splitlines()
+    assert lines and re.fullmatch(last, lines[-1]), f"{name}: last line {lines[-1:]} is not {last!r}"
+    return proc.stdout
+
+
+@pytest.mark.slow
+def test_rollout_throughput_runs_on_the_default_params() -> None:
+    out = _check("rollout_throughput.py")
+    found = re.finditer(r"^(batched|naive):\s+(\d+) tokens", out, re.M)
+    tokens = {m.group(1): int(m.group(2)) for m in found}
+    assert tokens.keys() == {"batched", "naive"} and min(tokens.values()) > 0, out
+
+
+@pytest.mark.slow
+def test_numerics_pin_runs_on_the_default_params() -> None:
+    out = _check("numerics_pin.py")
+    assert {line.split()[0] for line in out.splitlines()[:3]} == {"machine", "pinned", "avx2-auto"}, out
+
+
+@pytest.mark.slow
+@needs_namespaces
+def test_sandbox_latency_runs_on_the_default_params() -> None:
+    out = _check("sandbox_latency.py")
+    assert re.search(r"^ratio: \d+\.\d$", out, re.M), out
+
+
+@pytest.mark.slow
+@needs_namespaces
+def test_semantic_hacks_runs_on_the_default_params() -> None:
+    out = _check("semantic_hacks.py")
+    # the attacks ran on the tasks asked for, no more
+    assert re.search(r"^always_equal\s+tasks\s+[1-3]\b", out, re.M), out
+
+
+@pytest.mark.slow
+@needs_namespaces
+def test_procedure_ceiling_runs_on_the_default_params() -> None:
+    out = _check("procedure_ceiling.py")
+    assert re.search(r"^oracle\s+success 1\.000 \(2/2\)", out, re.M), out
+    assert re.search(r"^submit\s+success 0\.000 \(0/2\)", out, re.M), out

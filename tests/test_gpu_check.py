@@ -1,0 +1,51 @@
+"""benchmarks/gpu_check.sh and its table step: the script parses and documents its usage at the
+top; the table reads complete, partial and missing receipts and bundles them into one JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import ROOT, load_benchmark
+
+SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
+
+
+def test_the_script_parses_and_says_how_to_run_it():
+    assert subprocess.run(["bash", "-n", str(SCRIPT)], capture_output=True).returncode == 0
+    head = SCRIPT.read_text().splitlines()[:12]
+    assert any("OUT=/some/dir bash benchmarks/gpu_check.sh" in line for line in head)
+    assert any("--device cpu" in line for line in head)
+
+
+def receipt(gap: float | None, update: bool) -> dict:
+    phases = {"rollout": {"tokens_per_s": 1234.0, "decode_mfu": 0.05},
+              "freeze": {"mfu": 0.3}}
+    if update:
+        phases["update"] = {"tokens_per_s": 7000.0, "mfu": 0.25}
+    return {"dtype": "bfloat16", "knobs": {"logits_fp32": False}, "phases": phases,
+            "peak_memory": {"bytes": 50 * 2**30, "predicted": {"peak_bytes": 60 * 2**30}},
+            "logprob_gap": None if gap is None else {"logprob_gap_mean": gap, "logprob_gap_max": 10 * gap}}
+
+
+def test_the_table_bundles_complete_partial_and_missing_steps(tmp_path):
+    table = load_benchmark("gpu_check_table")
+    work, out = tmp_path / "work", tmp_path / "out"
+    work.mkdir()
+    out.mkdir()
+    (work / "steps.tsv").write_text("a_profile\t0\t200\nc_train\tmissing-models-base\t0\n"
+                                    "b_bf16\t124\t90\nb_fp16\t1\t30\n")
+    (work / "a_profile.json").write_text(json.dumps(receipt(0.002, update=True)))
+    (work / "b_bf16.json").write_text(json.dumps(receipt(None, update=False)))  # killed after the freeze
+    assert table.main(work, out) == 0
+    text = (out / "gpu_check.txt").read_text()
+    rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    assert "| 1234 | 5.0% | 30.0% | 7000 / 25.0% | 50.0 / 60.0 | 0.002 / 0.02 |" in rows["a_profile"]
+    assert "| 124 | 90 | bfloat16 | 1234 | 5.0% | 30.0% | - / - | 50.0 / 60.0 | - / - |" in rows["b_bf16"]
+    assert "no receipt" in rows["b_fp16"]
+    assert "train (tiny profile, pappo seed 0): exit missing-models-base" in text
+    bundle = json.loads((out / "gpu_check.json").read_text())
+    assert set(bundle["steps"]) == {"a_profile", "c_train", "b_bf16", "b_fp16"}
+    assert bundle["steps"]["a_profile"]["receipt"]["logprob_gap"]["logprob_gap_mean"] == 0.002
+    assert bundle["predicted_full_profile"]["peak_gib"] > 60  # 64 x 8192 tokens at 152064 ids
+    assert bundle["table"] == text.strip()
