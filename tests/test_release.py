@@ -207,14 +207,14 @@ def test_bundle_is_reproducible_complete_and_verifies(repo: Path, tmp_path: Path
     assert all(hashlib.sha256(files[line[66:]]).hexdigest() == line[:64] for line in sums)
 
 
-def test_a_history_file_travels_as_history_json_and_is_checked(repo: Path, tmp_path: Path) -> None:
-    history = write(tmp_path, "history.json", '{"seeds": {"0": ["config-a"]}}\n')
-    info = build_bundle(repo, tmp_path / "h", repo / "receipts/audit.json", history)
-    assert entries(info.path)["history.json"] == history.read_bytes() and verify_bundle(info.path) == []
+def test_the_bundle_records_the_tuning_history_read_from_git(repo: Path, tmp_path: Path) -> None:
+    from pappo.evidence.history import History, read_history
+
+    info = build_bundle(repo, tmp_path / "h", repo / "receipts/audit.json")
+    record = History.model_validate_json(entries(info.path)["history.json"])
+    seeds = yaml.safe_load((repo / "params.yaml").read_text())["seeds"]
+    assert record == read_history(repo, seeds, []) and verify_bundle(info.path) == []
     assert any("history.json" in p for p in verify_bundle(rewrite(info.path, tmp_path / "t.zip", change="history.json")))
-    with pytest.raises(PappoError, match="--history .*not a readable JSON"):
-        build_bundle(repo, tmp_path / "h2", repo / "receipts/audit.json", write(tmp_path, "bad.json", "{"))
-    assert "history.json" not in entries(build_bundle(repo, tmp_path / "n", repo / "receipts/audit.json").path)
 
 
 def test_swh_ids_match_git(repo: Path, bundle: Path) -> None:

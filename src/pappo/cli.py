@@ -597,8 +597,6 @@ def release(
     timeout: float = typer.Option(120.0, help="Seconds to wait for each Zenodo answer."),
     record: Path = typer.Option(None, "--record", help="Also write what was built (zip, sha256, commit, SWHIDs) "
                                                        "here: the release stage's committed output."),
-    history: Path = typer.Option(None, "--history", help="A JSON file of the tuning history to package as "
-                                 "history.json (the configurations each published seed carried)."),
     matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
 ) -> None:
@@ -619,7 +617,7 @@ def release(
             audit_path = out / "audit.json"
             atomic_write_json(audit_path, verdict.model_dump(mode="json"))
             typer.echo(verdict.verdict)
-        info = build_bundle(root, out, audit_path, history)
+        info = build_bundle(root, out, audit_path)
         typer.echo(f"wrote {info.path} (sha256 {info.sha256}, {info.n_entries} entries)\n"
                    f"{info.swhid_rev}\n{info.swhid_dir}")
         for claim, holds in info.claims.items():

@@ -24,7 +24,7 @@ from pappo.config import Params
 from pappo.experiment import receipt as rc
 from pappo.evidence import archived, recompute
 from pappo.evidence.committed import check_committed, describe, lock_stages
-from pappo.evidence.history import History, read_history
+from pappo.evidence.history import HISTORY, IMPORTED_HISTORY, History, disagreement, from_record, read_history
 from pappo.evidence.verdicts import ClaimVerdict, evaluate_claim, render_claim
 from pappo.experiment.report import RUN_METHODS, RunReport, params_subset, run_stage
 from pappo.io import canonical_json, sha256_bytes, sha256_file
@@ -120,7 +120,7 @@ def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path,
     else:
         archived.check_packaged(ctx.fail, ctx.root, archive.source)
         scope = "commit"
-    history = read_history(ctx.root, params.seeds, params.claims)
+    history = _history(ctx, archive)
     claims = [] if ctx.failures else [evaluate_claim(c, reports, receipts, params.seeds, history)
                                       for c in params.claims]
     num = numerics_verdict(ctx, receipts)
@@ -131,6 +131,22 @@ def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path,
     return AuditVerdict(exit_code=code, integrity_ok=ok, head=head, runs_checked=len(reports),
                         failures=ctx.failures, claims=claims, numerics=num, scope=scope, history=history,
                         verdict=render(ok, ctx.failures, claims, num, history) + "\n" + where)
+
+
+def _history(ctx: _Ctx, archive: archived.Archive | None) -> History:
+    """A bundle: the release's record (no git to read). A clone: its own git history, which must
+    agree with the record of an imported bundle (IMPORTED_HISTORY), else integrity fails."""
+    if archive is not None:
+        record = ctx.root / HISTORY
+        return from_record(record.read_bytes() if record.is_file() else None, "the bundle")
+    here = read_history(ctx.root, ctx.params.seeds, ctx.params.claims)
+    imported = ctx.root / IMPORTED_HISTORY
+    if imported.is_file():
+        why = disagreement(from_record(imported.read_bytes(), "the imported bundle"), here)
+        if why is not None:
+            ctx.fail(imported, "configurations", "the clone's git history", why,
+                     "the release's tuning history is not this repository's: the bundle or the history was altered")
+    return here
 
 
 def _check_recomputed(ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts: dict[tuple[int, str], rc.Receipt]) -> None:

@@ -18,10 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pappo.config import load_params
+from pappo.evidence import history
 from pappo.evidence.bundle import checked, refuse
 from pappo.evidence.dvc_cache import LockedOut, locked_outs, out_md5, store
 from pappo.evidence.release import _git, bundled_name, bundled_out, read_entries
-from pappo.io import PappoError
+from pappo.io import PappoError, atomic_write_bytes
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,20 @@ def _cache_dir(root: Path) -> Path:
 Todo = list[tuple[LockedOut, dict[str, bytes]]]
 
 
+def _history_agrees(root: Path, entries: dict[str, tuple[int, bytes]]) -> None:
+    """The bundle's recorded tuning history must be this clone's own (read from its git)."""
+    params = load_params(root / "params.yaml")
+    entry = entries.get(history.HISTORY)
+    record = history.from_record(entry[1] if entry else None, "the bundle")
+    if not record.readable:
+        return  # nothing recorded to compare (an older bundle, or made without git history): the audit says so
+    why = history.disagreement(record, history.read_history(root, params.seeds, params.claims))
+    if why is not None:
+        raise PappoError(f"the bundle's history.json is not this clone's git history ({why}); nothing was "
+                         "written: the bundle or the history was altered, or this clone is shallow "
+                         "(`git fetch --unshallow`)")
+
+
 def plan(root: Path, zip_path: Path, force: bool) -> tuple[str, Todo, int]:
     """Every check, nothing written: (HEAD, the cached outputs with their files, tracked outputs)."""
     problems = checked(zip_path)
@@ -89,6 +105,7 @@ def plan(root: Path, zip_path: Path, force: bool) -> tuple[str, Todo, int]:
         refuse(zip_path, problems)
     entries = read_entries(zip_path)
     head = _head_is_bundle(root, json.loads(entries["BUNDLE.json"][1]), entries["dvc.lock"][1])
+    _history_agrees(root, entries)
     outs = locked_outs(entries["dvc.lock"][1])
     tracked = _tracked(root, outs)
     todo, missing, bad, conflicts = [], [], [], []
@@ -127,6 +144,9 @@ def import_bundle(root: Path, zip_path: Path, force: bool = False,
     cache = _cache_dir(root)
     for out, files in todo:
         store(cache, files, out.is_dir)
+    entry = read_entries(Path(zip_path)).get(history.HISTORY)
+    if entry is not None:  # the clone's audit checks it against the clone's history
+        atomic_write_bytes(root / history.IMPORTED_HISTORY, entry[1])
     log(f"wrote {len(todo)} outputs ({sum(len(f) for _, f in todo)} files) into the DVC cache {cache}")
     if todo:  # every output of the pipeline, all now in the cache: one pass (40 targets by name took 8x longer)
         cmd = ["dvc", "checkout", "--force" if force else "--quiet"]

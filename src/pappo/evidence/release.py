@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from pappo.evidence import history
 from pappo.evidence.dvc_cache import LockedOut, locked_outs, out_md5
 from pappo.experiment.receipt import Receipt, verify_receipt
 from pappo.io import PappoError, sha256_bytes, sha256_file
@@ -48,9 +49,9 @@ REQUIRED = (*TOP_FILES, "BUNDLE.json", "RELEASE_NOTES.md", "receipts/audit.json"
 # The audit stage's own output (receipts/audit.json, bound by dvc.lock) travels under this name: in
 # the bundle, receipts/audit.json is the release's verdict of the commit (scope "commit").
 STAGE_VERDICT = "receipts/audit.stage.json"
-# The tuning history (issue 40: every configuration each published seed carried, read from git's
-# dvc.lock versions), when the releaser passes one: a bundle's audit has no git history to read it from.
-HISTORY = "history.json"
+# The tuning history (every configuration each published seed carried, read from git's dvc.lock
+# versions when the release is made): a bundle's audit has no git history to read it from.
+HISTORY = history.HISTORY
 _HEX40 = re.compile(r"[0-9a-f]{40}")
 
 
@@ -276,16 +277,6 @@ def bundled_out(entries: dict[str, tuple[int, bytes]], out: LockedOut) -> dict[s
     return files or None
 
 
-def _history(path: Path) -> bytes:
-    try:
-        data = Path(path).read_bytes()
-        json.loads(data)
-    except (OSError, ValueError) as e:
-        why = f"not a readable JSON file ({e}); pass the tuning history's JSON"
-        raise PappoError(f"--history {path}: {why}") from None
-    return data
-
-
 def _read(data: bytes | Path) -> bytes:
     return data if isinstance(data, bytes) else data.read_bytes()
 
@@ -307,18 +298,17 @@ def _write_zip(path: Path, entries: dict[str, tuple[int, bytes | Path]]) -> None
         raise
 
 
-def build_bundle(repo_root: Path, out_dir: Path, audit_path: Path, history: Path | None = None) -> BundleInfo:
-    """Check the gates, package the commit and its evidence, verify the zip, return what was made.
-    `history`: a JSON file packaged as history.json (the tuning history; see HISTORY)."""
+def build_bundle(repo_root: Path, out_dir: Path, audit_path: Path) -> BundleInfo:
+    """Check the gates, package the commit and its evidence with its tuning history (history.json,
+    read from git now: see HISTORY), verify the zip, return what was made."""
     repo_root = Path(repo_root).resolve()
     head, verdict = check_ready(repo_root, Path(audit_path))
-    history_bytes = _history(history) if history is not None else None
+    history_bytes = history.recorded(repo_root)
     zenodo, _ = read_metadata(repo_root)
     version = str(zenodo["version"])
     entries: dict[str, tuple[int, bytes | Path]] = {SOURCE + k: v for k, v in source_files(repo_root, head).items()}
     entries.update(_disk_entries(repo_root, Path(audit_path)))
-    if history_bytes is not None:
-        entries[HISTORY] = (REGULAR, history_bytes)
+    entries[HISTORY] = (REGULAR, history_bytes)
     created = datetime.fromtimestamp(int(_git(repo_root, "show", "-s", "--format=%ct", head)), timezone.utc)
     tree = _git(repo_root, "rev-parse", f"{head}^{{tree}}").decode().strip()
     bundle = {"schema_version": 1, "name": "pappo-evidence", "version": version, "commit": head,
