@@ -147,3 +147,18 @@ def test_a_claim_that_holds_on_its_numbers_is_exploratory_when_its_seeds_were_tu
     assert verdict.verdict == "exploratory" and not verdict.holds
     assert "2 configurations were evaluated on seeds 0, 1, 2" in verdict.history
     assert verdict.reasons[-1] == "exploratory: see history; the statistical verdict alone: holds"
+
+
+def test_a_release_record_is_labelled_and_compared_with_the_clone_history() -> None:
+    from pappo.evidence.history import History, disagreement, from_record
+
+    here = History(readable=True, reason="read", lock_versions=3, configurations={"0/ppo": 1, "0/pappo": 1}, edits=[])
+    record = from_record(here.model_dump_json().encode(), "the bundle")
+    assert record.readable and record.reason.startswith("recorded by the release from git")
+    assert disagreement(record, here) is None
+    tuned = here.model_copy(update={"configurations": {"0/ppo": 1, "0/pappo": 15}})
+    why = disagreement(from_record(tuned.model_dump_json().encode(), "the bundle"), here)
+    assert why is not None and "0/pappo" in why and "15" in why
+    missing = from_record(None, "the bundle")
+    assert not missing.readable and "carries no history.json" in missing.reason
+    assert not from_record(b"{not json", "the bundle").readable

@@ -101,3 +101,26 @@ def test_the_base_models_wall_time_does_not_count_but_its_outcomes_do():
     again["eval"]["greedy"]["success_rate"] += 0.5
     check = rp.compare_base(pub, again, 1.0)
     assert not check.identical and check.first_difference == "eval.greedy.success_rate"
+
+
+def test_a_bundle_s_source_becomes_a_scratch_repository_with_the_same_tree(tmp_path):
+    from pappo.evidence.release import REGULAR, git_tree_id
+
+    bundle = tmp_path / "bundle"
+    files = {"src/pappo/x.py": b"X = 1\n", "dvc.yaml": b"stages: {}\n", "data/repofix/manifest.lock.json": b"{}\n",
+             "data/warmup/manifest.lock.json": b"{}\n", "models/base/checkpoint.json": b"{}\n"}
+    for rel, data in files.items():
+        for where in (("source/" + rel,) if rel.startswith(("src", "dvc")) else (rel,)):
+            (bundle / where).parent.mkdir(parents=True, exist_ok=True)
+            (bundle / where).write_bytes(data)
+    tree = "swh:1:dir:" + git_tree_id({k: (REGULAR, v) for k, v in files.items() if k.startswith(("src", "dvc"))})
+    clone = rp.prepare_tree(bundle, tree, tmp_path / "s1", base=False)
+    assert (clone / "src/pappo/x.py").read_bytes() == b"X = 1\n" and (clone / "models/base/checkpoint.json").is_file()
+    assert rp._sh(["git", "status", "--porcelain", "--untracked-files=no"], clone) == ""
+    (bundle / "source/src/pappo/x.py").write_bytes(b"X = 2\n")  # the unpacked files changed
+    with pytest.raises(PappoError, match="unpack the zip again"):
+        rp.prepare_tree(bundle, tree, tmp_path / "s2", base=False)
+    (bundle / "source/src/pappo/x.py").write_bytes(b"X = 1\n")
+    (bundle / "data/warmup/manifest.lock.json").unlink()
+    with pytest.raises(PappoError, match="warmup/manifest.lock.json is missing"):
+        rp.prepare_tree(bundle, tree, tmp_path / "s3", base=False)

@@ -149,7 +149,10 @@ def repo(tmp_path: Path) -> Path:
     rc.write_receipt(root / RUN, receipt(root / RUN))
     write(root, "reports/summary.json", summary().model_dump_json(indent=2))
     md5 = hashlib.md5((root / RUN / "report.json").read_bytes()).hexdigest()
-    outs = [{"path": f"{RUN}/report.json", "md5": md5}, {"path": f"{RUN}/adapters", "md5": "f" * 32 + ".dir"}]
+    weights = hashlib.md5((root / RUN / "adapters/adapter_model.safetensors").read_bytes()).hexdigest()
+    manifest = json.dumps([{"md5": weights, "relpath": "adapter_model.safetensors"}], sort_keys=True)  # DVC's .dir
+    outs = [{"path": f"{RUN}/report.json", "md5": md5},
+            {"path": f"{RUN}/adapters", "md5": hashlib.md5(manifest.encode()).hexdigest() + ".dir"}]
     write(root, "dvc.lock", yaml.safe_dump({"schema": "2.0", "stages": {"train@0-pappo": {"cmd": "x", "outs": outs}}}))
     shutil.copy(ROOT / "CITATION.cff", root / "CITATION.cff")
     shutil.copy(ROOT / ".zenodo.json", root / ".zenodo.json")
@@ -202,6 +205,16 @@ def test_bundle_is_reproducible_complete_and_verifies(repo: Path, tmp_path: Path
     sums = files["SHA256SUMS"].decode().splitlines()
     assert sums == sorted(sums, key=lambda s: s[66:]) and len(sums) == len(files) - 1
     assert all(hashlib.sha256(files[line[66:]]).hexdigest() == line[:64] for line in sums)
+
+
+def test_the_bundle_records_the_tuning_history_read_from_git(repo: Path, tmp_path: Path) -> None:
+    from pappo.evidence.history import History, read_history
+
+    info = build_bundle(repo, tmp_path / "h", repo / "receipts/audit.json")
+    record = History.model_validate_json(entries(info.path)["history.json"])
+    seeds = yaml.safe_load((repo / "params.yaml").read_text())["seeds"]
+    assert record == read_history(repo, seeds, []) and verify_bundle(info.path) == []
+    assert any("history.json" in p for p in verify_bundle(rewrite(info.path, tmp_path / "t.zip", change="history.json")))
 
 
 def test_swh_ids_match_git(repo: Path, bundle: Path) -> None:

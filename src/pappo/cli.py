@@ -491,6 +491,8 @@ def experiment(
 
 @app.command()
 def audit(
+    bundle: Path = typer.Option(None, "--bundle", help="Audit an evidence bundle (the zip or its unpacked "
+                                "folder) instead of this checkout; run in an unpacked bundle, that bundle."),
     runs: Path = typer.Option(Path("reports/runs"), help="Seed matrix runs."),
     base: Path = typer.Option(Path("models/base"), help="Base checkpoint folder."),
     out: Path = typer.Option(None, help="Write the verdict (JSON) here; default: print it, write nothing "
@@ -501,13 +503,20 @@ def audit(
 ) -> None:
     """Check every run's evidence, the claims and the tuning history: exit 0 all hold, 2 a claim does not
     hold, is inconclusive or exploratory, 1 integrity fails."""
+    import tempfile
+
+    from pappo.evidence import bundle as bundles
     from pappo.evidence.audit import audit as run_audit
     from pappo.io import atomic_write_json
 
-    params = _params(params_path, matrix)
     root = Path.cwd()
+    target = bundle if bundle is not None else root if bundles.is_bundle(root) else None
     try:
-        verdict = run_audit(params, root, runs, base, root / "schemas", stage)
+        if target is not None:
+            with tempfile.TemporaryDirectory(prefix="pappo-audit-") as tmp:
+                verdict = bundles.audit_bundle(bundles.open_bundle(target, Path(tmp)))
+        else:
+            verdict = run_audit(_params(params_path, matrix), root, runs, base, root / "schemas", stage)
     except PappoError as e:
         _fail(str(e))
         return
@@ -541,6 +550,8 @@ def report(
 
 @app.command()
 def reproduce(
+    bundle: Path = typer.Option(None, "--bundle", help="Re-run from an evidence bundle (zip or unpacked "
+                                "folder): its source/ and published runs, no repository needed."),
     runs: str = typer.Option(None, help="Runs to re-run, e.g. 0/ppo,1/grpo."),
     sample: int = typer.Option(None, help="Re-run a seeded sample of K runs of the matrix instead."),
     base: bool = typer.Option(False, "--base", help="Rebuild the base model too (the runs then train from it)."),
@@ -552,13 +563,19 @@ def reproduce(
     """Re-run runs of the published commit here and compare: exit 0 reproduced, 2 not, 1 error."""
     import tempfile
 
+    from pappo.evidence import bundle as bundles
     from pappo.evidence.reproduce import choose_runs, reproduce as run_reproduce, write
 
-    params = _params(params_path, matrix)
     try:
-        chosen = choose_runs(params, runs, sample)
         with tempfile.TemporaryDirectory(prefix="pappo-reproduce-") as tmp:
-            rep = run_reproduce(Path.cwd(), params, chosen, base, scratch or Path(tmp), log=typer.echo)
+            root, meta = Path.cwd(), None
+            if bundle is not None:  # the bundle's params and runs; its source/ is the code re-run
+                root = bundles.open_bundle(bundle, Path(tmp))
+                meta = bundles.meta(root)
+                params_path, matrix = root / "params.yaml", root / "matrix.yaml"
+            params = _params(params_path, matrix)
+            chosen = choose_runs(params, runs, sample)
+            rep = run_reproduce(root, params, chosen, base, scratch or Path(tmp), log=typer.echo, bundle=meta)
     except PappoError as e:
         _fail(str(e))
         return
@@ -614,6 +631,29 @@ def release(
             typer.echo(f"zenodo deposition {answer.get('id')}: {'published, doi ' + str(answer.get('doi')) if publish else 'draft ready for review'} {link}")
     except PappoError as e:
         _fail(str(e))
+
+
+evidence_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Published evidence in a clone.")
+app.add_typer(evidence_app, name="evidence")
+
+
+@evidence_app.command("import")
+def evidence_import(
+    zip_path: Path = typer.Argument(..., help="pappo-evidence-<version>.zip (or its unpacked folder)."),
+    force: bool = typer.Option(False, "--force", help="Replace outputs here that differ from the bundle's."),
+) -> None:
+    """Fill this clone's run folders, experiment, audit verdict, base checkpoint and DVC cache from a
+    release bundle of its HEAD (checked first; nothing is written unless every check passes)."""
+    from pappo.evidence.importer import import_bundle
+
+    try:
+        done = import_bundle(Path.cwd(), zip_path, force, log=typer.echo)
+    except PappoError as e:
+        _fail(str(e))
+        return
+    typer.echo(f"imported the evidence of {done.commit}: {done.outs} DVC outputs ({done.files} files) "
+               f"checked out, {done.tracked} git-tracked outputs the same as the bundle's; next: "
+               "`dvc status`, `pappo audit`, `pappo reproduce --sample 2`")
 
 
 @app.command("verify-bundle")

@@ -22,9 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pappo.config import Params
 from pappo.experiment import receipt as rc
-from pappo.evidence import recompute
+from pappo.evidence import archived, recompute
 from pappo.evidence.committed import check_committed, describe, lock_stages
-from pappo.evidence.history import History, read_history
+from pappo.evidence.history import HISTORY, IMPORTED_HISTORY, History, disagreement, from_record, read_history
 from pappo.evidence.verdicts import ClaimVerdict, evaluate_claim, render_claim
 from pappo.experiment.report import RUN_METHODS, RunReport, params_subset, run_stage
 from pappo.io import canonical_json, sha256_bytes, sha256_file
@@ -94,9 +94,11 @@ class _Ctx:
                                           message=message))  # fmt: skip
 
 
-def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path, stage: bool = False) -> AuditVerdict:
+def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path, stage: bool = False,
+          archive: archived.Archive | None = None) -> AuditVerdict:
     """Every check; claims are evaluated only on runs that passed integrity. `stage`: the audit
-    stage inside dvc repro, which audits its workspace instead of requiring committed evidence."""
+    stage inside dvc repro, which audits its workspace instead of requiring committed evidence.
+    `archive`: root is an unpacked bundle, not a git checkout; its source/ stands in for git."""
     ctx = _Ctx(params, Path(root).resolve(), Path(runs), Path(base_dir), Path(schemas))
     reports: dict[tuple[int, str], RunReport] = {}
     receipts: dict[tuple[int, str], rc.Receipt] = {}
@@ -106,21 +108,45 @@ def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path,
             if loaded is not None:
                 reports[seed, method], receipts[seed, method] = loaded
     _check_lock(ctx)
-    _check_source(ctx, receipts)
+    if archive is None:
+        _check_source(ctx, receipts)
+    else:
+        archived.check_source_tree(ctx.fail, ctx.runs, receipts, archive.source)
     _check_inputs(ctx, reports, receipts)
     _check_budgets(ctx, reports)
     _check_recomputed(ctx, reports, receipts)
-    scope = check_committed(ctx.fail, ctx.root, stage)
-    history = read_history(ctx.root, params.seeds, params.claims)
+    if archive is None:
+        scope = check_committed(ctx.fail, ctx.root, stage)
+    else:
+        archived.check_packaged(ctx.fail, ctx.root, archive.source)
+        scope = "commit"
+    history = _history(ctx, archive)
     claims = [] if ctx.failures else [evaluate_claim(c, reports, receipts, params.seeds, history)
                                       for c in params.claims]
     num = numerics_verdict(ctx, receipts)
     ok = not ctx.failures
     code: Literal[0, 1, 2] = 1 if not ok else (0 if all(c.holds for c in claims) else 2)
-    text = render(ok, ctx.failures, claims, num, history) + "\n" + describe(scope)
-    return AuditVerdict(exit_code=code, integrity_ok=ok, head=_git(ctx.root, "rev-parse", "HEAD"),
-                        runs_checked=len(reports), failures=ctx.failures, claims=claims, numerics=num, scope=scope,
-                        history=history, verdict=text)  # fmt: skip
+    head = _git(ctx.root, "rev-parse", "HEAD") if archive is None else archive.commit
+    where = describe(scope) if archive is None else archived.describe(archive)
+    return AuditVerdict(exit_code=code, integrity_ok=ok, head=head, runs_checked=len(reports),
+                        failures=ctx.failures, claims=claims, numerics=num, scope=scope, history=history,
+                        verdict=render(ok, ctx.failures, claims, num, history) + "\n" + where)
+
+
+def _history(ctx: _Ctx, archive: archived.Archive | None) -> History:
+    """A bundle: the release's record (no git to read). A clone: its own git history, which must
+    agree with the record of an imported bundle (IMPORTED_HISTORY), else integrity fails."""
+    if archive is not None:
+        record = ctx.root / HISTORY
+        return from_record(record.read_bytes() if record.is_file() else None, "the bundle")
+    here = read_history(ctx.root, ctx.params.seeds, ctx.params.claims)
+    imported = ctx.root / IMPORTED_HISTORY
+    if imported.is_file():
+        why = disagreement(from_record(imported.read_bytes(), "the imported bundle"), here)
+        if why is not None:
+            ctx.fail(imported, "configurations", "the clone's git history", why,
+                     "the release's tuning history is not this repository's: the bundle or the history was altered")
+    return here
 
 
 def _check_recomputed(ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts: dict[tuple[int, str], rc.Receipt]) -> None:

@@ -28,6 +28,11 @@ from pappo.evidence.committed import lock_stages
 
 BAR_FIELDS: tuple[str, ...] = ("metric", "baseline", "min_delta", "min_seed_wins", "ci_rule")
 TRAINED: tuple[str, ...] = ("rft", "grpo", "ppo", "pappo")
+# The release's record of this history, at the bundle's top (a bundle's audit has no git to read it from)
+HISTORY = "history.json"
+# Where `pappo evidence import` keeps the bundle's history.json in a clone (git-ignored); the clone's
+# audit checks it against the clone's own history.
+IMPORTED_HISTORY = ".pappo/imported/history.json"
 
 
 class ClaimEdit(BaseModel):
@@ -246,3 +251,36 @@ def claim_history(
 
 def _show(bar: dict[str, Any]) -> str:
     return "{" + ", ".join(f"{k}: {bar[k]}" for k in BAR_FIELDS if k in bar) + "}"
+
+
+def recorded(root: Path) -> bytes:
+    """The history as a release records it (history.json), for params.yaml's seeds and claims, read
+    from `root`'s git now: a bundle's audit has no git, yet can label claims exploratory or not."""
+    raw = yaml.safe_load((Path(root) / "params.yaml").read_text()) or {}
+    claims = [ClaimParams.model_validate(c) for c in raw.get("claims") or []]
+    return (read_history(root, raw.get("seeds") or [], claims).model_dump_json(indent=2) + "\n").encode()
+
+
+def from_record(data: bytes | None, where: str) -> History:
+    """A release's history.json, labelled as a record (not re-read from git); unreadable if absent."""
+    if data is None:
+        return unreadable(f"{where} carries no history.json (a bundle made before releases recorded it)")
+    try:
+        history = History.model_validate_json(data)
+    except ValueError as e:
+        return unreadable(f"{where}/history.json is not a tuning history ({str(e).splitlines()[0]})")
+    return history.model_copy(update={"reason": f"recorded by the release from git: {history.reason}"})
+
+
+def disagreement(record: History, here: History) -> str | None:
+    """What differs between a release's record and this clone's own history (None: they agree)."""
+    if record.readable != here.readable:
+        return f"record readable={record.readable}, this clone's history readable={here.readable}"
+    if record.configurations != here.configurations:
+        diff = sorted(k for k in record.configurations.keys() | here.configurations.keys()
+                      if record.configurations.get(k) != here.configurations.get(k))
+        return (f"configurations per seed differ at {', '.join(diff[:4])} (record "
+                f"{[record.configurations.get(k) for k in diff[:4]]}, here {[here.configurations.get(k) for k in diff[:4]]})")
+    if [e.claim for e in record.edits] != [e.claim for e in here.edits]:
+        return f"claim edits differ: record {[e.claim for e in record.edits]}, here {[e.claim for e in here.edits]}"
+    return None

@@ -32,7 +32,8 @@ from typing import Any
 
 import yaml
 
-from pappo.evidence.committed import lock_stages
+from pappo.evidence import history
+from pappo.evidence.dvc_cache import LockedOut, locked_outs, out_md5
 from pappo.experiment.receipt import Receipt, verify_receipt
 from pappo.io import PappoError, sha256_bytes, sha256_file
 
@@ -45,6 +46,12 @@ TOP_FILES = ("params.yaml", "matrix.yaml", "dvc.lock", "CITATION.cff", ".zenodo.
 DATA_FILES = ("data/repofix/manifest.jsonl", "data/repofix/manifest.lock.json")
 SKIP = ("__pycache__", ".*.tmp")
 REQUIRED = (*TOP_FILES, "BUNDLE.json", "RELEASE_NOTES.md", "receipts/audit.json", SUMS)
+# The audit stage's own output (receipts/audit.json, bound by dvc.lock) travels under this name: in
+# the bundle, receipts/audit.json is the release's verdict of the commit (scope "commit").
+STAGE_VERDICT = "receipts/audit.stage.json"
+# The tuning history (every configuration each published seed carried, read from git's dvc.lock
+# versions when the release is made): a bundle's audit has no git history to read it from.
+HISTORY = history.HISTORY
 _HEX40 = re.compile(r"[0-9a-f]{40}")
 
 
@@ -207,7 +214,9 @@ def release_notes(bundle: dict[str, Any], summary: Any, verdict: Any) -> str:
     lines += ["", *reasons] if reasons else []
     zip_name = f"pappo-evidence-{bundle['version']}.zip"
     lines += ["", "## Check this bundle", "", "```bash", "sha256sum -c SHA256SUMS   # inside the unpacked bundle",
-              f"pappo verify-bundle {zip_name}   # hashes, SWHID, receipts, audit", "```", ""]  # fmt: skip
+              f"pappo verify-bundle {zip_name}   # hashes, SWHID, receipts, audit",
+              f"pappo audit --bundle {zip_name}   # every number re-derived, the claims (docs/reviewing.md)",
+              f"pappo evidence import {zip_name}   # in a clone of the commit: runs, DVC cache", "```", ""]
     return "\n".join(lines)
 
 
@@ -241,8 +250,31 @@ def _disk_entries(repo_root: Path, audit_path: Path) -> dict[str, tuple[int, byt
             out[rel] = (REGULAR, path)
     if not any(k.startswith("reports/runs/") for k in out):
         raise PappoError(f"{reports / 'runs'} holds no run: run dvc repro before a release")
+    for locked in locked_outs((repo_root / "dvc.lock").read_bytes()):  # the base checkpoint, the other
+        disk = repo_root / locked.path  # lock files, the audit stage's verdict: a clone's import needs them
+        found = [disk] * disk.is_file() + sorted(p for p in disk.rglob("*") if p.is_file())
+        for path in found:
+            rel = path.relative_to(repo_root).as_posix()
+            if not _skipped(rel):
+                out.setdefault(bundled_name(rel), (REGULAR, path))
     out["receipts/audit.json"] = (REGULAR, Path(audit_path).read_bytes())
     return out
+
+
+def bundled_name(path: str) -> str:
+    """The bundle entry holding the repository file `path` (the audit stage's verdict is renamed)."""
+    return STAGE_VERDICT if path == "receipts/audit.json" else path
+
+
+def bundled_out(entries: dict[str, tuple[int, bytes]], out: LockedOut) -> dict[str, bytes] | None:
+    """The files of a dvc.lock output in the bundle ({"": bytes} for a file, {relpath: bytes} for a
+    directory); None when the bundle does not hold it."""
+    if not out.is_dir:
+        entry = entries.get(bundled_name(out.path))
+        return None if entry is None else {"": entry[1]}
+    prefix = out.path.rstrip("/") + "/"
+    files = {name[len(prefix):]: data for name, (_, data) in entries.items() if name.startswith(prefix)}
+    return files or None
 
 
 def _read(data: bytes | Path) -> bytes:
@@ -267,13 +299,16 @@ def _write_zip(path: Path, entries: dict[str, tuple[int, bytes | Path]]) -> None
 
 
 def build_bundle(repo_root: Path, out_dir: Path, audit_path: Path) -> BundleInfo:
-    """Check the gates, package the commit and its evidence, verify the zip, return what was made."""
+    """Check the gates, package the commit and its evidence with its tuning history (history.json,
+    read from git now: see HISTORY), verify the zip, return what was made."""
     repo_root = Path(repo_root).resolve()
     head, verdict = check_ready(repo_root, Path(audit_path))
+    history_bytes = history.recorded(repo_root)
     zenodo, _ = read_metadata(repo_root)
     version = str(zenodo["version"])
     entries: dict[str, tuple[int, bytes | Path]] = {SOURCE + k: v for k, v in source_files(repo_root, head).items()}
     entries.update(_disk_entries(repo_root, Path(audit_path)))
+    entries[HISTORY] = (REGULAR, history_bytes)
     created = datetime.fromtimestamp(int(_git(repo_root, "show", "-s", "--format=%ct", head)), timezone.utc)
     tree = _git(repo_root, "rev-parse", f"{head}^{{tree}}").decode().strip()
     bundle = {"schema_version": 1, "name": "pappo-evidence", "version": version, "commit": head,
@@ -300,6 +335,14 @@ def build_bundle(repo_root: Path, out_dir: Path, audit_path: Path) -> BundleInfo
 def _read_bundle(zip_path: Path, problems: list[str]) -> dict[str, tuple[int, bytes]]:
     """Every entry {name: (mode, bytes)}; unsafe or repeated names are problems and left out."""
     entries: dict[str, tuple[int, bytes]] = {}
+    if Path(zip_path).is_dir():  # an unpacked bundle: its files (a symlink holds its target, as in the zip)
+        for path in sorted(Path(zip_path).rglob("*")):
+            rel = path.relative_to(zip_path).as_posix()
+            if path.is_symlink():
+                entries[rel] = (SYMLINK, os.readlink(path).encode())
+            elif path.is_file() and "__pycache__" not in rel.split("/"):
+                entries[rel] = (EXECUTABLE if path.stat().st_mode & 0o111 else REGULAR, path.read_bytes())
+        return entries
     with zipfile.ZipFile(zip_path) as zf:
         for info in zf.infolist():
             name, parts = info.filename, info.filename.split("/")
@@ -315,6 +358,11 @@ def _read_bundle(zip_path: Path, problems: list[str]) -> dict[str, tuple[int, by
                 except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as e:
                     problems.append(f"{name}: unreadable in the archive ({e})")
     return entries
+
+
+def read_entries(path: Path) -> dict[str, tuple[int, bytes]]:
+    """A bundle's entries {name: (mode, bytes)} (zip or unpacked folder); run verify_bundle first."""
+    return _read_bundle(Path(path), [])
 
 
 def _check_sums(entries: dict[str, tuple[int, bytes]], problems: list[str]) -> None:
@@ -374,16 +422,15 @@ def _check_runs(entries: dict[str, tuple[int, bytes]], problems: list[str]) -> N
                 continue
             problems += [f"{run}: {p}" for p in verify_receipt(path.parent, receipt)]
     try:
-        stages = lock_stages(entries.get("dvc.lock", (0, b""))[1])
+        outs = locked_outs(entries.get("dvc.lock", (0, b""))[1])
     except (yaml.YAMLError, AttributeError) as e:
         problems.append(f"dvc.lock: not a DVC lock file ({str(e).splitlines()[0]})")
         return
-    for stage, body in sorted(stages.items()):
-        for out in body.get("outs", []) if isinstance(body, dict) else []:
-            path, md5 = out.get("path", ""), str(out.get("md5", ""))
-            if path.startswith("reports/") and path in entries and not md5.endswith(".dir"):
-                if (found := hashlib.md5(entries[path][1]).hexdigest()) != md5:
-                    problems.append(f"{path}: md5 {found}, dvc.lock stage {stage} says {md5}")
+    for out in outs:  # every output the bundle holds, files and directories (the base checkpoint too)
+        files = bundled_out(entries, out)
+        if files is not None and (found := out_md5(files, out.is_dir)) != out.md5:
+            name = bundled_name(out.path)
+            problems.append(f"{name}: md5 {found}, dvc.lock stage {out.stage} says {out.md5}")
 
 
 def _check_audit(entries: dict[str, tuple[int, bytes]], bundle: dict[str, Any], problems: list[str]) -> None:
@@ -401,7 +448,8 @@ def _check_audit(entries: dict[str, tuple[int, bytes]], bundle: dict[str, Any], 
 
 
 def verify_bundle(zip_path: Path) -> list[str]:
-    """Hashes, SWHIDs, run receipts and the audit of a bundle, offline; [] when all hold."""
+    """Hashes, SWHIDs, run receipts and the audit of a bundle (the zip, or the folder it was unpacked
+    to), offline; [] when all hold."""
     problems: list[str] = []
     try:
         entries = _read_bundle(Path(zip_path), problems)

@@ -75,6 +75,10 @@ class Reproduction(BaseModel):
     model_config = ConfigDict(extra="forbid")
     schema_version: Literal[1] = 1
     commit: str = Field(description="The commit re-run: the published evidence's (dvc.lock, summary), HEAD.")
+    code_from: Literal["git clone", "bundle source"] = Field(
+        "git clone", description="Where the re-run code came from: a clone of the repository at `commit`, or "
+        "(no repository at hand) the evidence bundle's source/ committed into a scratch git repository here: "
+        "the same files (git tree id checked against the bundle's swhid_dir), not the original .git.")
     runs: list[RunCheck]
     claims: list[ClaimCheck]
     reproduced: bool = Field(description="Every bitwise run identical, every interval run inside, every claim the same.")
@@ -118,6 +122,33 @@ def prepare_clone(root: Path, commit: str, scratch: Path, base: bool) -> Path:
     _sh(["dvc", "config", "--local", "cache.type", "copy"], clone)  # never a link into the reviewer's cache
     targets = ["data/repofix/manifest.lock.json", "data/warmup/manifest.lock.json"] + ([] if base else ["models/base"])
     _sh(["dvc", "checkout", *targets], clone)
+    return clone
+
+
+def prepare_tree(bundle: Path, tree_id: str, scratch: Path, base: bool) -> Path:
+    """A git repository of the bundle's source/ (one commit, its tree checked against `tree_id`) with
+    the DVC-cached inputs copied from the bundle: reproduction without the original repository."""
+    clone = scratch / "clone"
+    shutil.rmtree(clone, ignore_errors=True)
+    shutil.copytree(bundle / "source", clone, symlinks=True)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "pappo reproduce", "GIT_AUTHOR_EMAIL": "reproduce@localhost",
+           "GIT_COMMITTER_NAME": "pappo reproduce", "GIT_COMMITTER_EMAIL": "reproduce@localhost"}
+    commit = ["git", "-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-m", "bundle source"]
+    for cmd in (["git", "init", "--quiet"], ["git", "add", "--all", "--force"], commit):
+        _sh(cmd, clone, env)
+    tree = _sh(["git", "rev-parse", "HEAD^{tree}"], clone).strip()
+    if f"swh:1:dir:{tree}" != tree_id:
+        raise PappoError(f"the bundle's source/ committed here is tree {tree}, the bundle says {tree_id}: "
+                         "the unpacked files changed (line endings? permissions?); unpack the zip again")
+    inputs = ["data/repofix/manifest.lock.json", "data/warmup/manifest.lock.json"]
+    inputs += [] if base else ["models/base"]
+    for rel in inputs:
+        src = bundle / rel
+        if not src.exists():
+            raise PappoError(f"{src} is missing: the bundle lacks an input of the re-run; rebuild it with "
+                             "`pappo release`")
+        (clone / rel).parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, clone / rel)
     return clone
 
 
@@ -202,6 +233,9 @@ def _ok(r: RunCheck) -> bool:
 def render(rep: Reproduction) -> str:
     lines = [f"reproduction of {rep.commit[:12]}: {'REPRODUCED' if rep.reproduced else 'NOT REPRODUCED'} "
              f"({rep.wall_s:.0f} s here)"]  # fmt: skip
+    if rep.code_from == "bundle source":
+        lines.append("code: the bundle's source/ in a scratch git repository made here (same git tree as the "
+                     "commit; the original repository's .git was not available)")
     for r in rep.runs:
         head = f"{r.run}: {r.comparison} ({r.reason}); {r.wall_s:.0f} s"
         if r.identical:
@@ -235,8 +269,9 @@ def load_published(root: Path, params: Params) -> tuple[dict[RunId, RunReport], 
 
 
 def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scratch: Path,
-              log: Callable[[str], None] = print) -> Reproduction:  # fmt: skip
-    """Re-run `chosen` (and the base model) in a clone of the published commit and compare."""
+              log: Callable[[str], None] = print, bundle: dict[str, Any] | None = None) -> Reproduction:
+    """Re-run `chosen` (and the base model) in a clone of the published commit and compare.
+    `bundle`: root is an unpacked evidence bundle (its BUNDLE.json): the code comes from its source/."""
     if not chosen and not base:
         raise PappoError("nothing to reproduce: pass --runs seed/method,..., --sample K or --base")
     published, receipts = load_published(root, params)
@@ -244,13 +279,13 @@ def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scrat
     if len(commits) != 1:
         raise PappoError(f"the published runs name {len(commits)} commits ({sorted(commits)[:3]}); run `pappo audit` "
                          "first: a reproduction needs evidence of one commit")  # fmt: skip
-    # the evidence commit (HEAD: dvc.lock, the summary) whose train code the audit showed is the runs'
-    sha = _sh(["git", "rev-parse", "HEAD"], root).strip()
-    if _sh(["git", "status", "--porcelain", "--untracked-files=no", "--", "dvc.lock", "params.yaml", "matrix.yaml", "src"], root):
-        raise PappoError("dvc.lock, params.yaml, matrix.yaml or src/ differ from HEAD: commit them (or restore them) first; a "
-                         "reproduction re-runs the commit")  # fmt: skip
     t0 = time.perf_counter()
-    clone = prepare_clone(root, sha, Path(scratch), base)
+    if bundle is not None:
+        sha = str(bundle.get("commit"))
+        clone = prepare_tree(root, str(bundle.get("swhid_dir")), Path(scratch), base)
+    else:
+        sha = _evidence_commit(root)
+        clone = prepare_clone(root, sha, Path(scratch), base)
     clone_params = load_matrix_params(clone / "params.yaml", clone / "matrix.yaml")
     steps: list[tuple[str, RunId | None]] = ([("base_model", None)] if base else []) + [
         (f"seed_{s}/{m}", (s, m)) for s, m in chosen]  # fmt: skip
@@ -278,9 +313,19 @@ def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scrat
     log(_progress(len(steps), len(steps), "done", done_s, planned, time.perf_counter() - t0, paced_s))
     claims = check_claims(clone_params, published, receipts, reproduced) if reproduced else []
     ok = all(_ok(c) for c in checks) and all(c.published_holds == c.reproduced_holds for c in claims)
-    rep = Reproduction(commit=sha, runs=checks, claims=claims, reproduced=ok, wall_s=time.perf_counter() - t0,
-                       verdict="")  # fmt: skip
+    rep = Reproduction(commit=sha, code_from="git clone" if bundle is None else "bundle source", runs=checks,
+                       claims=claims, reproduced=ok, wall_s=time.perf_counter() - t0, verdict="")
     return rep.model_copy(update={"verdict": render(rep)})
+
+
+def _evidence_commit(root: Path) -> str:
+    """HEAD: the evidence commit (dvc.lock, the summary) whose train code the audit showed is the runs'."""
+    sha = _sh(["git", "rev-parse", "HEAD"], root).strip()
+    evidence = ["dvc.lock", "params.yaml", "matrix.yaml", "src"]
+    if _sh(["git", "status", "--porcelain", "--untracked-files=no", "--", *evidence], root):
+        raise PappoError("dvc.lock, params.yaml, matrix.yaml or src/ differ from HEAD: commit them (or restore "
+                         "them) first; a reproduction re-runs the commit")
+    return sha
 
 
 def _progress(i: int, n: int, name: str, done_planned: float, planned: list[float], elapsed: float,

@@ -1,0 +1,111 @@
+"""An evidence bundle as a reviewer holds it: the Zenodo zip or the folder it was unpacked to.
+
+`open_bundle` verifies it (`verify_bundle`: hashes, SWHIDs, receipts, dvc.lock md5s) and gives the
+folder; `audit_bundle` runs the audit there with the same checks as in a clone, with the bundle's
+`source/` in place of git (evidence/archived.py) and the bundle's params, schemas and base
+checkpoint record. Bad or partial input is a PappoError naming the file and what to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from pappo.evidence.archived import Archive
+from pappo.evidence.release import SOURCE, verify_bundle
+from pappo.io import PappoError
+
+# what the audit reads besides the runs: without one of them it could not say anything true
+AUDIT_INPUTS = ("BUNDLE.json", "params.yaml", "matrix.yaml", "dvc.lock", "data/repofix/manifest.jsonl",
+                "data/repofix/manifest.lock.json", "models/base/checkpoint.json", "reports/summary.json",
+                "reports/base_model.json", f"{SOURCE}dvc.yaml", f"{SOURCE}schemas/run_report.schema.json",
+                f"{SOURCE}schemas/receipt.schema.json")
+
+
+def is_bundle(folder: Path) -> bool:
+    """An unpacked bundle: BUNDLE.json and source/ side by side, no git repository of its own."""
+    folder = Path(folder)
+    has_git = (folder / ".git").exists()
+    return (folder / "BUNDLE.json").is_file() and (folder / SOURCE).is_dir() and not has_git
+
+
+def checked(path: Path) -> list[str]:
+    """verify_bundle's problems, or a PappoError when `path` is neither a zip nor a folder."""
+    path = Path(path)
+    if not path.exists():
+        raise PappoError(f"{path}: no such file or folder; pass the pappo-evidence-<version>.zip or the "
+                         "folder it was unpacked to")
+    return verify_bundle(path)
+
+
+def refuse(path: Path, problems: list[str]) -> None:
+    """A PappoError listing a bundle's problems (the first twelve) and what to do."""
+    more = f"\n  ... and {len(problems) - 12} more" if len(problems) > 12 else ""
+    shown = "\n  - ".join(problems[:12]) + more
+    raise PappoError(f"{path} fails verification ({len(problems)} problems):\n  - {shown}\n"
+                     "download the bundle again (or rebuild it with `pappo release`); a changed bundle is "
+                     "not evidence")
+
+
+def unpack(zip_path: Path, into: Path) -> Path:
+    """Extract a verified bundle into `into` (verify_bundle checked the names); modes and symlinks kept."""
+    into = Path(into)
+    with zipfile.ZipFile(zip_path) as zf:
+        for info in zf.infolist():
+            if info.is_dir():
+                continue
+            target = into / info.filename
+            target.parent.mkdir(parents=True, exist_ok=True)
+            mode = info.external_attr >> 16
+            if stat.S_ISLNK(mode):
+                os.symlink(zf.read(info).decode(), target)
+            else:
+                target.write_bytes(zf.read(info))
+                target.chmod(0o755 if mode & 0o111 else 0o644)
+    return into
+
+
+def open_bundle(path: Path, scratch: Path) -> Path:
+    """The verified bundle's folder: `path` itself, or the zip unpacked into `scratch`."""
+    path = Path(path)
+    problems = checked(path)
+    if problems:
+        refuse(path, problems)
+    return path.resolve() if path.is_dir() else unpack(path, Path(scratch) / "bundle").resolve()
+
+
+def meta(folder: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((Path(folder) / "BUNDLE.json").read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError) as e:
+        where = Path(folder) / "BUNDLE.json"
+        raise PappoError(f"{where}: unreadable ({e}); download the bundle again") from None
+
+
+def missing_inputs(folder: Path) -> list[str]:
+    return [rel for rel in AUDIT_INPUTS if not (Path(folder) / rel).is_file()]
+
+
+def audit_bundle(folder: Path) -> Any:
+    """The audit of an unpacked bundle (an AuditVerdict), run inside it: params name paths relative
+    to the project root, which the bundle's top is."""
+    from pappo.config import load_matrix_params
+    from pappo.evidence.audit import audit
+
+    folder = Path(folder).resolve()
+    missing = missing_inputs(folder)
+    if missing:
+        raise PappoError(f"{folder}: {', '.join(missing)} missing: not a complete evidence bundle (one "
+                         "made before `pappo evidence import` existed lacks models/base); unpack the whole "
+                         "zip, or rebuild it with `pappo release` from the commit")
+    archive = Archive(source=folder / SOURCE, commit=str(meta(folder).get("commit")))
+    with contextlib.chdir(folder):
+        params = load_matrix_params(folder / "params.yaml", folder / "matrix.yaml")
+        return audit(params, folder, folder / "reports" / "runs", folder / "models" / "base",
+                     folder / SOURCE / "schemas", archive=archive)
