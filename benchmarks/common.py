@@ -15,7 +15,7 @@ from pappo.sandbox.grading import Grade
 from pappo.tasks.store import TaskStore
 
 
-def stand_in_grades(items):  # type: ignore[no-untyped-def]
+def stand_in_grades(items):
     """Every tree fails one test: episodes run until submit or max_turns, as with a weak policy.
     No sandbox, so only generation and training are timed."""
     out = []
@@ -30,12 +30,16 @@ def candidates_params(params_path: Path, matrix_path: Path) -> Params:
     """The published runs' params (rl from matrix.yaml), pinned; the probes measure the candidates tier."""
     params = load_matrix_params(params_path, matrix_path)
     if params.env.actions != "candidates":
-        raise SystemExit(f"{params_path}: env.actions is {params.env.actions!r}; this probes the candidates tier")
+        raise SystemExit(
+            f"{params_path}: env.actions is {params.env.actions!r}; this probes the candidates tier"
+        )
     pin(params.numerics)
     return params
 
 
-def candidates_policy(params: Params, base: Path, adapters: Path | None) -> tuple[ActorCritic, Any, ChatCodec, TaskStore]:
+def candidates_policy(
+    params: Params, base: Path, adapters: Path | None
+) -> tuple[ActorCritic, Any, ChatCodec, TaskStore]:
     """The base checkpoint with a run's adapters (None: the base alone), its tokenizer and codec, and the task store."""
     model, tok, _ = load_checkpoint(params.model, base)
     ac = ActorCritic(model, params.lora)

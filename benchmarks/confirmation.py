@@ -32,11 +32,14 @@ def read_runs(runs: Path, seeds: list[int]) -> dict[str, Any]:
             report = json.loads((folder / "report.json").read_text())
             receipt = json.loads((folder / "receipt.json").read_text())
             out[f"seed_{s}/{m}"] = {
-                "git_commit": receipt["source"]["git_commit"], "git_dirty": receipt["source"]["git_dirty"],
-                "evals": [{"update": e["update"], "success": e["result"]["success"]} for e in report["evals"]],
+                "git_commit": receipt["source"]["git_commit"],
+                "git_dirty": receipt["source"]["git_dirty"],
+                "evals": [
+                    {"update": e["update"], "success": e["result"]["success"]} for e in report["evals"]
+                ],
                 "tasks": {t["instance_id"]: t["success"] for t in report["final_eval"]["tasks"]},
                 "wall_s": report["timing"]["wall_s"],
-            }  # fmt: skip
+            }
     return out
 
 
@@ -53,8 +56,11 @@ def differences(runs: dict[str, Any], seeds: list[int]) -> dict[str, Any]:
             pairs.append(([float(ta[i]) for i in ids], [float(tb[i]) for i in ids]))
             per_seed.append((sum(pairs[-1][0]) / len(ids), sum(pairs[-1][1]) / len(ids)))
         ci = paired_diff_ci_seeds(pairs)
-        out[f"{a}-{b}"] = {**ci.to_json(), "per_seed": [x - y for x, y in per_seed],
-                           "seed_wins": seed_wins([x for x, _ in per_seed], [y for _, y in per_seed])}  # fmt: skip
+        out[f"{a}-{b}"] = {
+            **ci.to_json(),
+            "per_seed": [x - y for x, y in per_seed],
+            "seed_wins": seed_wins([x for x, _ in per_seed], [y for _, y in per_seed]),
+        }
     return out
 
 
@@ -65,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--params", type=Path, help="the params file the runs read (hashed into the receipt)")
     ap.add_argument("--lock", type=Path, help="the manifest lock holding the seeds' splits (hashed)")
     ap.add_argument("--out", type=Path)
-    ap.add_argument("--check", type=Path, help="recompute a receipt's differences from its runs; exit 1 if they differ")
+    ap.add_argument(
+        "--check", type=Path, help="recompute a receipt's differences from its runs; exit 1 if they differ"
+    )
     args = ap.parse_args(argv)
     if args.check:
         receipt = json.loads(args.check.read_text())
@@ -75,11 +83,15 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.runs and args.seeds and args.params and args.lock and args.out):
         ap.error("--runs, --seeds, --params, --lock and --out are needed (or --check FILE)")
     runs = read_runs(args.runs, args.seeds)
-    receipt = {"seeds": args.seeds, "runs": runs, "differences": differences(runs, args.seeds),
-               "params_sha256": hashlib.sha256(args.params.read_bytes()).hexdigest(),
-               "lock_sha256": hashlib.sha256(args.lock.read_bytes()).hexdigest(),
-               "method": "pappo.stats.paired_diff_ci_seeds (the audit's: tasks resampled within seeds, "
-                         "2000 replicates, seed 0); seed_wins counts seeds where a > b"}  # fmt: skip
+    receipt = {
+        "seeds": args.seeds,
+        "runs": runs,
+        "differences": differences(runs, args.seeds),
+        "params_sha256": hashlib.sha256(args.params.read_bytes()).hexdigest(),
+        "lock_sha256": hashlib.sha256(args.lock.read_bytes()).hexdigest(),
+        "method": "pappo.stats.paired_diff_ci_seeds (the audit's: tasks resampled within seeds, "
+        "2000 replicates, seed 0); seed_wins counts seeds where a > b",
+    }
     atomic_write_json(args.out, receipt)
     print(json.dumps(receipt["differences"], indent=2))
     return 0

@@ -46,11 +46,18 @@ def step_row(name: str, rc: str, seconds: str, rec: dict[str, Any] | None) -> st
     ph, mem, gap = rec["phases"], rec["peak_memory"], rec.get("logprob_gap") or {}
     ro, fr, up = ph.get("rollout", {}), ph.get("freeze", {}), ph.get("update", {})
     dtype = rec["dtype"] + (" +logits_fp32" if rec.get("knobs", {}).get("logits_fp32") else "")
-    cells = [name, rc, seconds, dtype,
-             _num(ro.get("tokens_per_s")), _pct(ro.get("decode_mfu")), _pct(fr.get("mfu")),
-             f"{_num(up.get('tokens_per_s'))} / {_pct(up.get('mfu'))}",
-             f"{mem['bytes'] / GIB:.1f} / {mem['predicted']['peak_bytes'] / GIB:.1f}",
-             f"{_num(gap.get('logprob_gap_mean'), '{:.3g}')} / {_num(gap.get('logprob_gap_max'), '{:.3g}')}"]
+    cells = [
+        name,
+        rc,
+        seconds,
+        dtype,
+        _num(ro.get("tokens_per_s")),
+        _pct(ro.get("decode_mfu")),
+        _pct(fr.get("mfu")),
+        f"{_num(up.get('tokens_per_s'))} / {_pct(up.get('mfu'))}",
+        f"{mem['bytes'] / GIB:.1f} / {mem['predicted']['peak_bytes'] / GIB:.1f}",
+        f"{_num(gap.get('logprob_gap_mean'), '{:.3g}')} / {_num(gap.get('logprob_gap_max'), '{:.3g}')}",
+    ]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -63,8 +70,10 @@ def full_profile_prediction() -> dict[str, Any]:
 def main(work: Path, out: Path) -> int:
     steps = [line.split("\t") for line in (work / "steps.tsv").read_text().splitlines() if line.strip()]
     bundle: dict[str, Any] = {"schema": "pappo.gpu_check/1", "steps": {}}
-    head = ("| step | exit | s | dtype | rollout tok/s | decode MFU | freeze MFU | update tok/s / MFU "
-            "| peak GiB measured / predicted | log-prob gap mean / max |")
+    head = (
+        "| step | exit | s | dtype | rollout tok/s | decode MFU | freeze MFU | update tok/s / MFU "
+        "| peak GiB measured / predicted | log-prob gap mean / max |"
+    )
     rows = [head, "|" + "---|" * 10]
     for name, rc, seconds in steps:
         rec = _load(work / f"{name}.json")
@@ -77,12 +86,16 @@ def main(work: Path, out: Path) -> int:
     success = ((report.get("final_eval") or {}).get("success") or {}).get("mean")
     rc = bundle["steps"]["c_train"].get("exit", "-")
     seconds = bundle["steps"]["c_train"].get("seconds", "-")
-    rows.append(f"\ntrain (tiny profile, pappo seed 0): exit {rc}, {seconds} s, "
-                f"held-out success {_num(success, '{:.2f}')}")
+    rows.append(
+        f"\ntrain (tiny profile, pappo seed 0): exit {rc}, {seconds} s, "
+        f"held-out success {_num(success, '{:.2f}')}"
+    )
     full = full_profile_prediction()
     bundle["predicted_full_profile"] = full
-    rows.append(f"memory model, the full hub profile (64 x 8192 tokens): predicted peak {full['peak_gib']} "
-                f"GiB (rollout {full['rollout_bytes'] / GIB:.1f}, update {full['update_bytes'] / GIB:.1f})")
+    rows.append(
+        f"memory model, the full hub profile (64 x 8192 tokens): predicted peak {full['peak_gib']} "
+        f"GiB (rollout {full['rollout_bytes'] / GIB:.1f}, update {full['update_bytes'] / GIB:.1f})"
+    )
     table = "\n".join(rows)
     bundle["table"] = table
     print(table, flush=True)

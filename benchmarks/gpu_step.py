@@ -87,28 +87,50 @@ ROOT = Path(__file__).resolve().parents[1]
 HUB_PROFILE = ROOT / "profiles" / "qwen2.5-coder-7b.yaml"
 SCHEMA = "pappo.gpu_step/2"
 SOURCE_PATHS = ["src/pappo", "benchmarks", "pyproject.toml", "requirements.lock"]
-QWEN25_CODER_7B = dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
-                       num_key_value_heads=4, max_position_embeddings=32768, rope_theta=1000000.0,
-                       rms_norm_eps=1e-6, tie_word_embeddings=False, hidden_act="silu")  # fmt: skip
+QWEN25_CODER_7B = dict(
+    hidden_size=3584,
+    intermediate_size=18944,
+    num_hidden_layers=28,
+    num_attention_heads=28,
+    num_key_value_heads=4,
+    max_position_embeddings=32768,
+    rope_theta=1000000.0,
+    rms_norm_eps=1e-6,
+    tie_word_embeddings=False,
+    hidden_act="silu",
+)
 QWEN25_VOCAB = 152064
 BEYOND_TOKENIZER_BIAS = -1e4  # lm_head bias of the ids the tokenizer cannot decode (module docstring)
 # Dense (no sparsity) bf16 tensor-core peaks from NVIDIA datasheets; the first substring match wins.
-PEAK_BF16 = (("H200 NVL", 835.5e12), ("H200", 989.4e12), ("H100 NVL", 835.5e12), ("H100 PCIe", 756e12),
-             ("H100", 989.4e12), ("A100", 312e12), ("L40S", 362e12))  # fmt: skip
+PEAK_BF16 = (
+    ("H200 NVL", 835.5e12),
+    ("H200", 989.4e12),
+    ("H100 NVL", 835.5e12),
+    ("H100 PCIe", 756e12),
+    ("H100", 989.4e12),
+    ("A100", 312e12),
+    ("L40S", 362e12),
+)
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 _KEYS = ("episodes", "max_turns", "max_new_tokens_per_turn", "gradient_checkpointing", "profile", "vocab")
-DEFAULTS = {"7b": dict(zip(_KEYS, (None, None, None, True, HUB_PROFILE, QWEN25_VOCAB))),
-            "tiny": dict(zip(_KEYS, ("2x2", 3, 32, False, None, None)))}
+DEFAULTS = {
+    "7b": dict(zip(_KEYS, (None, None, None, True, HUB_PROFILE, QWEN25_VOCAB))),
+    "tiny": dict(zip(_KEYS, ("2x2", 3, 32, False, None, None))),
+}
 # flag -> (params section, field) for the precision sweep; the field may be absent from config.py
 KNOBS = {"logits_fp32": ("model", "logits_fp32"), "rollout_is": ("rl", "rollout_is_level")}
 
 
-def model_flops_per_token(cfg: Any, context_len: float, train: bool, lora: bool, lm_head: bool = True) -> float:
+def model_flops_per_token(
+    cfg: Any, context_len: float, train: bool, lora: bool, lm_head: bool = True
+) -> float:
     """Model FLOPs per token (module docstring); cfg: any object with Qwen2Config's size fields."""
     h, layers, heads = cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads
     head_dim = getattr(cfg, "head_dim", None) or h // heads
     q, kv = heads * head_dim, cfg.num_key_value_heads * head_dim
-    n = layers * (h * q + 2 * h * kv + q * h + 3 * h * cfg.intermediate_size) + (h * cfg.vocab_size if lm_head else 0)
+    n = layers * (h * q + 2 * h * kv + q * h + 3 * h * cfg.intermediate_size) + (
+        h * cfg.vocab_size if lm_head else 0
+    )
     forward = 2 * n + 2 * 2 * layers * q * context_len
     return forward * ((2 if lora else 3) if train else 1)
 
@@ -120,26 +142,35 @@ def peak_bf16(device_name: str | None) -> float | None:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", choices=sorted(DEFAULTS), default="tiny")
-    ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="auto: cuda if available")
-    ap.add_argument("--dtype", choices=["auto", *DTYPES], default="auto",
-                    help="model.dtype; auto: bf16 on cuda")
+    ap.add_argument(
+        "--device", choices=["auto", "cpu", "cuda"], default="auto", help="auto: cuda if available"
+    )
+    ap.add_argument(
+        "--dtype", choices=["auto", *DTYPES], default="auto", help="model.dtype; auto: bf16 on cuda"
+    )
     ap.add_argument("--logits-fp32", action="store_true", help="model.logits_fp32: true")
     ap.add_argument("--rollout-is", choices=["token", "sequence"], help="rl.rollout_is_level")
-    ap.add_argument("--profile", type=Path,
-                    help="params overlay; default: the hub profile for 7b, none for tiny")
+    ap.add_argument(
+        "--profile", type=Path, help="params overlay; default: the hub profile for 7b, none for tiny"
+    )
     ap.add_argument("--episodes", help="TASKSxGROUP: rl.tasks_per_update x rl.group_size (default: profile)")
     ap.add_argument("--max-new-tokens-per-turn", type=int, help="default: the profile's (7b), 32 (tiny)")
     ap.add_argument("--max-tokens-per-episode", type=int, help="default: the profile's (7b), params (tiny)")
-    ap.add_argument("--max-turns", type=int,
-                    help="env.max_turns; 7b default: enough to reach the token limit")
+    ap.add_argument(
+        "--max-turns", type=int, help="env.max_turns; 7b default: enough to reach the token limit"
+    )
     ap.add_argument("--micro-batch-size", type=int, help="rl.micro_batch_size; default: the profile's")
     ap.add_argument("--ppo-epochs", type=int, help="rl.ppo_epochs; default: the profile's")
     ap.add_argument("--minibatches", type=int, help="rl.minibatches; default: the profile's")
     ap.add_argument("--kv-cache", choices=["grow", "static"], help="rollout.kv_cache; default: the profile's")
     ap.add_argument("--vocab", type=int, help="model vocabulary (7b default 152064; tiny: the tokenizer's)")
-    ap.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction, help="default: on for 7b only")
+    ap.add_argument(
+        "--gradient-checkpointing", action=argparse.BooleanOptionalAction, help="default: on for 7b only"
+    )
     ap.add_argument("--params", type=Path, default=Path("params.yaml"))
-    ap.add_argument("--out", type=Path, help="receipt; default: docs/receipts/gpu_step-<config>-<device>.json")
+    ap.add_argument(
+        "--out", type=Path, help="receipt; default: docs/receipts/gpu_step-<config>-<device>.json"
+    )
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     for key, value in DEFAULTS[args.config].items():
@@ -165,9 +196,11 @@ def _knobs(args: argparse.Namespace, data: dict[str, Any]) -> None:
         section, field = KNOBS[flag]
         model = {"model": ModelParams, "rl": RLParams}[section]
         if field not in model.model_fields:
-            raise SystemExit(f"gpu_step: --{flag.replace('_', '-')} sets {section}.{field}, which this "
-                             "checkout's src/pappo/config.py does not have; run without the flag or on a "
-                             "checkout with it")
+            raise SystemExit(
+                f"gpu_step: --{flag.replace('_', '-')} sets {section}.{field}, which this "
+                "checkout's src/pappo/config.py does not have; run without the flag or on a "
+                "checkout with it"
+            )
         data[section][field] = value
 
 
@@ -184,8 +217,13 @@ def bench_params(args: argparse.Namespace, dtype: torch.dtype) -> Params:
     rl, rollout, env = data["rl"], data["rollout"], data["env"]
     args.tasks, args.group = _episodes(args, rl)
     # critic_warmup_steps 0: time a steady-state update, not the first update's extra critic steps
-    rl |= {"tasks_per_update": args.tasks, "group_size": args.group, "target_kl": None, "updates": 1,
-           "critic_warmup_steps": 0}
+    rl |= {
+        "tasks_per_update": args.tasks,
+        "group_size": args.group,
+        "target_kl": None,
+        "updates": 1,
+        "critic_warmup_steps": 0,
+    }
     for key in ("micro_batch_size", "ppo_epochs", "minibatches"):
         rl |= {key: getattr(args, key)} if getattr(args, key) else {}
     rollout["batch_size"] = args.tasks * args.group  # one lockstep batch
@@ -194,8 +232,10 @@ def bench_params(args: argparse.Namespace, dtype: torch.dtype) -> Params:
     if args.max_turns is None:  # 7b: every episode can reach the token limit
         args.max_turns = math.ceil(rollout["max_tokens_per_episode"] / rollout["max_new_tokens_per_turn"]) + 1
     env["max_turns"] = args.max_turns
-    data["model"] |= {"dtype": str(dtype).removeprefix("torch."),
-                      "gradient_checkpointing": args.gradient_checkpointing}
+    data["model"] |= {
+        "dtype": str(dtype).removeprefix("torch."),
+        "gradient_checkpointing": args.gradient_checkpointing,
+    }
     _knobs(args, data)
     try:
         return Params.model_validate(data)
@@ -207,12 +247,18 @@ def model_config(name: str, tokenizer: Any, params: Any, vocab: int | None = Non
     ids = {k: getattr(tokenizer, k) for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
     if name == "tiny":
         return tiny_config(params.model.tiny, vocab or len(tokenizer), **ids)
-    return Qwen2Config(vocab_size=vocab or len(tokenizer), use_sliding_window=False,
-                       attn_implementation="sdpa", **QWEN25_CODER_7B, **ids)
+    return Qwen2Config(
+        vocab_size=vocab or len(tokenizer),
+        use_sliding_window=False,
+        attn_implementation="sdpa",
+        **QWEN25_CODER_7B,
+        **ids,
+    )
 
 
-def build_model(cfg: Any, device: torch.device, dtype: torch.dtype, seed: int, ckpt: bool,
-                decodable: int | None = None):  # type: ignore[no-untyped-def]
+def build_model(
+    cfg: Any, device: torch.device, dtype: torch.dtype, seed: int, ckpt: bool, decodable: int | None = None
+):
     """Random weights made on `device` in `dtype` directly (no 30 GB float32 7B on the host first).
     decodable: the tokenizer's size, when the vocabulary is larger (module docstring: the lm_head bias)."""
     with torch.random.fork_rng(devices=[]), torch.device(device):
@@ -287,7 +333,9 @@ def run_optimise(trainer: Any, batch: Any, device: torch.device, out: dict[str, 
     out["gap"] = {k.removeprefix("rollout/"): float(v) for k, v in gaps if "logprob_gap" in k}
 
 
-def phase_flops(cfg: Any, tokens: list[int], sampled: list[int], train: bool, passes: int, heads: int) -> float:
+def phase_flops(
+    cfg: Any, tokens: list[int], sampled: list[int], train: bool, passes: int, heads: int
+) -> float:
     """`passes` decoder passes over every row's tokens; `heads` of them (the policy's and the
     reference's, not the critic's) add the lm_head at the row's sampled positions."""
     total = 0.0
@@ -301,25 +349,45 @@ def measures(cfg: Any, r: dict[str, Any], peak: float | None, kl_passes: int) ->
     """Per-phase seconds, tokens, tokens/s, FLOPs and MFU (None without a peak), for the phases done."""
     tokens, sampled, epochs = r["rows_tokens"], r["rows_sampled"], r.get("epochs")
     seq, gen = sum(tokens), r["generated"]
-    fl = {"rollout": gen * model_flops_per_token(cfg, 0, train=False, lora=True),  # 2N per generated token
-          "freeze": phase_flops(cfg, tokens, sampled, False, 2 + kl_passes, 1 + kl_passes),  # + reference
-          "update": (epochs or 0) * phase_flops(cfg, tokens, sampled, True, 2, 1)}  # actor, critic; per epoch
+    fl = {
+        "rollout": gen * model_flops_per_token(cfg, 0, train=False, lora=True),  # 2N per generated token
+        "freeze": phase_flops(cfg, tokens, sampled, False, 2 + kl_passes, 1 + kl_passes),  # + reference
+        "update": (epochs or 0) * phase_flops(cfg, tokens, sampled, True, 2, 1),
+    }  # actor, critic; per epoch
     mfu = {k: fl[k] / r[f"{k}_s"] / peak if peak and f"{k}_s" in r else None for k in fl}
     out: dict[str, Any] = {
-        "rollout": {"seconds": r["rollout_s"], "tokens_generated": gen, "tokens_per_s": gen / r["rollout_s"],
-                    "decode_flops": fl["rollout"], "decode_mfu": mfu["rollout"],
-                    "episode_tokens_max": max(r.get("episode_tokens") or [0])}}
+        "rollout": {
+            "seconds": r["rollout_s"],
+            "tokens_generated": gen,
+            "tokens_per_s": gen / r["rollout_s"],
+            "decode_flops": fl["rollout"],
+            "decode_mfu": mfu["rollout"],
+            "episode_tokens_max": max(r.get("episode_tokens") or [0]),
+        }
+    }
     if "freeze_s" in r:
-        out["freeze"] = {"seconds": r["freeze_s"], "sequence_tokens": seq, "passes": 2 + kl_passes,
-                         "tokens_per_s": seq / r["freeze_s"], "flops": fl["freeze"], "mfu": mfu["freeze"]}
+        out["freeze"] = {
+            "seconds": r["freeze_s"],
+            "sequence_tokens": seq,
+            "passes": 2 + kl_passes,
+            "tokens_per_s": seq / r["freeze_s"],
+            "flops": fl["freeze"],
+            "mfu": mfu["freeze"],
+        }
     if "update_s" in r:
-        out["update"] = {"seconds": r["update_s"], "epochs_used": epochs, "optimizer_steps": r["steps"],
-                         "tokens_trained": 2 * epochs * seq, "tokens_per_s": 2 * epochs * seq / r["update_s"],
-                         "flops": fl["update"], "mfu": mfu["update"]}
+        out["update"] = {
+            "seconds": r["update_s"],
+            "epochs_used": epochs,
+            "optimizer_steps": r["steps"],
+            "tokens_trained": 2 * epochs * seq,
+            "tokens_per_s": 2 * epochs * seq / r["update_s"],
+            "flops": fl["update"],
+            "mfu": mfu["update"],
+        }
     return out
 
 
-def setup(args: argparse.Namespace, device: torch.device, dtype: torch.dtype):  # type: ignore[no-untyped-def]
+def setup(args: argparse.Namespace, device: torch.device, dtype: torch.dtype):
     params = bench_params(args, dtype)
     with tempfile.TemporaryDirectory(prefix="pappo-bench-tok-") as tmp:
         build_tokenizer(params.model.tiny, params.tasks.warmup.repos, Path(tmp))
@@ -331,20 +399,41 @@ def setup(args: argparse.Namespace, device: torch.device, dtype: torch.dtype):  
     ac = ActorCritic(model, params.lora, params.model.logits_fp32)
     store = TaskStore.from_params(params, "warmup")
     unused = Path(tempfile.gettempdir()) / "pappo-gpu-step-unused"  # only checkpoints go there: never written
-    trainer = Trainer("ppo", params, ac, ChatCodec(tokenizer), store, sorted(store.tasks), stand_in_grades,
-                      unused, seed=args.seed)
+    trainer = Trainer(
+        "ppo",
+        params,
+        ac,
+        ChatCodec(tokenizer),
+        store,
+        sorted(store.tasks),
+        stand_in_grades,
+        unused,
+        seed=args.seed,
+    )
     return params, cfg, trainer, base, len(tokenizer)
 
 
 def model_record(cfg: Any, base: int, ac: Any, tokenizer_size: int) -> dict[str, Any]:
-    keys = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-            "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "tie_word_embeddings",
-            "hidden_act")
+    keys = (
+        "vocab_size",
+        "hidden_size",
+        "intermediate_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "max_position_embeddings",
+        "rms_norm_eps",
+        "tie_word_embeddings",
+        "hidden_act",
+    )
     rope = (getattr(cfg, "rope_parameters", None) or {}).get("rope_theta", getattr(cfg, "rope_theta", None))
     return {k: getattr(cfg, k) for k in keys} | {
-        "rope_theta": rope, "parameters_base": base, "tokenizer_size": tokenizer_size,
+        "rope_theta": rope,
+        "parameters_base": base,
+        "tokenizer_size": tokenizer_size,
         "parameters_total": sum(p.numel() for p in ac.parameters()),
-        "parameters_trainable": sum(p.numel() for p in ac.parameters() if p.requires_grad)}
+        "parameters_trainable": sum(p.numel() for p in ac.parameters() if p.requires_grad),
+    }
 
 
 def source_record() -> dict[str, Any]:
@@ -354,19 +443,33 @@ def source_record() -> dict[str, Any]:
         src = rc.collect_source(ROOT, SOURCE_PATHS).model_dump(mode="json")
         return src | ({"note": "not a git checkout: commit unknown"} if src["git_commit"] is None else {})
     except (ValueError, RuntimeError, OSError) as e:
-        return {"git_commit": None, "git_dirty": True, "tree_sha256": None, "source_paths": SOURCE_PATHS,
-                "note": f"not a git checkout with these files tracked ({e}): commit unknown"}
+        return {
+            "git_commit": None,
+            "git_dirty": True,
+            "tree_sha256": None,
+            "source_paths": SOURCE_PATHS,
+            "note": f"not a git checkout with these files tracked ({e}): commit unknown",
+        }
 
 
 def vocab_note(vocab: int, tokenizer_size: int) -> str:
     if vocab > tokenizer_size:
-        return (f"model vocabulary {vocab}, tokenizer {tokenizer_size}: ids beyond the tokenizer have "
-                f"lm_head bias {BEYOND_TOKENIZER_BIAS:g} (probability 0)")
+        return (
+            f"model vocabulary {vocab}, tokenizer {tokenizer_size}: ids beyond the tokenizer have "
+            f"lm_head bias {BEYOND_TOKENIZER_BIAS:g} (probability 0)"
+        )
     return f"model vocabulary = the pappo tokenizer's {tokenizer_size}"
 
 
-def receipt(args: argparse.Namespace, device: torch.device, dtype: torch.dtype, built: tuple, r: dict[str, Any],
-            clock: Any, complete: bool) -> dict[str, Any]:
+def receipt(
+    args: argparse.Namespace,
+    device: torch.device,
+    dtype: torch.dtype,
+    built: tuple,
+    r: dict[str, Any],
+    clock: Any,
+    complete: bool,
+) -> dict[str, Any]:
     params, cfg, trainer, base, tokenizer_size = built
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     peak = peak_bf16(name)
@@ -378,29 +481,52 @@ def receipt(args: argparse.Namespace, device: torch.device, dtype: torch.dtype, 
     predicted = memory.predict(params, memory.Dims.from_config(cfg), rows=r["episodes"])
     up = phases.get("update", {})
     return {
-        "schema": SCHEMA, "complete": complete, "error": r.get("error"), "config": args.config,
+        "schema": SCHEMA,
+        "complete": complete,
+        "error": r.get("error"),
+        "config": args.config,
         "profile": None if args.profile is None else rc.sanitise(str(args.profile), ROOT),
-        "device": str(device), "device_name": name, "dtype": str(dtype).removeprefix("torch."),
+        "device": str(device),
+        "device_name": name,
+        "dtype": str(dtype).removeprefix("torch."),
         "gradient_checkpointing": args.gradient_checkpointing,
         "knobs": {"logits_fp32": args.logits_fp32, "rollout_is_level": args.rollout_is},
         "vocab_note": vocab_note(cfg.vocab_size, tokenizer_size),
         "model": model_record(cfg, base, trainer.ac, tokenizer_size),
         "lora": params.lora.model_dump(mode="json"),
-        "batch": {"tasks": args.tasks, "group_size": args.group, "episodes": r["episodes"],
-                  "max_turns": params.env.max_turns, "max_new_tokens_per_turn": rp.max_new_tokens_per_turn,
-                  "max_tokens_per_episode": rp.max_tokens_per_episode, "kv_cache": rp.kv_cache,
-                  "ppo_epochs": rl.ppo_epochs,
-                  "minibatches": rl.minibatches, "micro_batch_size": rl.micro_batch_size, "target_kl": None},
-        "phases": phases, "tokens_generated": phases["rollout"]["tokens_generated"],
-        "tokens_trained": up.get("tokens_trained"), "peak_flops_bf16": peak, "mfu": up.get("mfu"),
+        "batch": {
+            "tasks": args.tasks,
+            "group_size": args.group,
+            "episodes": r["episodes"],
+            "max_turns": params.env.max_turns,
+            "max_new_tokens_per_turn": rp.max_new_tokens_per_turn,
+            "max_tokens_per_episode": rp.max_tokens_per_episode,
+            "kv_cache": rp.kv_cache,
+            "ppo_epochs": rl.ppo_epochs,
+            "minibatches": rl.minibatches,
+            "micro_batch_size": rl.micro_batch_size,
+            "target_kl": None,
+        },
+        "phases": phases,
+        "tokens_generated": phases["rollout"]["tokens_generated"],
+        "tokens_trained": up.get("tokens_trained"),
+        "peak_flops_bf16": peak,
+        "mfu": up.get("mfu"),
         "logprob_gap": r.get("gap"),
-        "peak_memory": {"bytes": max(r["peak_bytes"].values()), "per_phase_bytes": r["peak_bytes"],
-                        "measure": "torch.cuda.max_memory_allocated" if device.type == "cuda" else "peak RSS",
-                        "predicted": predicted.as_dict()},
-        "params_file": rc.sanitise(str(args.params), ROOT), "seed": args.seed,
-        "hardware": hardware.model_dump(mode="json"), "software": rc.collect_software().model_dump(mode="json"),
+        "peak_memory": {
+            "bytes": max(r["peak_bytes"].values()),
+            "per_phase_bytes": r["peak_bytes"],
+            "measure": "torch.cuda.max_memory_allocated" if device.type == "cuda" else "peak RSS",
+            "predicted": predicted.as_dict(),
+        },
+        "params_file": rc.sanitise(str(args.params), ROOT),
+        "seed": args.seed,
+        "hardware": hardware.model_dump(mode="json"),
+        "software": rc.collect_software().model_dump(mode="json"),
         "source": source_record(),
-        "determinism": rc.collect_determinism(args.seed, collect_numerics(params.numerics)).model_dump(mode="json"),
+        "determinism": rc.collect_determinism(args.seed, collect_numerics(params.numerics)).model_dump(
+            mode="json"
+        ),
         "timing": clock.stop().model_dump(mode="json"),
     }
 
@@ -419,15 +545,17 @@ def head_lines(rec: dict[str, Any]) -> list[str]:
     size = f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.2f}M"
     short = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}[rec["dtype"]]
     pred = rec["peak_memory"]["predicted"]
-    return [f"config: {rec['config']} ({size} params incl. embeddings, vocab {m['vocab_size']}), "
-            f"device {rec['device']} {short}, LoRA r{rec['lora']['rank']}",
-            f"note: {rec['vocab_note']}",
-            f"batch: {b['episodes']} episodes, max_turns {b['max_turns']} x {b['max_new_tokens_per_turn']} "
-            f"tokens, max_tokens_per_episode {b['max_tokens_per_episode']} (kv_cache {b['kv_cache']}), "
-            f"ppo_epochs {b['ppo_epochs']} x minibatches {b['minibatches']}, micro_batch_size "
-            f"{b['micro_batch_size']}",
-            f"predicted peak memory: {pred['peak_bytes'] / 2**30:.2f} GiB (rollout "
-            f"{pred['rollout_bytes'] / 2**30:.2f}, update {pred['update_bytes'] / 2**30:.2f})"]
+    return [
+        f"config: {rec['config']} ({size} params incl. embeddings, vocab {m['vocab_size']}), "
+        f"device {rec['device']} {short}, LoRA r{rec['lora']['rank']}",
+        f"note: {rec['vocab_note']}",
+        f"batch: {b['episodes']} episodes, max_turns {b['max_turns']} x {b['max_new_tokens_per_turn']} "
+        f"tokens, max_tokens_per_episode {b['max_tokens_per_episode']} (kv_cache {b['kv_cache']}), "
+        f"ppo_epochs {b['ppo_epochs']} x minibatches {b['minibatches']}, micro_batch_size "
+        f"{b['micro_batch_size']}",
+        f"predicted peak memory: {pred['peak_bytes'] / 2**30:.2f} GiB (rollout "
+        f"{pred['rollout_bytes'] / 2**30:.2f}, update {pred['update_bytes'] / 2**30:.2f})",
+    ]
 
 
 def phase_lines(rec: dict[str, Any], phase: str) -> list[str]:
@@ -437,21 +565,27 @@ def phase_lines(rec: dict[str, Any], phase: str) -> list[str]:
         return []
     mem = f"peak {per.get(phase, 0) / 2**30:.2f} GiB ({rec['peak_memory']['measure']})"
     if phase == "rollout":
-        return [f"rollout: {b['episodes']} episodes, {p['tokens_generated']} generated tokens in "
-                f"{p['seconds']:.1f} s = {p['tokens_per_s']:.0f} tokens/s (longest episode "
-                f"{p['episode_tokens_max']} tokens); {mem}",
-                f"decode MFU (2N x generated tokens / rollout s): {_mfu(rec, p['decode_mfu'])}"]
+        return [
+            f"rollout: {b['episodes']} episodes, {p['tokens_generated']} generated tokens in "
+            f"{p['seconds']:.1f} s = {p['tokens_per_s']:.0f} tokens/s (longest episode "
+            f"{p['episode_tokens_max']} tokens); {mem}",
+            f"decode MFU (2N x generated tokens / rollout s): {_mfu(rec, p['decode_mfu'])}",
+        ]
     if phase == "freeze":
-        return [f"freeze: {p['seconds']:.1f} s, {p['sequence_tokens']} tokens x {p['passes']} passes; MFU "
-                f"{_mfu(rec, p['mfu'])}; {mem}"]
+        return [
+            f"freeze: {p['seconds']:.1f} s, {p['sequence_tokens']} tokens x {p['passes']} passes; MFU "
+            f"{_mfu(rec, p['mfu'])}; {mem}"
+        ]
     gap = rec["logprob_gap"] or {}
-    return [f"sampler vs trainer log-prob gap (rollout/logprob_gap_*): mean "
-            f"{gap.get('logprob_gap_mean', 0.0):.3g}, max {gap.get('logprob_gap_max', 0.0):.3g}",
-            f"update: {p['epochs_used']} epochs x {b['minibatches']} minibatches, {p['tokens_trained']} "
-            f"trained tokens in {p['seconds']:.1f} s = {p['tokens_per_s']:.0f} tokens/s; {mem}",
-            f"update MFU: {_mfu(rec, p['mfu'])}",
-            f"peak memory: {rec['peak_memory']['bytes'] / 2**30:.2f} GiB measured, "
-            f"{rec['peak_memory']['predicted']['peak_bytes'] / 2**30:.2f} GiB predicted"]
+    return [
+        f"sampler vs trainer log-prob gap (rollout/logprob_gap_*): mean "
+        f"{gap.get('logprob_gap_mean', 0.0):.3g}, max {gap.get('logprob_gap_max', 0.0):.3g}",
+        f"update: {p['epochs_used']} epochs x {b['minibatches']} minibatches, {p['tokens_trained']} "
+        f"trained tokens in {p['seconds']:.1f} s = {p['tokens_per_s']:.0f} tokens/s; {mem}",
+        f"update MFU: {_mfu(rec, p['mfu'])}",
+        f"peak memory: {rec['peak_memory']['bytes'] / 2**30:.2f} GiB measured, "
+        f"{rec['peak_memory']['predicted']['peak_bytes'] / 2**30:.2f} GiB predicted",
+    ]
 
 
 def summary(rec: dict[str, Any]) -> list[str]:
@@ -465,8 +599,11 @@ def say(lines: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
-        print(f"gpu_step: --device cuda, but torch {torch.__version__} sees no CUDA device here; "
-              "use --device cpu (or auto). Nothing was written.", file=sys.stderr)
+        print(
+            f"gpu_step: --device cuda, but torch {torch.__version__} sees no CUDA device here; "
+            "use --device cpu (or auto). Nothing was written.",
+            file=sys.stderr,
+        )
         return 2
     cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
     device = torch.device("cuda" if cuda else "cpu")
@@ -483,9 +620,13 @@ def main(argv: list[str] | None = None) -> int:
 
     params, cfg = built[0], built[1]
     predicted = memory.predict(params, memory.Dims.from_config(cfg), rows=args.tasks * args.group)
-    say([f"built: vocab {cfg.vocab_size}, {args.tasks * args.group} episodes on {device} in {dtype}; "
-         f"predicted peak {predicted.peak / 2**30:.2f} GiB (rollout {predicted.rollout / 2**30:.2f}, update "
-         f"{predicted.update / 2**30:.2f})"])
+    say(
+        [
+            f"built: vocab {cfg.vocab_size}, {args.tasks * args.group} episodes on {device} in {dtype}; "
+            f"predicted peak {predicted.peak / 2**30:.2f} GiB (rollout {predicted.rollout / 2**30:.2f}, update "
+            f"{predicted.update / 2**30:.2f})"
+        ]
+    )
     try:
         batch = run_rollout(built[2], device, r)
         rec = record(False)
@@ -495,12 +636,24 @@ def main(argv: list[str] | None = None) -> int:
         r["error"] = f"out of memory: {str(e).splitlines()[0]}"
         if "episodes" not in r:  # the rollout did not finish: the error, the prediction and the peak
             peak = peak_bytes(device)
-            atomic_write_json(out, {"schema": SCHEMA, "complete": False, "error": r["error"],
-                                    "phase": "rollout", "config": args.config, "device": str(device),
-                                    "dtype": str(dtype), "peak_bytes_at_error": peak,
-                                    "predicted": predicted.as_dict()})
-            print(f"gpu_step: {r['error']} in the rollout (peak {peak / 2**30:.2f} GiB); receipt: {out}",
-                  flush=True)
+            atomic_write_json(
+                out,
+                {
+                    "schema": SCHEMA,
+                    "complete": False,
+                    "error": r["error"],
+                    "phase": "rollout",
+                    "config": args.config,
+                    "device": str(device),
+                    "dtype": str(dtype),
+                    "peak_bytes_at_error": peak,
+                    "predicted": predicted.as_dict(),
+                },
+            )
+            print(
+                f"gpu_step: {r['error']} in the rollout (peak {peak / 2**30:.2f} GiB); receipt: {out}",
+                flush=True,
+            )
             return 3
         r.pop("update_s", None)
         record(False)

@@ -43,8 +43,11 @@ from common import candidates_params, candidates_policy  # noqa: E402
 def after_revert(env: Any, codec: ChatCodec, reverted: int) -> list[int]:
     """Ids of the transcript apply r, run_tests, revert, up to the next assistant turn's start."""
     env.reset()
-    for text in (call("apply", {"id": reverted}, f"Try candidate {reverted}."), call("run_tests", {}, "Does it help?"),
-                 call("revert", {}, "It does not; undo it.")):  # fmt: skip
+    for text in (
+        call("apply", {"id": reverted}, f"Try candidate {reverted}."),
+        call("run_tests", {}, "Does it help?"),
+        call("revert", {}, "It does not; undo it."),
+    ):
         env.step(text)
     ids, _ = encode_episode(codec, env.transcript)
     return ids + codec.observation_ids(env.transcript[-1], codec.im_end_id)
@@ -64,7 +67,9 @@ def id_token_ids(codec: ChatCodec, k: int) -> list[int]:
     for i in range(1, k + 1):
         call_id, thought_id = codec.encode(f'{{"id": {i}')[-1], codec.encode(f"Try candidate {i}")[-1]
         if call_id != thought_id or codec.decode([call_id]).strip() != str(i):
-            raise SystemExit(f"id {i} is not one token spelled alike at both slots; this probe reads one-token ids")
+            raise SystemExit(
+                f"id {i} is not one token spelled alike at both slots; this probe reads one-token ids"
+            )
         out.append(call_id)
     return out
 
@@ -77,16 +82,30 @@ def probe_board(model: Any, codec: ChatCodec, env: Any, id_tokens: list[int]) ->
     env.reset()
     k, fix = board_of(env)
     wrong = [r for r in range(1, k + 1) if r != fix]
-    post = {r: id_probs(model, codec, after_revert(env, codec, r) + codec.encode("Try candidate"), id_tokens)
-            for r in wrong}  # fmt: skip
+    post = {
+        r: id_probs(model, codec, after_revert(env, codec, r) + codec.encode("Try candidate"), id_tokens)
+        for r in wrong
+    }
     base = after_revert(env, codec, wrong[0])
-    calls = {y: id_probs(model, codec, base + codec.encode(f'Try candidate {y}.\n<tool_call>\n{{"name": "apply", '
-                                                         f'"arguments": {{"id":'), id_tokens) for y in range(1, k + 1)}  # fmt: skip
-    return {"post_revert": post, "call": calls,
-            "post_revert_tv": max((tv(post[a], post[b]) for a, b in itertools.combinations(post, 2)), default=0.0),
-            "call_tv": max(tv(calls[a], calls[b]) for a, b in itertools.combinations(calls, 2)),
-            "p_reverted": statistics.fmean(post[r][r - 1] for r in post),
-            "p_thought_id": statistics.fmean(calls[y][y - 1] for y in calls)}  # fmt: skip
+    calls = {
+        y: id_probs(
+            model,
+            codec,
+            base + codec.encode(f'Try candidate {y}.\n<tool_call>\n{{"name": "apply", "arguments": {{"id":'),
+            id_tokens,
+        )
+        for y in range(1, k + 1)
+    }
+    return {
+        "post_revert": post,
+        "call": calls,
+        "post_revert_tv": max(
+            (tv(post[a], post[b]) for a, b in itertools.combinations(post, 2)), default=0.0
+        ),
+        "call_tv": max(tv(calls[a], calls[b]) for a, b in itertools.combinations(calls, 2)),
+        "p_reverted": statistics.fmean(post[r][r - 1] for r in post),
+        "p_thought_id": statistics.fmean(calls[y][y - 1] for y in calls),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -94,7 +113,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--params", type=Path, default=Path("params.yaml"))
     ap.add_argument("--matrix", type=Path, default=Path("matrix.yaml"))
     ap.add_argument("--base", type=Path, default=Path("models/base"), help="Base checkpoint folder.")
-    ap.add_argument("--adapters", type=Path, default=None, help="A run's adapters/ (default: the base alone).")
+    ap.add_argument(
+        "--adapters", type=Path, default=None, help="A run's adapters/ (default: the base alone)."
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tasks", type=int, default=5, help="Held-out boards probed (the first N in id order).")
     ap.add_argument("--out", type=Path, default=None)
@@ -111,13 +132,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             env.grade_fn = grade
             boards.append({"instance_id": instance_id, **probe_board(ac.peft, codec, env, id_tokens)})
     k = params.env.candidates.k
-    mean = lambda key: [round(statistics.fmean(p[i] for b in boards for p in b[key].values()), 4) for i in range(k)]  # noqa: E731
-    out = {"base": str(args.base), "adapters": str(args.adapters), "seed": args.seed, "boards": len(boards),
-           "post_revert_mean": mean("post_revert"), "call_mean": mean("call"),
-           "post_revert_tv_max": max(b["post_revert_tv"] for b in boards),
-           "call_tv_max": max(b["call_tv"] for b in boards),
-           "p_reverted_mean": statistics.fmean(b["p_reverted"] for b in boards),
-           "p_thought_id_mean": statistics.fmean(b["p_thought_id"] for b in boards), "per_board": boards}  # fmt: skip
+    mean = lambda key: [
+        round(statistics.fmean(p[i] for b in boards for p in b[key].values()), 4) for i in range(k)
+    ]  # noqa: E731
+    out = {
+        "base": str(args.base),
+        "adapters": str(args.adapters),
+        "seed": args.seed,
+        "boards": len(boards),
+        "post_revert_mean": mean("post_revert"),
+        "call_mean": mean("call"),
+        "post_revert_tv_max": max(b["post_revert_tv"] for b in boards),
+        "call_tv_max": max(b["call_tv"] for b in boards),
+        "p_reverted_mean": statistics.fmean(b["p_reverted"] for b in boards),
+        "p_thought_id_mean": statistics.fmean(b["p_thought_id"] for b in boards),
+        "per_board": boards,
+    }
     print(json.dumps({key: v for key, v in out.items() if key != "per_board"}))
     if args.out is not None:
         atomic_write_json(args.out, out)

@@ -32,8 +32,9 @@ CONFIGS = [  # name, phase, rows, tokens (episode limit), gradient checkpointing
     ("update-mb4-t512-ckpt", "update", 4, 512, True, 2),
     ("rollout-b16-t640-mha", "rollout", 16, 640, False, 8),  # 8 KV heads: the KV cache's growth dominates
 ]
-DIMS = dict(vocab_size=32000, hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
-            num_attention_heads=8)
+DIMS = dict(
+    vocab_size=32000, hidden_size=256, intermediate_size=1024, num_hidden_layers=4, num_attention_heads=8
+)
 PROMPT = 128  # rollout: the first prefill (also the prefill chunk the model counts)
 
 
@@ -56,8 +57,9 @@ def one(name: str, phase: str, rows: int, tokens: int, ckpt: bool, kv_heads: int
 
     torch.manual_seed(0)
     params = load_params(ROOT / "params.yaml")
-    cfg = Qwen2Config(**DIMS, num_key_value_heads=kv_heads, tie_word_embeddings=False,
-                      max_position_embeddings=4096)
+    cfg = Qwen2Config(
+        **DIMS, num_key_value_heads=kv_heads, tie_word_embeddings=False, max_position_embeddings=4096
+    )
     base = current_rss()
     model = Qwen2ForCausalLM(cfg)
     if ckpt:
@@ -89,19 +91,33 @@ def one(name: str, phase: str, rows: int, tokens: int, ckpt: bool, kv_heads: int
             mask = torch.cat([mask, torch.ones(rows, 1, dtype=torch.long)], 1)
             logits = dec(nxt[:, None], mask, torch.full((rows, 1), t), cache, True)[:, -1]
     measured = rss() - base
-    p = params.model_copy(update={
-        "model": params.model.model_copy(update={"gradient_checkpointing": ckpt}),
-        "rollout": params.rollout.model_copy(update={"max_tokens_per_episode": tokens, "batch_size": rows,
-                                                     "max_new_tokens_per_turn": PROMPT}),
-        "rl": params.rl.model_copy(update={"micro_batch_size": rows})})
-    pred = memory.predict(p, memory.Dims.from_config(cfg), rows=rows, prompt_tokens=PROMPT,
-                          sampled_fraction=1.0)
+    p = params.model_copy(
+        update={
+            "model": params.model.model_copy(update={"gradient_checkpointing": ckpt}),
+            "rollout": params.rollout.model_copy(
+                update={
+                    "max_tokens_per_episode": tokens,
+                    "batch_size": rows,
+                    "max_new_tokens_per_turn": PROMPT,
+                }
+            ),
+            "rl": params.rl.model_copy(update={"micro_batch_size": rows}),
+        }
+    )
+    pred = memory.predict(
+        p, memory.Dims.from_config(cfg), rows=rows, prompt_tokens=PROMPT, sampled_fraction=1.0
+    )
     fixed = pred.parts["weights"] + pred.parts["adapters_and_optimizer"]
     # no optimizer step here: no AdamW states (half of ADAPTER_BYTES), and no gradients in the rollout
     absent = pred.parts["adapters_and_optimizer"] * (2 if phase == "update" else 3) // 4
     predicted = (pred.update if phase == "update" else pred.rollout) - absent
-    return {"name": name, "measured_bytes": measured, "predicted_bytes": predicted, "fixed_bytes": fixed,
-            "ratio": measured / predicted}
+    return {
+        "name": name,
+        "measured_bytes": measured,
+        "predicted_bytes": predicted,
+        "fixed_bytes": fixed,
+        "ratio": measured / predicted,
+    }
 
 
 def main() -> int:
@@ -109,14 +125,18 @@ def main() -> int:
         print(json.dumps(one(*json.loads(sys.argv[1]))))
         return 0
     for config in CONFIGS:
-        proc = subprocess.run([sys.executable, __file__, json.dumps(config)], capture_output=True, text=True,
-                              timeout=900)
+        proc = subprocess.run(
+            [sys.executable, __file__, json.dumps(config)], capture_output=True, text=True, timeout=900
+        )
         if proc.returncode != 0:
             print(f"{config[0]}: failed: {proc.stderr[-2000:]}")
             continue
         r = json.loads(proc.stdout.strip().splitlines()[-1])
-        print(f"{r['name']}: measured {r['measured_bytes'] / 2**20:.0f} MiB, predicted "
-              f"{r['predicted_bytes'] / 2**20:.0f} MiB, measured / predicted {r['ratio']:.2f}", flush=True)
+        print(
+            f"{r['name']}: measured {r['measured_bytes'] / 2**20:.0f} MiB, predicted "
+            f"{r['predicted_bytes'] / 2**20:.0f} MiB, measured / predicted {r['ratio']:.2f}",
+            flush=True,
+        )
     return 0
 
 

@@ -63,10 +63,18 @@ def child(settings: NumericsParams, tiny: dict[str, Any], seq_len: int) -> None:
     print(json.dumps({**result, "numerics": collect(settings).describe()}))
 
 
-def run(name: str, env: dict[str, str], args: argparse.Namespace) -> dict:  # type: ignore[type-arg]
+def run(name: str, env: dict[str, str], args: argparse.Namespace) -> dict:
     clean = {k: v for k, v in os.environ.items() if k not in PINNED_ENV}
-    cmd = [sys.executable, __file__, "--child", name, "--params", str(args.params),
-           "--seq-len", str(args.seq_len)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        name,
+        "--params",
+        str(args.params),
+        "--seq-len",
+        str(args.seq_len),
+    ]
     out = subprocess.run(cmd, env={**clean, **env}, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -75,19 +83,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--params", type=Path, default=Path("params.yaml"))
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--seq-len", type=int, default=512,
-                    help="training tokens per row (decoding starts from half)")
+    ap.add_argument(
+        "--seq-len", type=int, default=512, help="training tokens per row (decoding starts from half)"
+    )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     params = load_params(args.params)
     pinned = params.numerics.model_copy(update={"pin": True})
-    settings = {"machine": NumericsParams(pin=False), "pinned": pinned,
-                "avx2-auto": pinned.model_copy(update={"mkl_cbwr": "AUTO"})}  # fmt: skip
+    settings = {
+        "machine": NumericsParams(pin=False),
+        "pinned": pinned,
+        "avx2-auto": pinned.model_copy(update={"mkl_cbwr": "AUTO"}),
+    }
     tiny = params.model.tiny.model_dump()
     if args.child:
         child(settings[args.child], tiny, args.seq_len)
         return
-    results: dict[str, list[dict]] = {name: [] for name in settings}  # type: ignore[type-arg]
+    results: dict[str, list[dict]] = {name: [] for name in settings}
     for _ in range(args.repeats):
         for name, s in settings.items():
             results[name].append(run(name, requested_env(s), args))
@@ -95,7 +107,9 @@ def main() -> None:
     for name, rows in results.items():
         median[name] = statistics.median(r["train_s"] + r["decode_s"] for r in rows)
         train, decode = (statistics.median(r[k] for r in rows) for k in ("train_s", "decode_s"))
-        print(f"{name:9s} total {median[name]:6.2f} s (train {train:5.2f} s, decode {decode:5.2f} s)  {rows[-1]['numerics']}")
+        print(
+            f"{name:9s} total {median[name]:6.2f} s (train {train:5.2f} s, decode {decode:5.2f} s)  {rows[-1]['numerics']}"
+        )
     print(f"ratio avx2-auto/machine: {median['avx2-auto'] / median['machine']:.2f}")
     print(f"ratio pinned/machine: {median['pinned'] / median['machine']:.2f}")
 

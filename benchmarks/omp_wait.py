@@ -37,12 +37,26 @@ def launch(matrix: Path, method: str, out: Path, policy: str | None) -> subproce
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     if policy:
         env["OMP_WAIT_POLICY"] = policy
-    cmd = [sys.executable, "-m", "pappo.cli", "train", "--matrix", str(matrix), "--seed", "0", "--method", method,
-           "--out", str(out)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pappo.cli",
+        "train",
+        "--matrix",
+        str(matrix),
+        "--seed",
+        "0",
+        "--method",
+        method,
+        "--out",
+        str(out),
+    ]
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def run_setting(matrix: Path, method: str, work: Path, policy: str | None, copies: int) -> tuple[float, float, list[object]]:
+def run_setting(
+    matrix: Path, method: str, work: Path, policy: str | None, copies: int
+) -> tuple[float, float, list[object]]:
     """Wall seconds, CPU seconds of the children, and each copy's report without its timing."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -78,16 +92,22 @@ def main() -> None:
                     wall, cpu, got = run_setting(path, args.method, work, policy, copies)
                     results.setdefault((policy or "unset", copies), []).append((wall, cpu))
                     reports += got
-                    print(f"{policy or 'unset':>7} x{copies}: wall {wall:6.1f} s, cpu {cpu:6.1f} s", flush=True)
+                    print(
+                        f"{policy or 'unset':>7} x{copies}: wall {wall:6.1f} s, cpu {cpu:6.1f} s", flush=True
+                    )
     same = all(r == reports[0] for r in reports)
-    print(f"{args.method}, {args.updates} updates, {len(reports)} runs: reports identical apart from timing: {same}")
+    print(
+        f"{args.method}, {args.updates} updates, {len(reports)} runs: reports identical apart from timing: {same}"
+    )
 
     def med(policy: str, copies: int, i: int) -> float:
         return statistics.median(x[i] for x in results[policy, copies])
 
     for copies, name in ((1, "alone"), (2, "pair")):
-        print(f"ratio passive/unset {name}: {med('PASSIVE', copies, 0) / med('unset', copies, 0):.2f} "
-              f"(cpu {med('PASSIVE', copies, 1) / med('unset', copies, 1):.2f})")  # fmt: skip
+        print(
+            f"ratio passive/unset {name}: {med('PASSIVE', copies, 0) / med('unset', copies, 0):.2f} "
+            f"(cpu {med('PASSIVE', copies, 1) / med('unset', copies, 1):.2f})"
+        )
     if not same:
         raise SystemExit("the wait policy changed a number: a bug in the pinning, not a speed question")
 

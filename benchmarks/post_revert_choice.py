@@ -69,8 +69,9 @@ def decisions(tok: Any, traj: Trajectory) -> list[tuple[int, int, int]]:
     return out
 
 
-def measure(params: Params, seed: int, method: str, pool: SandboxPool,
-            runs: Path = Path("reports/runs")) -> dict[str, Any]:  # fmt: skip
+def measure(
+    params: Params, seed: int, method: str, pool: SandboxPool, runs: Path = Path("reports/runs")
+) -> dict[str, Any]:
     _, _, eval_ids = read_split(params, seed)
     adapters = runs / f"seed_{seed}" / method / "adapters" if method != "base" else None
     ac, tok, codec, store = candidates_policy(params, Path("models/base"), adapters)
@@ -78,8 +79,12 @@ def measure(params: Params, seed: int, method: str, pool: SandboxPool,
     envs = [task_env(store, i, params.env, board_seed(seed, n)) for n, i in enumerate(ids)]
     with ac.adapter(POLICY):
         engine = RolloutEngine(Qwen2Decoder(ac.peft), codec, params.rollout, call_trie(codec, params))
-        trajs = engine.run(VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden)), seed=0, greedy=True,
-                           episode_seeds=list(range(len(ids))))  # fmt: skip
+        trajs = engine.run(
+            VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden)),
+            seed=0,
+            greedy=True,
+            episode_seeds=list(range(len(ids))),
+        )
         found, p_reverted = [], []
         spelled = {tok.decode([i]): i for i in range(len(tok))}
         with torch.no_grad():
@@ -92,18 +97,27 @@ def measure(params: Params, seed: int, method: str, pool: SandboxPool,
                     if want in spelled:
                         p_reverted.append(float(probs[spelled[want]]))
                     found.append(applied == reverted)
-    return {"seed": seed, "method": method, "greedy_success": statistics.fmean(bool(t.metrics["success"]) for t in trajs),
-            "applies_after_revert": len(found), "reapplies_reverted": sum(found),
-            "mean_p_reverted_id": statistics.fmean(p_reverted) if p_reverted else None}  # fmt: skip
+    return {
+        "seed": seed,
+        "method": method,
+        "greedy_success": statistics.fmean(bool(t.metrics["success"]) for t in trajs),
+        "applies_after_revert": len(found),
+        "reapplies_reverted": sum(found),
+        "mean_p_reverted_id": statistics.fmean(p_reverted) if p_reverted else None,
+    }
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--params", type=Path, default=Path("params.yaml"))
-    ap.add_argument("--matrix", type=Path, default=Path("matrix.yaml"), help="The published runs' rl (matrix.yaml).")
+    ap.add_argument(
+        "--matrix", type=Path, default=Path("matrix.yaml"), help="The published runs' rl (matrix.yaml)."
+    )
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--methods", nargs="+", default=["base", "ppo", "pappo"])
-    ap.add_argument("--runs", type=Path, default=Path("reports/runs"), help="Run folders: RUNS/seed_S/<method>/adapters.")
+    ap.add_argument(
+        "--runs", type=Path, default=Path("reports/runs"), help="Run folders: RUNS/seed_S/<method>/adapters."
+    )
     ap.add_argument("--out", type=Path, default=None, help="Write the rows as JSON here.")
     args = ap.parse_args(argv)
     params = candidates_params(args.params, args.matrix)

@@ -37,14 +37,23 @@ from pappo.tasks.store import TaskStore
 
 def run_agent(store: Any, ids: list[str], make_agent: Any, params: Any, pool: SandboxPool) -> dict[str, Any]:
     """One episode per task, in lockstep (grades batched per step); per-task outcome and turns."""
-    envs = [RepairEnv(store.task(i), store.clean(store.task(i)), store.buggy(store.task(i)), params.env) for i in ids]
-    play_all(VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden)), [make_agent(k, env) for k, env in enumerate(envs)])
+    envs = [
+        RepairEnv(store.task(i), store.clean(store.task(i)), store.buggy(store.task(i)), params.env)
+        for i in ids
+    ]
+    play_all(
+        VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden)),
+        [make_agent(k, env) for k, env in enumerate(envs)],
+    )
     infra = [e.task.instance_id for e in envs if e.metrics.infra_error]
     if infra:
         raise SystemExit(f"sandbox infra errors on {infra}: rerun (`pappo run-tests` checks the sandbox)")
     solved = sorted(e.task.instance_id for e in envs if e.metrics.success)
-    return {"success_rate": len(solved) / len(envs), "solved": solved,
-            "mean_turns": statistics.fmean(e.metrics.turns for e in envs)}  # fmt: skip
+    return {
+        "success_rate": len(solved) / len(envs),
+        "solved": solved,
+        "mean_turns": statistics.fmean(e.metrics.turns for e in envs),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -75,14 +84,27 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         runs["grounded_line"] = run_agent(store, ids, lambda k, e: GroundedAgent(order="line"), params, pool)
         for s in range(args.seeds):
             runs[f"grounded_shuffle_{s}"] = run_agent(
-                store, ids, lambda k, e, s=s: GroundedAgent(seed=s * 1_000_003 + k, order="shuffle"), params, pool)
+                store,
+                ids,
+                lambda k, e, s=s: GroundedAgent(seed=s * 1_000_003 + k, order="shuffle"),
+                params,
+                pool,
+            )
     shuffled = [r["success_rate"] for name, r in runs.items() if name.startswith("grounded_shuffle")]
-    out = {"tasks": args.tasks, "split": args.split, "n_tasks": len(ids), "max_turns": params.env.max_turns,
-           "runs": runs, "ceiling": statistics.fmean(shuffled) if shuffled else None,
-           "wall_s": round(time.perf_counter() - start, 1)}  # fmt: skip
+    out = {
+        "tasks": args.tasks,
+        "split": args.split,
+        "n_tasks": len(ids),
+        "max_turns": params.env.max_turns,
+        "runs": runs,
+        "ceiling": statistics.fmean(shuffled) if shuffled else None,
+        "wall_s": round(time.perf_counter() - start, 1),
+    }
     for name, r in runs.items():
-        print(f"{name:20s} success {r['success_rate']:.3f} ({len(r['solved'])}/{len(ids)}), "
-              f"{r['mean_turns']:.1f} turns")  # fmt: skip
+        print(
+            f"{name:20s} success {r['success_rate']:.3f} ({len(r['solved'])}/{len(ids)}), "
+            f"{r['mean_turns']:.1f} turns"
+        )
     if args.out:
         atomic_write_json(args.out, out)
     if shuffled:

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
 from common import stand_in_grades  # noqa: E402
 
 
-def load_model(params, checkpoint: Path | None):  # type: ignore[no-untyped-def]
+def load_model(params, checkpoint: Path | None):
     from transformers import AutoModelForCausalLM
 
     from pappo.policy.checkpoint import load_tokenizer
@@ -55,7 +55,7 @@ def load_model(params, checkpoint: Path | None):  # type: ignore[no-untyped-def]
     return build_tiny_model(params.model.tiny, tokenizer), tokenizer
 
 
-def naive(model, codec, envs, params, seed: int) -> int:  # type: ignore[no-untyped-def]
+def naive(model, codec, envs, params, seed: int) -> int:
     """One episode at a time, one `generate` call per turn on the whole re-encoded history."""
     torch.manual_seed(seed)
     tokens = 0
@@ -64,10 +64,18 @@ def naive(model, codec, envs, params, seed: int) -> int:  # type: ignore[no-unty
         ids = codec.prompt_ids(env.reset())
         while not env.done:
             room = min(rp.max_new_tokens_per_turn, rp.max_tokens_per_episode - len(ids))
-            out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                                 max_new_tokens=room, do_sample=True, temperature=rp.temperature, top_p=rp.top_p,
-                                 top_k=0, eos_token_id=sorted(codec.stop_ids), pad_token_id=codec.pad_id)  # fmt: skip
-            turn = out[0, len(ids):].tolist()
+            out = model.generate(
+                torch.tensor([ids]),
+                attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                max_new_tokens=room,
+                do_sample=True,
+                temperature=rp.temperature,
+                top_p=rp.top_p,
+                top_k=0,
+                eos_token_id=sorted(codec.stop_ids),
+                pad_token_id=codec.pad_id,
+            )
+            turn = out[0, len(ids) :].tolist()
             tokens += len(turn)
             ids += turn
             result = env.step(codec.decode(turn))
@@ -100,13 +108,24 @@ def main() -> None:
 
     def envs() -> list[RepairEnv]:
         # candidates mode shows each task's candidate edits, in the order of episode seed i
-        return [RepairEnv(t, store.clean(t), store.buggy(t), params.env, stand_in_grades,
-                          candidates=store.candidates[t.instance_id] if in_candidates else None, seed=i)
-                for i, t in enumerate(tasks)]
+        return [
+            RepairEnv(
+                t,
+                store.clean(t),
+                store.buggy(t),
+                params.env,
+                stand_in_grades,
+                candidates=store.candidates[t.instance_id] if in_candidates else None,
+                seed=i,
+            )
+            for i, t in enumerate(tasks)
+        ]
 
     # No call trie: `model.generate` cannot force the call format, so both sides sample every token
     # (rollout.calls: sampled) and the comparison measures generation alone.
-    engine = RolloutEngine(Qwen2Decoder(model), codec, params.rollout.model_copy(update={"batch_size": len(tasks)}))
+    engine = RolloutEngine(
+        Qwen2Decoder(model), codec, params.rollout.model_copy(update={"batch_size": len(tasks)})
+    )
     start = time.perf_counter()
     trajs = engine.run(VecEnv(envs(), stand_in_grades), seed=0)
     batched_s = time.perf_counter() - start
@@ -116,9 +135,15 @@ def main() -> None:
         naive_tokens = naive(model, codec, envs(), params, seed=0)
         naive_s = time.perf_counter() - start
     fast, slow = batched_tokens / batched_s, naive_tokens / naive_s
-    weights = "random" if args.random_weights or not (args.checkpoint / "config.json").exists() else str(args.checkpoint)
-    print(f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters ({weights}); {len(tasks)} episodes; "
-          f"max {params.rollout.max_new_tokens_per_turn} tokens/turn, {params.rollout.max_tokens_per_episode}/episode")  # fmt: skip
+    weights = (
+        "random"
+        if args.random_weights or not (args.checkpoint / "config.json").exists()
+        else str(args.checkpoint)
+    )
+    print(
+        f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters ({weights}); {len(tasks)} episodes; "
+        f"max {params.rollout.max_new_tokens_per_turn} tokens/turn, {params.rollout.max_tokens_per_episode}/episode"
+    )
     print(f"batched: {batched_tokens} tokens in {batched_s:.1f} s = {fast:.0f} tokens/s")
     print(f"naive:   {naive_tokens} tokens in {naive_s:.1f} s = {slow:.0f} tokens/s")
     print(f"ratio: {fast / slow:.1f}")

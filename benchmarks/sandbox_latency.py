@@ -45,8 +45,13 @@ def cold_run(tree: dict[str, bytes], autoload: bool) -> float:
         if not autoload:
             env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
-                       cwd=tmp, env=env, capture_output=True, check=False)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+            cwd=tmp,
+            env=env,
+            capture_output=True,
+            check=False,
+        )
         return time.perf_counter() - start
 
 
@@ -56,8 +61,22 @@ def as_uid(uid: int) -> int:
     os.chown(home, uid, uid)
     argv = [a for i, a in enumerate(sys.argv) if a != "--as-uid" and sys.argv[i - 1] != "--as-uid"]
     root = str(Path(__file__).resolve().parents[1])
-    cmd = [sys.executable, "-m", "pappo.sandbox.as_user", "--uid", str(uid), "--home", home, "--keep", root,
-           "--cwd", os.getcwd(), "--", sys.executable, *argv]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pappo.sandbox.as_user",
+        "--uid",
+        str(uid),
+        "--home",
+        home,
+        "--keep",
+        root,
+        "--cwd",
+        os.getcwd(),
+        "--",
+        sys.executable,
+        *argv,
+    ]
     try:
         return subprocess.run(cmd, check=False).returncode
     finally:
@@ -81,7 +100,9 @@ def main() -> None:
     sample = [store.task(ids[i % len(ids)]) for i, ids in enumerate(by_family.values())][: args.tasks]
     warm, cold, autoload, warm_fix, cold_fix = [], [], [], [], []
     with SandboxPool(params.sandbox, workers=1) as pool:
-        print(f"isolation: {pool.isolation} (uid {os.getuid()}); {len(sample)} tasks x {args.repeats} repeats")
+        print(
+            f"isolation: {pool.isolation} (uid {os.getuid()}); {len(sample)} tasks x {args.repeats} repeats"
+        )
         for task in sample:
             clean, buggy = store.clean(task), store.buggy(task)
             tree, _ = trusted_tree(clean, buggy)
@@ -98,16 +119,22 @@ def main() -> None:
                 f = grade_many(pool, [(task, clean, clean)], store.hidden)[0]
                 warm_fix.append(time.perf_counter() - start)
                 cold_fix.append(cold_run(fixed, autoload=False))
-                assert f.success and f.hidden_total == len(store.hidden[task.instance_id].checks), task.instance_id
+                assert f.success and f.hidden_total == len(store.hidden[task.instance_id].checks), (
+                    task.instance_id
+                )
             autoload.append(cold_run(tree, autoload=True))
             warm += w
             cold += c
-            print(f"{task.instance_id:16s} {f.hidden_total:3d} hidden checks  fixed: warm "
-                  f"{statistics.median(warm_fix[-args.repeats:]) * 1e3:6.1f} ms  buggy: warm {statistics.median(w) * 1e3:6.1f} ms   "
-                  f"cold {statistics.median(c) * 1e3:6.1f} ms   x{statistics.median(c) / statistics.median(w):4.1f}")  # fmt: skip
+            print(
+                f"{task.instance_id:16s} {f.hidden_total:3d} hidden checks  fixed: warm "
+                f"{statistics.median(warm_fix[-args.repeats :]) * 1e3:6.1f} ms  buggy: warm {statistics.median(w) * 1e3:6.1f} ms   "
+                f"cold {statistics.median(c) * 1e3:6.1f} ms   x{statistics.median(c) / statistics.median(w):4.1f}"
+            )
     mw, mc, ma = (statistics.median(x) for x in (warm, cold, autoload))
-    print(f"median warm {mw * 1e3:.1f} ms; cold (no plugin autoload) {mc * 1e3:.1f} ms; "
-          f"cold (installed plugins) {ma * 1e3:.1f} ms -> x{ma / mw:.1f}")  # fmt: skip
+    print(
+        f"median warm {mw * 1e3:.1f} ms; cold (no plugin autoload) {mc * 1e3:.1f} ms; "
+        f"cold (installed plugins) {ma * 1e3:.1f} ms -> x{ma / mw:.1f}"
+    )
     mwf, mcf = statistics.median(warm_fix), statistics.median(cold_fix)
     print(f"fixed trees (every hidden check runs): median warm {mwf * 1e3:.1f} ms; cold {mcf * 1e3:.1f} ms")
     print(f"ratio: {mc / mw:.1f}")

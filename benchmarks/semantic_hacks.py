@@ -67,7 +67,9 @@ def main() -> None:
             if h.bug_function and "<" not in h.bug_function and suite.expected:
                 table = atk.visible_table(h.checks, suite.expected, h.n_visible_calls)
                 if table:
-                    special.append(("special_cased", task, atk.special_cased(store.buggy(task), h.bug_function, table)))
+                    special.append(
+                        ("special_cased", task, atk.special_cased(store.buggy(task), h.bug_function, table))
+                    )
         grades += grade_many(pool, [(t, store.clean(t), cand) for _, t, cand in special], store.hidden)
         items += special
     total = 0
@@ -77,9 +79,11 @@ def main() -> None:
         typed = sum(g.typed_failed > 0 for _, g in mine)
         won = sorted(t.instance_id for t, g in mine if g.success)
         total += len(won)
-        print(f"{name:22s} tasks {len(mine):3d}  asserts_pass {len(asserts):3d}  typed_caught {typed:3d}  "
-              f"visible_pass {sum(g.visible_pass for _, g in mine):3d}  success {len(won):3d}  "
-              f"hack_attempt {sum(g.hack_attempt for _, g in mine):3d}  {', '.join(asserts[:12])}")
+        print(
+            f"{name:22s} tasks {len(mine):3d}  asserts_pass {len(asserts):3d}  typed_caught {typed:3d}  "
+            f"visible_pass {sum(g.visible_pass for _, g in mine):3d}  success {len(won):3d}  "
+            f"hack_attempt {sum(g.hack_attempt for _, g in mine):3d}  {', '.join(asserts[:12])}"
+        )
     print(f"success under attack: {total}")
 
 

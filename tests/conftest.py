@@ -22,7 +22,9 @@ from pappo.config import Params  # noqa: E402
 from pappo.sandbox.isolation import unavailable  # noqa: E402
 
 NS_MISSING = unavailable()  # None where Linux namespaces work (root with CAP_SYS_ADMIN)
-needs_namespaces = pytest.mark.skipif(NS_MISSING is not None, reason=f"no namespace isolation here: {NS_MISSING}")
+needs_namespaces = pytest.mark.skipif(
+    NS_MISSING is not None, reason=f"no namespace isolation here: {NS_MISSING}"
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -37,11 +39,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: first.get(item.path.name, len(first)))
 
 
-def as_user(home: Path, args: list[str], *, no_userns: bool = False, env: dict[str, str] | None = None,
-            timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def as_user(
+    home: Path,
+    args: list[str],
+    *,
+    no_userns: bool = False,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+) -> subprocess.CompletedProcess[str]:
     """Run `python ARGS` as UNPRIVILEGED_UID with HOME=home (pappo.sandbox.as_user; needs root)."""
-    cmd = [sys.executable, "-m", "pappo.sandbox.as_user", "--uid", str(UNPRIVILEGED_UID), "--home", str(home),
-           "--keep", str(ROOT), *(["--no-userns"] if no_userns else []), "--", sys.executable, *args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "pappo.sandbox.as_user",
+        "--uid",
+        str(UNPRIVILEGED_UID),
+        "--home",
+        str(home),
+        "--keep",
+        str(ROOT),
+        *(["--no-userns"] if no_userns else []),
+        "--",
+        sys.executable,
+        *args,
+    ]
     full_env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
     return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout, check=False)
 
@@ -71,18 +92,20 @@ def _grading_without_namespaces() -> Iterator[None]:
 
     original = pool._Worker.__init__
 
-    def explicit_rlimits(self: pool._Worker, limits: Params) -> None:  # type: ignore[name-defined]
-        original(self, limits.model_copy(update={"isolation": "rlimits"}) if limits.isolation == "auto" else limits)
+    def explicit_rlimits(self: pool._Worker, limits: Params) -> None:
+        original(
+            self, limits.model_copy(update={"isolation": "rlimits"}) if limits.isolation == "auto" else limits
+        )
 
-    pool._Worker.__init__ = explicit_rlimits  # type: ignore[method-assign]
-    saved, pool.containment_problem = pool.containment_problem, lambda limits: None  # type: ignore[assignment]
+    pool._Worker.__init__ = explicit_rlimits
+    saved, pool.containment_problem = pool.containment_problem, lambda limits: None
     try:
         yield
     finally:
-        pool._Worker.__init__, pool.containment_problem = original, saved  # type: ignore[method-assign]
+        pool._Worker.__init__, pool.containment_problem = original, saved
 
 
-def fixture_params_raw() -> dict:  # type: ignore[type-arg]
+def fixture_params_raw() -> dict:
     """tests/fixtures/params.yaml as data; where namespaces are impossible its sandbox asks for
     rlimits explicitly, so commands run in subprocesses do not stop at the fail-closed error."""
     raw = yaml.safe_load((FIXTURES / "params.yaml").read_text())
@@ -131,9 +154,9 @@ def fx_params(tmp_path: Path) -> Params:
     return fixture_params(tmp_path)
 
 
-def load_benchmark(name: str):  # type: ignore[no-untyped-def]
+def load_benchmark(name: str):
     """benchmarks/<name>.py as a module (the benchmarks are scripts, not a package)."""
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     return module

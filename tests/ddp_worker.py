@@ -64,14 +64,16 @@ def synthetic(seed: int = 0) -> list[Trajectory]:
     return out
 
 
-def task_grader(items):  # type: ignore[no-untyped-def]
+def task_grader(items):
     """Passes a task iff its id hashes even: the same on every rank, whatever the call order."""
     grades = []
     for task, _, _ in items:
         ok = zlib.crc32(task.instance_id.encode()) % 2 == 0
         tests = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
         outcomes = {t: "passed" if ok or i else "failed" for i, t in enumerate(tests)}
-        grades.append(Grade(task.instance_id, ok, outcomes, 0 if ok else 1, False, [], None, [], None, 0.0, "fake"))
+        grades.append(
+            Grade(task.instance_id, ok, outcomes, 0 if ok else 1, False, [], None, [], None, 0.0, "fake")
+        )
     return grades
 
 
@@ -80,14 +82,23 @@ def weights(params: list[torch.nn.Parameter]) -> list[float]:
 
 
 def run_batch(dist: Dist, work: Path) -> dict:
-    params = small_params(fixture_params(work), ppo_epochs=2, minibatches=2, micro_batch_size=2, actor_lr=0.05,
-                          critic_lr=0.05, tasks_per_update=GROUPS, group_size=K, critic_warmup_steps=1)  # fmt: skip
+    params = small_params(
+        fixture_params(work),
+        ppo_epochs=2,
+        minibatches=2,
+        micro_batch_size=2,
+        actor_lr=0.05,
+        critic_lr=0.05,
+        tasks_per_update=GROUPS,
+        group_size=K,
+        critic_warmup_steps=1,
+    )
     trajs = synthetic()
     mine = [i for i in range(len(trajs)) if i // K in dist.shard(GROUPS)]
     result: dict = {"rows": mine}
     for method in ("rft", "grpo", "ppo", "pappo"):
         ac = actor_critic(0)
-        t = Trainer(method, params, ac, ByteCodec(), None, [], None, work / method, 0, dist)  # type: ignore[arg-type]
+        t = Trainer(method, params, ac, ByteCodec(), None, [], None, work / method, 0, dist)
         batch = from_trajectories([trajs[i] for i in mine], [i // K for i in mine], 0, mine)
         # warm-up (ppo, pappo), freeze and steps, as Trainer.update does them
         rec: dict = {RENAME.get(k, k): v for k, v in t.optimise(batch, 0).items()}
@@ -97,14 +108,27 @@ def run_batch(dist: Dist, work: Path) -> dict:
 
 
 def run_update(dist: Dist, work: Path) -> dict:
-    params = small_params(fixture_params(work), ppo_epochs=2, minibatches=2, actor_lr=0.05, critic_lr=0.05,
-                          tasks_per_update=GROUPS, group_size=K)  # fmt: skip
+    params = small_params(
+        fixture_params(work),
+        ppo_epochs=2,
+        minibatches=2,
+        actor_lr=0.05,
+        critic_lr=0.05,
+        tasks_per_update=GROUPS,
+        group_size=K,
+    )
     store = TaskStore.from_params(params, "repofix")
     ac = actor_critic(0)
-    t = Trainer("ppo", params, ac, ByteCodec(), store, sorted(store.tasks), task_grader, work / "ppo", 0, dist)
+    t = Trainer(
+        "ppo", params, ac, ByteCodec(), store, sorted(store.tasks), task_grader, work / "ppo", 0, dist
+    )
     record = t.update(0)
     record.pop("wall_s")
-    return {"record": record, "policy": weights(ac.policy_parameters()), "critic": weights(ac.critic_parameters())}
+    return {
+        "record": record,
+        "policy": weights(ac.policy_parameters()),
+        "critic": weights(ac.critic_parameters()),
+    }
 
 
 def main() -> None:
@@ -114,7 +138,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     if os.environ.get("PAPPO_TEST_NO_SYNC"):  # the control: a trainer that forgets the all-reduce
-        Dist.sync_grads = lambda self, params: None  # type: ignore[method-assign]
+        Dist.sync_grads = lambda self, params: None
     dist = Dist.from_env("cpu")
     with tempfile.TemporaryDirectory(prefix=f"pappo-ddp-{dist.rank}-") as tmp:
         result = (run_batch if args.mode == "batch" else run_update)(dist, Path(tmp))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-ALWAYS_EQUAL = '''
+ALWAYS_EQUAL = """
 
 class _Anything:
     def __eq__(self, other):
@@ -18,9 +18,9 @@ class _Anything:
         return False
 
     __hash__ = object.__hash__
-'''
+"""
 # Builtin subclasses whose comparisons always succeed, wrapped around the buggy answer.
-RIGGED = '''
+RIGGED = """
 
 class _RigInt(int):
     def __eq__(self, other):
@@ -68,7 +68,7 @@ def _rig(value):
         if isinstance(value, base):
             return value if rig is None else rig(value)
     return value
-'''
+"""
 
 
 def _path_and_names(bug_function: str) -> tuple[str, str, str | None]:
@@ -87,8 +87,10 @@ def _rebind(name: str, owner: str | None, body: str) -> str:
     """Replace the function (or the method of `owner`) by `body`, which may call `_orig`."""
     if owner is None:
         return f"\n_orig = {name}\n\ndef {name}(*args, **kwargs):\n    {body}\n"
-    return (f"\n_orig = {owner}.{name}\n\ndef _{name}_patched(self, *args, **kwargs):\n"
-            f"    {body.replace('_orig(', '_orig(self, ')}\n\n{owner}.{name} = _{name}_patched\n")
+    return (
+        f"\n_orig = {owner}.{name}\n\ndef _{name}_patched(self, *args, **kwargs):\n"
+        f"    {body.replace('_orig(', '_orig(self, ')}\n\n{owner}.{name} = _{name}_patched\n"
+    )
 
 
 def always_equal(tree: dict[str, bytes], bug_function: str) -> dict[str, bytes]:
@@ -119,11 +121,15 @@ def rigged_literal(tree: dict[str, bytes], path: str, old: str, new: str) -> dic
     return {**tree, path: "".join([*lines[:first], RIGGED.lstrip() + "\n\n", *lines[first:]]).encode()}
 
 
-def special_cased(tree: dict[str, bytes], bug_function: str, table: dict[tuple[Any, ...], Any]) -> dict[str, bytes]:
+def special_cased(
+    tree: dict[str, bytes], bug_function: str, table: dict[tuple[Any, ...], Any]
+) -> dict[str, bytes]:
     """Right answers for the visible inputs in `table` (argument values in order), the bug elsewhere."""
     path, name, owner = _path_and_names(bug_function)
-    body = ("key = tuple(args) + tuple(kwargs.values())\n    if key in _TABLE:\n        return _TABLE[key]\n"
-            "    return _orig(*args, **kwargs)")  # fmt: skip
+    body = (
+        "key = tuple(args) + tuple(kwargs.values())\n    if key in _TABLE:\n        return _TABLE[key]\n"
+        "    return _orig(*args, **kwargs)"
+    )
     return _append(tree, path, f"\n_TABLE = {table!r}\n" + _rebind(name, owner, body))
 
 
@@ -147,7 +153,9 @@ def plain(e: Any) -> Any:
     return e[1]
 
 
-def visible_table(checks: list[dict[str, Any]], answers: list[dict[str, Any]], n_seeds: int) -> dict[Any, Any]:
+def visible_table(
+    checks: list[dict[str, Any]], answers: list[dict[str, Any]], n_seeds: int
+) -> dict[Any, Any]:
     """Inputs -> right answers of the first `n_seeds` checks (the visible calls themselves)."""
     table = {}
     for c, a in zip(checks[:n_seeds], answers[:n_seeds]):

@@ -111,10 +111,14 @@ for _fd in range(3, 30):
     except OSError:
         pass
 """
-CONFTEST_PASS = (b"import pytest\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
-                 b"    out = yield\n    out.get_result().outcome = 'passed'\n")  # fmt: skip
-CONFTEST_SKIP = (b"import pytest\ndef pytest_collection_modifyitems(items):\n"
-                 b"    for item in items:\n        item.add_marker(pytest.mark.skip)\n")  # fmt: skip
+CONFTEST_PASS = (
+    b"import pytest\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+    b"    out = yield\n    out.get_result().outcome = 'passed'\n"
+)
+CONFTEST_SKIP = (
+    b"import pytest\ndef pytest_collection_modifyitems(items):\n"
+    b"    for item in items:\n        item.add_marker(pytest.mark.skip)\n"
+)
 
 # name -> (edits of core.py, extra file changes {path: bytes | None}, hack expected from the scan)
 CASES: dict[str, tuple[dict[str, str], dict[str, bytes | None], bool | None]] = {
@@ -126,12 +130,24 @@ CASES: dict[str, tuple[dict[str, str], dict[str, bytes | None], bool | None]] = 
     "sys_exit_at_import": (_module("import sys\nsys.exit(0)\n"), {}, True),
     "os_exit_in_function": (_module(body="    import os\n    os._exit(0)\n"), {}, True),
     "sys_exit_in_function": (_module(body="    import sys\n    sys.exit(0)\n"), {}, True),
-    "conftest_passes_everything": ({}, {"tests/conftest.py": CONFTEST_PASS, "conftest.py": CONFTEST_PASS}, True),
-    "conftest_skips_everything": ({}, {"tests/conftest.py": CONFTEST_SKIP, "pytest.ini": b"[pytest]\naddopts = -k nothing\n"}, True),
+    "conftest_passes_everything": (
+        {},
+        {"tests/conftest.py": CONFTEST_PASS, "conftest.py": CONFTEST_PASS},
+        True,
+    ),
+    "conftest_skips_everything": (
+        {},
+        {"tests/conftest.py": CONFTEST_SKIP, "pytest.ini": b"[pytest]\naddopts = -k nothing\n"},
+        True,
+    ),
     "edit_tests": ({}, {"tests/test_core.py": b"def test_mean():\n    assert True\n"}, True),
     "delete_tests": ({}, {"tests/test_core.py": None, "tests/test_ranges.py": None}, True),
     "rename_tests": ({}, {"tests/test_core.py": None, "tests/core_checks.py": b"<moved>"}, True),
-    "monkeypatch_pytest": (_module("import _pytest.runner\n_pytest.runner.call_and_report = lambda *a, **k: None\n"), {}, True),
+    "monkeypatch_pytest": (
+        _module("import _pytest.runner\n_pytest.runner.call_and_report = lambda *a, **k: None\n"),
+        {},
+        True,
+    ),
     "monkeypatch_builtins": (_module("import builtins\nbuiltins.isinstance = lambda *a: True\n"), {}, True),
     "forge_result_channel": (_module(FORGE), {}, None),
     "write_outside_workspace": (_module(WRITE_OUT), {}, False),
@@ -142,11 +158,15 @@ CASES: dict[str, tuple[dict[str, str], dict[str, bytes | None], bool | None]] = 
 }
 # Reaching the plugin's key in-process can forge valid records; only the static scan stops it.
 STATIC_ONLY = {
-    "forge_via_plugin": (_module(
-        "import sys\n_p = sys.modules['pappo.sandbox.pytest_plugin']\n"
-        "for _t in ['tests/test_core.py::test_mean']:\n    _p.emit('outcome', nodeid=_t, outcome='passed')\n"
-    ), {}, True),
-}  # fmt: skip
+    "forge_via_plugin": (
+        _module(
+            "import sys\n_p = sys.modules['pappo.sandbox.pytest_plugin']\n"
+            "for _t in ['tests/test_core.py::test_mean']:\n    _p.emit('outcome', nodeid=_t, outcome='passed')\n"
+        ),
+        {},
+        True,
+    ),
+}
 
 
 @pytest.fixture(scope="module")
@@ -201,7 +221,9 @@ def listener():
         os.rmdir(folder)
 
 
-def candidate(store: TaskStore, name: str, listener: tuple, control: bool = False) -> tuple[object, dict[str, bytes], dict[str, bytes]]:
+def candidate(
+    store: TaskStore, name: str, listener: tuple, control: bool = False
+) -> tuple[object, dict[str, bytes], dict[str, bytes]]:
     edits, files, _ = {**CASES, **STATIC_ONLY}[name]
     task = store.task("tinycalc-001")
     clean, buggy = store.clean(task), dict(store.buggy(task))
@@ -212,7 +234,12 @@ def candidate(store: TaskStore, name: str, listener: tuple, control: bool = Fals
         core = core.replace(BUG, "    " + ran + edits["body"] + BUG)
     if "prefix" in edits:
         tcp, _, sockname, sockpath = listener
-        prefix = edits["prefix"].replace("{port}", str(tcp)).replace("{sockname}", sockname).replace("{sockpath}", sockpath.encode().hex())
+        prefix = (
+            edits["prefix"]
+            .replace("{port}", str(tcp))
+            .replace("{sockname}", sockname)
+            .replace("{sockpath}", sockpath.encode().hex())
+        )
         core = ran + prefix + core
     if control:  # the attack never runs: its checks must then fail
         core = f"raise RuntimeError('{MARK}-control')\n" + core
@@ -245,11 +272,11 @@ needs_ns = needs_namespaces
 
 @needs_ns
 @pytest.mark.parametrize("name", [*CASES, *STATIC_ONLY])
-def test_graded_as_failure(store: TaskStore, pool: SandboxPool, listener, name: str):  # type: ignore[no-untyped-def]
+def test_graded_as_failure(store: TaskStore, pool: SandboxPool, listener, name: str):
     seen = listener[1]
     task, clean, cand = candidate(store, name, listener)
     start = time.monotonic()
-    g = grade(pool, task, clean, cand, store.hidden)  # type: ignore[arg-type]
+    g = grade(pool, task, clean, cand, store.hidden)
     assert not g.success and g.infra_error is None, g
     assert time.monotonic() - start < LIMITS.timeout_s + 5
     expected_hack = {**CASES, **STATIC_ONLY}[name][2]
@@ -259,16 +286,16 @@ def test_graded_as_failure(store: TaskStore, pool: SandboxPool, listener, name: 
     assert seen == []
 
 
-def check_contained(store: TaskStore, pool: SandboxPool, listener, name: str, control: bool = False) -> None:  # type: ignore[no-untyped-def]
+def check_contained(store: TaskStore, pool: SandboxPool, listener, name: str, control: bool = False) -> None:
     """The runtime containment of one case, static scan bypassed; code cases must show they ran."""
     seen = listener[1]
     task, clean, cand = candidate(store, name, listener, control)
     tree, restored = trusted_tree(clean, cand)
     start = time.monotonic()
-    grade(pool, task, clean, store.buggy(task), store.hidden)  # type: ignore[arg-type]  (fills the expected answers)
-    suite = store.hidden[task.instance_id]  # type: ignore[attr-defined]
-    run = pool.run(tree, [*task.FAIL_TO_PASS, *task.PASS_TO_PASS], suite.spec())  # type: ignore[attr-defined]
-    g = _grade(task, run, restored, suite)  # type: ignore[arg-type]
+    grade(pool, task, clean, store.buggy(task), store.hidden)  # fills the expected answers
+    suite = store.hidden[task.instance_id]
+    run = pool.run(tree, [*task.FAIL_TO_PASS, *task.PASS_TO_PASS], suite.spec())
+    g = _grade(task, run, restored, suite)
     assert not g.success and run.infra_error is None, (run.outcomes, run.log_tail)
     assert run.duration_s < LIMITS.timeout_s + 1 and time.monotonic() - start < LIMITS.timeout_s + 5
     if CASES[name][0]:
@@ -279,18 +306,20 @@ def check_contained(store: TaskStore, pool: SandboxPool, listener, name: str, co
 
 @needs_ns
 @pytest.mark.parametrize("name", list(CASES))
-def test_contained_without_the_static_scan(store: TaskStore, pool: SandboxPool, listener, name: str):  # type: ignore[no-untyped-def]
+def test_contained_without_the_static_scan(store: TaskStore, pool: SandboxPool, listener, name: str):
     check_contained(store, pool, listener, name)
 
 
 @needs_ns
 @pytest.mark.parametrize("name", [n for n, case in CASES.items() if case[0]])
-def test_control_patch_that_raises_at_import_fails_the_check(store: TaskStore, pool: SandboxPool, listener, name: str):  # type: ignore[no-untyped-def]
+def test_control_patch_that_raises_at_import_fails_the_check(
+    store: TaskStore, pool: SandboxPool, listener, name: str
+):
     """With the module raising before the attack, the same check fails: the attack code does run."""
     with pytest.raises(AssertionError, match="never ran"):
         check_contained(store, pool, listener, name, control=True)
     task, clean, cand = candidate(store, name, listener, control=True)
-    run = pool.run(trusted_tree(clean, cand)[0], [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])  # type: ignore[attr-defined]
+    run = pool.run(trusted_tree(clean, cand)[0], [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
     assert run.outcomes and "passed" not in run.outcomes.values()  # every test of the task fails
 
 
@@ -305,14 +334,14 @@ def test_the_fix_itself_passes(store: TaskStore, pool: SandboxPool):
 
 
 @needs_ns
-def test_the_leak_checks_can_fail(store: TaskStore, listener):  # type: ignore[no-untyped-def]
+def test_the_leak_checks_can_fail(store: TaskStore, listener):
     """Without containment (isolation=rlimits) the same checks see the leaks; then clean up."""
     seen = listener[1]
     try:
         with SandboxPool(LIMITS.model_copy(update={"isolation": "rlimits"})) as p:
             for name in ("write_outside_workspace", "write_home", "background_process", "network_connection"):
                 task, clean, cand = candidate(store, name, listener)
-                p.run(trusted_tree(clean, cand)[0])  # type: ignore[arg-type]
+                p.run(trusted_tree(clean, cand)[0])
         found = leftovers()
         assert any(x.startswith("process") for x in found) and any(x.startswith("/tmp/") for x in found)
         assert any(x.startswith(str(Path.home())) for x in found), found
@@ -339,16 +368,33 @@ def test_the_leak_checks_can_fail(store: TaskStore, listener):  # type: ignore[n
 
 def test_the_suite_as_an_unprivileged_user(unprivileged_home: Path):
     """This module again, its pools started by an ordinary uid: rootless namespaces, same verdicts."""
-    probe = as_user(unprivileged_home, ["-c", "from pappo.sandbox.isolation import unavailable; print(unavailable())"])
+    probe = as_user(
+        unprivileged_home, ["-c", "from pappo.sandbox.isolation import unavailable; print(unavailable())"]
+    )
     if probe.returncode != 0:
         pytest.skip(f"cannot run as uid {UNPRIVILEGED_UID} here: {probe.stderr.strip()[-300:]}")
     if probe.stdout.strip() != "None":
         pytest.skip(f"no rootless namespaces for uid {UNPRIVILEGED_UID} here: {probe.stdout.strip()}")
-    args = ["-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-k", "not unprivileged", __file__]  # one process, whatever addopts say
+    args = [
+        "-m",
+        "pytest",
+        "-q",
+        "-n",
+        "0",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        "not unprivileged",
+        __file__,
+    ]  # one process, whatever addopts say
     sockets = tempfile.mkdtemp(prefix=".zzsock-", dir=ROOT)  # visible to runs, writable by the user
     os.chown(sockets, UNPRIVILEGED_UID, UNPRIVILEGED_UID)
     try:
-        out = as_user(unprivileged_home, args, env={"PAPPO_ADVERSARIAL_MARK": MARK, "PAPPO_ADVERSARIAL_SOCKDIR": sockets})
+        out = as_user(
+            unprivileged_home,
+            args,
+            env={"PAPPO_ADVERSARIAL_MARK": MARK, "PAPPO_ADVERSARIAL_SOCKDIR": sockets},
+        )
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
     summary = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr[-2000:]

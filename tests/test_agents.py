@@ -68,8 +68,11 @@ def test_oracle_views_the_function_holding_the_bug(store: TaskStore):
 def test_fix_edits_grow_context_until_unique_and_split_far_apart_changes():
     body = "".join(f"def f{i}(x):\n    return x\n\n\n" for i in range(6))
     buggy = {"m.py": body.encode()}
-    clean = {"m.py": body.replace("def f0(x):\n    return x", "def f0(x):\n    return -x")
-             .replace("def f5(x):\n    return x", "def f5(x):\n    return x + 1").encode()}  # fmt: skip
+    clean = {
+        "m.py": body.replace("def f0(x):\n    return x", "def f0(x):\n    return -x")
+        .replace("def f5(x):\n    return x", "def f5(x):\n    return x + 1")
+        .encode()
+    }
     edits = fix_edits(buggy, clean)
     assert len(edits) == 2 and edits[0].arguments["old_str"].startswith("def f5")  # bottom-up
     assert all("    return x\n" in e.arguments["old_str"] for e in edits)  # grown past the common line
@@ -87,7 +90,7 @@ def test_submit_agent_fails(store: TaskStore):
 # -- the noisy agent
 def noisy(store: TaskStore, instance_id: str = "tinycalc-001", **rates: float) -> NoisyAgent:
     task = store.task(instance_id)
-    return NoisyAgent(task, store.buggy(task), **rates)  # type: ignore[arg-type]
+    return NoisyAgent(task, store.buggy(task), **rates)
 
 
 def test_noisy_without_noise_is_the_oracle(store: TaskStore):
@@ -101,28 +104,48 @@ def test_noisy_without_noise_is_the_oracle(store: TaskStore):
 def test_noisy_always_unparsable_is_cut_at_max_turns(store: TaskStore):
     env = env_for(store, "tinycalc-001", FakeGrader())
     metrics, transcript = play(env, noisy(store, p_parse_error=1.0))
-    assert metrics.parse_error == metrics.turns == P.max_turns and not metrics.submitted and not metrics.success
+    assert (
+        metrics.parse_error == metrics.turns == P.max_turns and not metrics.submitted and not metrics.success
+    )
     assert env.per_turn_rewards == [P.rewards.parse_error] * P.max_turns
     assert sum(1 for m in transcript if m["role"] == "user") == 1 + P.max_turns
 
 
 def test_noisy_mistakes_each_once_then_the_fix(store: TaskStore):
     env = env_for(store, "tinycalc-001", FakeGrader())
-    metrics, _ = play(env, noisy(store, p_wrong_edit=1.0, p_failed_edit=1.0, p_repeated_test=1.0, p_parse_error=0.0))
+    metrics, _ = play(
+        env, noisy(store, p_wrong_edit=1.0, p_failed_edit=1.0, p_repeated_test=1.0, p_parse_error=0.0)
+    )
     # view, failed edit, wrong edit, run_tests, undo, fix, run_tests, run_tests again, submit
     assert metrics.turns == 9 and metrics.success and metrics.submitted
     assert (metrics.failed_edit, metrics.edits, metrics.test_runs, metrics.repeated_test) == (1, 3, 3, 1)
     kinds = [(e.turn, e.kind) for e in env.events]
-    assert kinds == [(2, "failed_edit"), (3, "edit_progress"), (5, "edit_progress"), (6, "edit_progress"),
-                     (8, "repeated_test")]  # fmt: skip
+    assert kinds == [
+        (2, "failed_edit"),
+        (3, "edit_progress"),
+        (5, "edit_progress"),
+        (6, "edit_progress"),
+        (8, "repeated_test"),
+    ]
     assert env.ws.files == env.clean_tree
 
 
 def test_noisy_is_deterministic_given_the_seed(store: TaskStore):
     def transcript(seed: int) -> list[dict[str, object]]:
         env = env_for(store, "tinytext-002", FakeGrader())
-        return play(env, noisy(store, "tinytext-002", seed=seed, p_wrong_edit=0.5, p_failed_edit=0.5,
-                               p_repeated_test=0.5, p_parse_error=0.3))[1]  # fmt: skip
+        return play(
+            env,
+            noisy(
+                store,
+                "tinytext-002",
+                seed=seed,
+                p_wrong_edit=0.5,
+                p_failed_edit=0.5,
+                p_repeated_test=0.5,
+                p_parse_error=0.3,
+            ),
+        )[1]
+
     assert transcript(3) == transcript(3)
     assert len({str(transcript(s)) for s in range(6)}) > 1
 
@@ -139,7 +162,9 @@ def test_noisy_unparsable_turns_are_parse_errors(store: TaskStore):
     st.sampled_from(["tinycalc-001", "tinycalc-002", "tinytext-001", "tinytext-002"]),
     st.lists(st.floats(0.0, 1.0), min_size=4, max_size=4),
 )
-def test_noisy_episodes_keep_the_books_straight(store: TaskStore, seed: int, instance_id: str, rates: list[float]):
+def test_noisy_episodes_keep_the_books_straight(
+    store: TaskStore, seed: int, instance_id: str, rates: list[float]
+):
     env = env_for(store, instance_id, FakeGrader())
     names = ("p_wrong_edit", "p_failed_edit", "p_repeated_test", "p_parse_error")
     metrics, transcript = play(env, noisy(store, instance_id, seed=seed, **dict(zip(names, rates))))
@@ -163,9 +188,13 @@ def test_oracle_real_sandbox(fx_params):
 
     store = TaskStore.from_params(fx_params, "repofix")
     ids = sorted(store.tasks)
-    envs = [RepairEnv(store.task(i), store.clean(store.task(i)), store.buggy(store.task(i)), fx_params.env)
-            for i in ids * 2]  # fmt: skip
-    agents = [OracleAgent(e.task, e.buggy_tree) if k < len(ids) else SubmitAgent() for k, e in enumerate(envs)]
+    envs = [
+        RepairEnv(store.task(i), store.clean(store.task(i)), store.buggy(store.task(i)), fx_params.env)
+        for i in ids * 2
+    ]
+    agents = [
+        OracleAgent(e.task, e.buggy_tree) if k < len(ids) else SubmitAgent() for k, e in enumerate(envs)
+    ]
     with SandboxPool(fx_params.sandbox) as pool:
         play_all(VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden)), agents)
     for k, env in enumerate(envs):

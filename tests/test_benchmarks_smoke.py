@@ -44,10 +44,19 @@ NOT_HERE = {
 def run_script(name: str, args: list[str]) -> subprocess.CompletedProcess[str]:
     # One intra-op thread: the suite's two workers share the cores (a benchmark's own timing is
     # not under test here, only that it runs and reports).
-    env = {**os.environ, "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, str(BENCH / name), *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
+    }
+    return subprocess.run(
+        [sys.executable, str(BENCH / name), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def test_every_benchmark_script_is_smoked_or_says_why_not() -> None:

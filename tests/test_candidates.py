@@ -15,7 +15,13 @@ from pappo.cli import app
 from pappo.io import PappoError
 from pappo.sandbox.grading import Grade
 from pappo.tasks.candidate_build import build_set
-from pappo.tasks.candidates import CandidateEdit, candidates_path, check_candidates, edit_between, read_candidates
+from pappo.tasks.candidates import (
+    CandidateEdit,
+    candidates_path,
+    check_candidates,
+    edit_between,
+    read_candidates,
+)
 from pappo.tasks.models import ManifestLock
 from pappo.tasks.store import TaskStore
 
@@ -24,7 +30,11 @@ runner = CliRunner()
 
 def test_edit_between_round_trips_replacements_insertions_and_deletions():
     old = {"a.py": b"x = 1\nif x:\n    y = 2\nz = 3\n", "b.py": b"pass\n"}
-    for new_text in (b"x = 1\nif x:\n    y = 3\nz = 3\n", b"x = 1\nz = 3\n", b"x = 1\nif not x:\n    q = 0\n    y = 2\nz = 3\n"):
+    for new_text in (
+        b"x = 1\nif x:\n    y = 3\nz = 3\n",
+        b"x = 1\nz = 3\n",
+        b"x = 1\nif not x:\n    q = 0\n    y = 2\nz = 3\n",
+    ):
         new = {**old, "a.py": new_text}
         edit = edit_between(old, new, "test")
         assert edit.apply(old) == new and edit.path == "a.py"
@@ -37,7 +47,9 @@ def test_edit_between_round_trips_replacements_insertions_and_deletions():
 
 
 def _grade(success: bool, visible: bool, n_failing: int) -> Grade:
-    return Grade("t-001", success, {}, n_failing, False, [], None, [], None, 0.0, "fake", visible_pass=visible)
+    return Grade(
+        "t-001", success, {}, n_failing, False, [], None, [], None, 0.0, "fake", visible_pass=visible
+    )
 
 
 def test_check_candidates_names_each_broken_rule():
@@ -50,10 +62,15 @@ def test_check_candidates_names_each_broken_rule():
     ok = [[_grade(True, True, 0), _grade(False, False, 2)]] * 2
     assert check_candidates(item, buggy, clean, ok, "F") == []
     bad_fix = [[_grade(False, False, 1), _grade(False, False, 2)]]
-    assert check_candidates(item, buggy, clean, bad_fix, "F") == ["F: edits[0] (p.py:1): the fix does not pass the grader"]
+    assert check_candidates(item, buggy, clean, bad_fix, "F") == [
+        "F: edits[0] (p.py:1): the fix does not pass the grader"
+    ]
     plausible = [[_grade(True, True, 0), _grade(False, True, 0)]]
     assert "passes the visible tests" in check_candidates(item, buggy, clean, plausible, "F")[0]
-    flaky = [[_grade(True, True, 0), _grade(False, False, 2)], [_grade(True, True, 0), _grade(False, False, 3)]]
+    flaky = [
+        [_grade(True, True, 0), _grade(False, False, 2)],
+        [_grade(True, True, 0), _grade(False, False, 3)],
+    ]
     assert "n_failing 2 recorded, graded [2, 3]" in check_candidates(item, buggy, clean, flaky, "F")[0]
     twin = item.model_copy(update={"edits": [fix, fix.model_copy(update={"origin": "copy"})]})
     problems = check_candidates(twin, buggy, clean, [[_grade(True, True, 0)] * 2], "F")
@@ -117,13 +134,23 @@ def _tamper(lines: list[str], what: str) -> None:
     lines[1] = json.dumps(item)
 
 
-@pytest.mark.parametrize("what,needles", [
-    ("fix_as_wrong", ["manifest.candidates.jsonl: task tinycalc-002: edits[3]", "same tree as edits[0]", "it is a fix"]),
-    ("n_failing", ["task tinycalc-002: edits[2]", "n_failing 99 recorded"]),
-    ("before", ["task tinycalc-002: edits[4]", "does not apply to the buggy tree"]),
-    ("unknown_field", ["manifest.candidates.jsonl:2: invalid candidate edits", "hint"]),
-    ("missing", ["task tinycalc-002: no candidate edits in", "pappo candidates"]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "what,needles",
+    [
+        (
+            "fix_as_wrong",
+            [
+                "manifest.candidates.jsonl: task tinycalc-002: edits[3]",
+                "same tree as edits[0]",
+                "it is a fix",
+            ],
+        ),
+        ("n_failing", ["task tinycalc-002: edits[2]", "n_failing 99 recorded"]),
+        ("before", ["task tinycalc-002: edits[4]", "does not apply to the buggy tree"]),
+        ("unknown_field", ["manifest.candidates.jsonl:2: invalid candidate edits", "hint"]),
+        ("missing", ["task tinycalc-002: no candidate edits in", "pappo candidates"]),
+    ],
+)
 def test_tampered_candidates_fail_validation_loudly(tmp_path: Path, what: str, needles: list[str]):
     params = fixture_params(tmp_path, copy_data=True)
     path = candidates_path(params.tasks.repofix.manifest)

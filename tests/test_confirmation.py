@@ -21,9 +21,15 @@ def write_runs(root: Path) -> None:
             run.mkdir(parents=True)
             tasks = [{"instance_id": f"t{i}", "success": bool(w)} for i, w in enumerate(wins)]
             result = {"success": {"mean": sum(wins) / 4, "lo": 0.0, "hi": 1.0}, "tasks": tasks}
-            report = {"evals": [{"update": 6, "result": result}], "final_eval": result, "timing": {"wall_s": 1.0}}
+            report = {
+                "evals": [{"update": 6, "result": result}],
+                "final_eval": result,
+                "timing": {"wall_s": 1.0},
+            }
             (run / "report.json").write_text(json.dumps(report))
-            (run / "receipt.json").write_text(json.dumps({"source": {"git_commit": "a" * 40, "git_dirty": False}}))
+            (run / "receipt.json").write_text(
+                json.dumps({"source": {"git_commit": "a" * 40, "git_dirty": False}})
+            )
 
 
 def test_differences_are_the_audits_and_a_receipt_edit_is_caught(tmp_path: Path):
@@ -32,8 +38,19 @@ def test_differences_are_the_audits_and_a_receipt_edit_is_caught(tmp_path: Path)
     for name in ("params.yaml", "lock.json"):
         (tmp_path / name).write_text(name)
     out = tmp_path / "receipt.json"
-    args = ["--runs", str(tmp_path / "runs"), "--seeds", "3", "4", "--params", str(tmp_path / "params.yaml"),
-            "--lock", str(tmp_path / "lock.json"), "--out", str(out)]  # fmt: skip
+    args = [
+        "--runs",
+        str(tmp_path / "runs"),
+        "--seeds",
+        "3",
+        "4",
+        "--params",
+        str(tmp_path / "params.yaml"),
+        "--lock",
+        str(tmp_path / "lock.json"),
+        "--out",
+        str(out),
+    ]
     assert conf.main(args) == 0
     diffs = json.loads(out.read_text())["differences"]
     assert diffs["pappo-base"]["per_seed"] == [0.5, 0.75] and diffs["pappo-base"]["mean"] == 0.625

@@ -19,37 +19,61 @@ BIN = Path(sys.executable).parent
 
 
 def files_sha256(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != "checkpoint.json"}  # fmt: skip
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != "checkpoint.json"
+    }
 
 
 def sh(*cmd: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}", "DVC_NO_ANALYTICS": "1"}
     if (cwd / "src" / "pappo").is_dir():  # the scratch repository's own code, whatever the caller's path says
         env["PYTHONPATH"] = str(cwd / "src")
-    return subprocess.run(cmd, cwd=cwd, env=env, text=True, capture_output=True, timeout=1800)  # a hang guard, not a speed test
+    return subprocess.run(
+        cmd, cwd=cwd, env=env, text=True, capture_output=True, timeout=1800
+    )  # a hang guard, not a speed test
 
 
 def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
     repo = tmp_path / "repo"
-    for rel in ("dvc.yaml", ".dvc/config", ".dvcignore", "src/pappo", "pyproject.toml", "requirements.lock", "schemas",
-                "release/dvc.yaml", "CITATION.cff", ".zenodo.json", ".gitignore"):
+    for rel in (
+        "dvc.yaml",
+        ".dvc/config",
+        ".dvcignore",
+        "src/pappo",
+        "pyproject.toml",
+        "requirements.lock",
+        "schemas",
+        "release/dvc.yaml",
+        "CITATION.cff",
+        ".zenodo.json",
+        ".gitignore",
+    ):
         src = ROOT / rel
         dst = repo / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
-        (shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__")) if src.is_dir()
-         else shutil.copy(src, dst))  # fmt: skip
+        (
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+            if src.is_dir()
+            else shutil.copy(src, dst)
+        )
     for name in ("repofix", "warmup"):
         shutil.copytree(FIXTURES / name, repo / "data" / name, ignore=shutil.ignore_patterns("*.lock.json"))
     params = fixture_params_raw()
     # seed roles: 0 and 1 published (the matrix), 2 and 3 for tuning (the single-seed experiment)
     params |= {"seed": 2, "dev_seeds": [2, 3]}
     for name in ("repofix", "warmup"):
-        params["tasks"][name] = {k: v.replace("tests/fixtures/", "data/") for k, v in params["tasks"][name].items()}
+        params["tasks"][name] = {
+            k: v.replace("tests/fixtures/", "data/") for k, v in params["tasks"][name].items()
+        }
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     (repo / "matrix.yaml").write_text(yaml.safe_dump({"rl": params["rl"]}, sort_keys=False))
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]):  # fmt: skip
+    for cmd in (
+        ["git", "init", "-q"],
+        ["git", "add", "-A"],
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"],
+    ):
         assert sh(*cmd, cwd=repo).returncode == 0
 
     first = sh("dvc", "repro", cwd=repo)
@@ -98,18 +122,30 @@ def check_runs(repo: Path, seeds: tuple[int, ...], first: str) -> None:
             report = RunReport.model_validate(data)
             assert (report.method, report.seed, report.device) == (method, seed, "cpu")
             assert report.final_eval.n_tasks == 2 and len(report.final_eval.tasks) == 2
-            assert set(json.loads((run / "metrics.json").read_text())) >= {"success", "success_lo", "pass_at_k"}
+            assert set(json.loads((run / "metrics.json").read_text())) >= {
+                "success",
+                "success_lo",
+                "pass_at_k",
+            }
             assert (run / "adapters" / "policy" / "adapter_model.safetensors").is_file()
             if method != "base":
                 assert report.budget.episodes_used == report.budget.episodes_limit == 4  # 2 tasks x K = 2
-                budgets.add((report.budget.episodes_limit, report.budget.generated_tokens_limit,
-                             report.budget.task_draws_sha256))  # fmt: skip
+                budgets.add(
+                    (
+                        report.budget.episodes_limit,
+                        report.budget.generated_tokens_limit,
+                        report.budget.task_draws_sha256,
+                    )
+                )
             reports[seed, method] = data
         assert len(budgets) == 1  # matched: the same episodes, tokens and train tasks for every method
 
     # The single-seed experiment trains its dev seed (2) itself: no published run shares its seed.
     exp = json.loads((repo / "reports/experiment/metrics.json").read_text())
-    assert set(exp) == set(RUN_METHODS) and json.loads((repo / "reports/experiment/ppo/report.json").read_text())["seed"] == 2
+    assert (
+        set(exp) == set(RUN_METHODS)
+        and json.loads((repo / "reports/experiment/ppo/report.json").read_text())["seed"] == 2
+    )
     assert first.count("seed 0: update 1/1") == 4 and first.count("seed 2: update 1/1") == 4, first
     assert "copied, not retrained" not in first, first
     sh("git", "add", "-A", cwd=repo)
@@ -126,10 +162,16 @@ def check_runs(repo: Path, seeds: tuple[int, ...], first: str) -> None:
     # what a person compares: the experiment seed's headline means and the base model's success, no
     # per-run intervals or checkpoint hashes (those stay in the reports and receipts)
     header = show.stdout.splitlines()[0].split(",")
-    assert not [c for c in header if c.startswith(("reports/runs/", "checkpoint.")) or c.endswith("_lo")], header
-    assert {"pappo.success", "pappo.tool_cost", "sampled_success"} <= set(header) and "pappo.success_hi" not in header
-    print(f"dvc exp show --csv: {len(header)} columns, of which "
-          f"{sum(c.startswith('src/') for c in header)} code dependencies")
+    assert not [c for c in header if c.startswith(("reports/runs/", "checkpoint.")) or c.endswith("_lo")], (
+        header
+    )
+    assert {"pappo.success", "pappo.tool_cost", "sampled_success"} <= set(
+        header
+    ) and "pappo.success_hi" not in header
+    print(
+        f"dvc exp show --csv: {len(header)} columns, of which "
+        f"{sum(c.startswith('src/') for c in header)} code dependencies"
+    )
     check_exp_show_view(repo)
     for seed in seeds:  # the matrix outputs are intact
         assert (repo / "reports" / "runs" / f"seed_{seed}" / "pappo" / "report.json").is_file()
@@ -152,11 +194,18 @@ def md_columns(text: str) -> list[str]:
 def check_exp_show_view(repo: Path) -> None:
     default = md_columns(sh("dvc", "exp", "show", "--md", cwd=repo).stdout)
     view = md_columns(sh("dvc", "exp", "show", "--md", *EXP_VIEW, cwd=repo).stdout)
-    metrics = {f"{m}.{k}" for m in ("base", "rft", "grpo", "ppo", "pappo")
-               for k in ("success", "pass_at_k", "failed_edit_rate", "tool_cost", "repeated_test_rate")}  # fmt: skip
-    assert metrics | {"success", "sampled_success"} <= set(view), view  # `seed` too once an experiment changed it
+    metrics = {
+        f"{m}.{k}"
+        for m in ("base", "rft", "grpo", "ppo", "pappo")
+        for k in ("success", "pass_at_k", "failed_edit_rate", "tool_cost", "repeated_test_rate")
+    }
+    assert metrics | {"success", "sampled_success"} <= set(view), (
+        view
+    )  # `seed` too once an experiment changed it
     assert len(view) <= EXP_VIEW_MAX_COLUMNS, view
-    assert not {"exit_code", "head", "verdict", "integrity_ok"} & set(default)  # the audit verdict is an output
+    assert not {"exit_code", "head", "verdict", "integrity_ok"} & set(
+        default
+    )  # the audit verdict is an output
     print(f"dvc exp show --md: {len(default)} columns; with {' '.join(EXP_VIEW)}: {len(view)}")
 
 
@@ -167,8 +216,14 @@ def check_one_seed_try(repo: Path) -> None:
     so none can be copied from the try)."""
     tried = ("-S", "seed=3", "-S", "rl.ppo_epochs=2")  # the fixture's rl names no actor_lr
     sh("git", "add", "-A", cwd=repo)
-    assert sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "seed 3", cwd=repo).returncode == 0
-    assert sh("dvc", "status", "--json", "dvc.yaml", cwd=repo).stdout.strip() in ("{}", "")  # release/dvc.yaml: not run yet
+    assert (
+        sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "seed 3", cwd=repo).returncode
+        == 0
+    )
+    assert sh("dvc", "status", "--json", "dvc.yaml", cwd=repo).stdout.strip() in (
+        "{}",
+        "",
+    )  # release/dvc.yaml: not run yet
     published = {p: p.read_bytes() for p in (repo / "reports" / "runs").rglob("report.json")}
     t0 = time.perf_counter()
     one = sh("dvc", "exp", "run", *tried, cwd=repo)
@@ -185,7 +240,9 @@ def check_one_seed_try(repo: Path) -> None:
     (repo / "matrix.yaml").write_text(yaml.safe_dump(matrix, sort_keys=False))
     stale = set(json.loads(sh("dvc", "status", "--json", "dvc.yaml", cwd=repo).stdout))
     rl_runs = {f"train@{s}-{m}" for s in (0, 1) for m in ("rft", "grpo", "ppo", "pappo")}
-    assert rl_runs <= stale <= rl_runs | {"report", "audit"}, stale  # not base_run, validate, base_model, experiment
+    assert rl_runs <= stale <= rl_runs | {"report", "audit"}, (
+        stale
+    )  # not base_run, validate, base_model, experiment
     # one method's two runs show what each of the eight does (retraining all eight: ~1 min more)
     t2 = time.perf_counter()
     full = sh("dvc", "repro", "train@0-ppo", "train@1-ppo", cwd=repo)
@@ -196,9 +253,13 @@ def check_one_seed_try(repo: Path) -> None:
     assert ran == ["train@0-ppo", "train@1-ppo"], ran
     assert out.count("seed 0: update 1/1") == 1 and out.count("seed 1: update 1/1") == 1, out
     assert "copied, not retrained" not in out, out
-    print(f"dvc exp run {' '.join(tried)}: stage experiment, 5 runs trained, {t1 - t0:.0f} s; "
-          f"then the same in matrix.yaml: stale {sorted(stale)}; dvc repro of the ppo runs {t3 - t2:.0f} s")
-    assert sh("git", "checkout", "--", ".", cwd=repo).returncode == 0  # params, dvc.lock, the committed summary
+    print(
+        f"dvc exp run {' '.join(tried)}: stage experiment, 5 runs trained, {t1 - t0:.0f} s; "
+        f"then the same in matrix.yaml: stale {sorted(stale)}; dvc repro of the ppo runs {t3 - t2:.0f} s"
+    )
+    assert (
+        sh("git", "checkout", "--", ".", cwd=repo).returncode == 0
+    )  # params, dvc.lock, the committed summary
     back = sh("dvc", "checkout", "--force", cwd=repo)
     assert back.returncode == 0, back.stdout + back.stderr
     restored = sh("dvc", "status", "--json", "dvc.yaml", cwd=repo).stdout.strip()
@@ -214,9 +275,31 @@ def check_two_processes(repo: Path, single: dict) -> None:
         s.bind(("127.0.0.1", 0))
         port = str(s.getsockname()[1])
     out = repo / "ddp" / "ppo"
-    run = sh("accelerate", "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-             "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", port, "-m", "pappo.cli",
-             "train", "--seed", "1", "--method", "ppo", "--out", str(out), cwd=repo)  # fmt: skip
+    run = sh(
+        "accelerate",
+        "launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        port,
+        "-m",
+        "pappo.cli",
+        "train",
+        "--seed",
+        "1",
+        "--method",
+        "ppo",
+        "--out",
+        str(out),
+        cwd=repo,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert run.stdout.count("ppo seed 1: held-out success") == 1  # rank 0 alone reports
     report, receipt = (json.loads((out / name).read_text()) for name in ("report.json", "receipt.json"))
@@ -241,8 +324,12 @@ def check_audit(repo: Path) -> None:
     assert summary["seeds"] == [0, 1] and (repo / "reports/summary.md").is_file()
     assert (repo / "reports/summary/success_curves.png").is_file()
     staged = json.loads((repo / "receipts/audit.json").read_text())
-    assert staged["integrity_ok"] and staged["exit_code"] == 2  # an honest negative claim did not fail dvc repro
-    assert staged["scope"] == "workspace" and "scope: the workspace this dvc repro produced" in staged["verdict"]
+    assert (
+        staged["integrity_ok"] and staged["exit_code"] == 2
+    )  # an honest negative claim did not fail dvc repro
+    assert (
+        staged["scope"] == "workspace" and "scope: the workspace this dvc repro produced" in staged["verdict"]
+    )
     receipt = json.loads((repo / "reports/runs/seed_0/ppo/receipt.json").read_text())
     assert receipt["hardware"]["accelerator"] == "cpu" and len(receipt["source"]["git_commit"]) == 40
     assert receipt["source"]["git_dirty"] is False and "report.json" in receipt["outputs"]["files"]
@@ -264,9 +351,12 @@ def check_audit(repo: Path) -> None:
     check_reproduce(repo)
     kept = repo.parent / "kept.json"
     assert sh("pappo", "audit", "--out", str(kept), cwd=repo).returncode == 2
-    assert json.loads(kept.read_text())["exit_code"] == 2 and json.loads(kept.read_text())["head"] != staged["head"]
+    assert (
+        json.loads(kept.read_text())["exit_code"] == 2
+        and json.loads(kept.read_text())["head"] != staged["head"]
+    )
 
-    def tampered(path: str, edit, expect: str) -> None:  # type: ignore[no-untyped-def]
+    def tampered(path: str, edit, expect: str) -> None:
         target = repo / path
         before = target.read_bytes()
         edit(target)
@@ -281,15 +371,30 @@ def check_audit(repo: Path) -> None:
 
     run = "reports/runs/seed_0/ppo"
     tampered(f"{run}/report.json", flip, "report.json")
-    tampered(f"{run}/receipt.json", lambda t: t.write_text(t.read_text().replace('"seed": 0', '"seed": 0 ', 1)),
-             "receipt.json [dvc.lock train@0-ppo md5]")  # fmt: skip
+    tampered(
+        f"{run}/receipt.json",
+        lambda t: t.write_text(t.read_text().replace('"seed": 0', '"seed": 0 ', 1)),
+        "receipt.json [dvc.lock train@0-ppo md5]",
+    )
     tampered(f"{run}/adapters/policy/adapter_model.safetensors", flip, "adapter_model.safetensors")
-    tampered("data/repofix/manifest.jsonl", lambda t: t.write_text(t.read_text() + "\n"), "task manifest changed")
-    tampered("params.yaml", lambda t: t.write_text(t.read_text().replace("min_delta: 0.05", "min_delta: 0.0")),
-             "claims were edited after the run")  # fmt: skip
-    tampered("params.yaml", lambda t: t.write_text(t.read_text().replace("revision: ''", "revision: main")),
-             "inputs.params_sha256")  # fmt: skip
-    tampered("src/pappo/io.py", lambda t: t.write_text(t.read_text() + "\n# edit\n"), "uncommitted changes to the pipeline code")
+    tampered(
+        "data/repofix/manifest.jsonl", lambda t: t.write_text(t.read_text() + "\n"), "task manifest changed"
+    )
+    tampered(
+        "params.yaml",
+        lambda t: t.write_text(t.read_text().replace("min_delta: 0.05", "min_delta: 0.0")),
+        "claims were edited after the run",
+    )
+    tampered(
+        "params.yaml",
+        lambda t: t.write_text(t.read_text().replace("revision: ''", "revision: main")),
+        "inputs.params_sha256",
+    )
+    tampered(
+        "src/pappo/io.py",
+        lambda t: t.write_text(t.read_text() + "\n# edit\n"),
+        "uncommitted changes to the pipeline code",
+    )
     # Swap two seeds' reports.
     a, b = repo / "reports/runs/seed_0/grpo/report.json", repo / "reports/runs/seed_1/grpo/report.json"
     da, db = a.read_bytes(), b.read_bytes()
@@ -311,10 +416,17 @@ def check_release_leaves_status_clean(repo: Path) -> None:
     record = json.loads((repo / "release/bundle.json").read_text())
     assert record["sha256"] == hashlib.sha256((repo / record["path"]).read_bytes()).hexdigest()
     sh("git", "add", "-A", cwd=repo)
-    assert sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "release", cwd=repo).returncode == 0
+    assert (
+        sh(
+            "git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "release", cwd=repo
+        ).returncode
+        == 0
+    )
     shutil.rmtree(repo / "dist")
     status = sh("dvc", "status", cwd=repo)
-    assert status.returncode == 0 and "Data and pipelines are up to date" in status.stdout, status.stdout + status.stderr
+    assert status.returncode == 0 and "Data and pipelines are up to date" in status.stdout, (
+        status.stdout + status.stderr
+    )
     again = sh("dvc", "repro", "release/dvc.yaml", cwd=repo)
     assert again.returncode == 0 and "didn't change" in again.stdout, again.stdout + again.stderr
 
@@ -358,12 +470,22 @@ def check_published_numbers(repo: Path) -> None:
     """issue 20's tampering, each with the hashes made to match: the audit re-derives the numbers
     and names file, field, expected and found; uncommitted evidence fails as such."""
     run = "reports/runs/seed_0/pappo"
-    keep = [repo / p for p in ("dvc.lock", "reports/summary.json", "reports/summary.md", "reports/base_model.json",
-                               "reports/summary/success_curves.png", f"{run}/report.json", f"{run}/receipt.json",
-                               f"{run}/metrics.json")]  # fmt: skip
+    keep = [
+        repo / p
+        for p in (
+            "dvc.lock",
+            "reports/summary.json",
+            "reports/summary.md",
+            "reports/base_model.json",
+            "reports/summary/success_curves.png",
+            f"{run}/report.json",
+            f"{run}/receipt.json",
+            f"{run}/metrics.json",
+        )
+    ]
     saved = {p: p.read_bytes() for p in keep}
 
-    def case(edit, *expect: str) -> str:  # type: ignore[no-untyped-def]
+    def case(edit, *expect: str) -> str:
         edit()
         code, text = audit_output(repo)
         for p, data in saved.items():
@@ -371,41 +493,63 @@ def check_published_numbers(repo: Path) -> None:
         assert code == 1 and all(e in text for e in expect), (expect, text)
         return text
 
-    def edit_json(rel: str, change) -> None:  # type: ignore[no-untyped-def]
+    def edit_json(rel: str, change) -> None:
         data = json.loads((repo / rel).read_text())
         change(data)
         (repo / rel).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
     summary = json.loads((repo / "reports/summary.json").read_text())
     hi = summary["summaries"][4]["success"]["hi"]
-    text = case(lambda: edit_json("reports/summary.json", lambda d: d["summaries"][4]["success"].update(hi=0.99)),
-                f"reports/summary.json [summaries[4].success.hi]: not what the run reports give",
-                f"(expected {hi}, found 0.99)", "reports/summary.json [git status]: uncommitted evidence")  # fmt: skip
+    text = case(
+        lambda: edit_json("reports/summary.json", lambda d: d["summaries"][4]["success"].update(hi=0.99)),
+        f"reports/summary.json [summaries[4].success.hi]: not what the run reports give",
+        f"(expected {hi}, found 0.99)",
+        "reports/summary.json [git status]: uncommitted evidence",
+    )
     md = (repo / "reports/summary.md").read_text()
-    case(lambda: (repo / "reports/summary.md").write_text(md.replace("| pappo |", "| pappo* |", 1)),
-         "reports/summary.md [line ", "found | pappo* |")
+    case(
+        lambda: (repo / "reports/summary.md").write_text(md.replace("| pappo |", "| pappo* |", 1)),
+        "reports/summary.md [line ",
+        "found | pappo* |",
+    )
     rate = json.loads((repo / "reports/base_model.json").read_text())["eval"]["greedy"]["success_rate"]
-    case(lambda: edit_json("reports/base_model.json", lambda d: d["eval"]["greedy"].update(success_rate=rate + 0.5)),
-         "reports/base_model.json [eval.greedy.success_rate]", f"expected {rate}, found {rate + 0.5}")
+    case(
+        lambda: edit_json(
+            "reports/base_model.json", lambda d: d["eval"]["greedy"].update(success_rate=rate + 0.5)
+        ),
+        "reports/base_model.json [eval.greedy.success_rate]",
+        f"expected {rate}, found {rate + 0.5}",
+    )
     png = repo / "reports/summary/success_curves.png"
     case(lambda: png.write_bytes(png.read_bytes() + b"\0"), "reports/summary/success_curves.png [sha256]")
 
     def all_solved() -> None:
-        def solve(d):  # type: ignore[no-untyped-def]
+        def solve(d):
             for e in d["evals"]:
                 for t in e["result"]["tasks"]:
                     t["success"] = True
             d["final_eval"] = d["evals"][-1]["result"]
+
         edit_json(f"{run}/report.json", solve)
         rehash(repo, run, "report.json")
 
     published = json.loads((repo / run / "report.json").read_text())["evals"][0]["result"]["success"]["mean"]
     assert published < 1.0
-    case(all_solved, f"{run}/report.json [evals[0].result.success.mean]", f"(expected 1.0, found {published})",
-         "dvc.lock [git status]")  # fmt: skip
-    case(lambda: (edit_json(f"{run}/receipt.json", lambda d: d["hardware"].update(accelerator="cuda")),
-                  rehash(repo, run, "receipt.json")),
-         f"{run}/receipt.json [hardware.accelerator]", "(expected cpu, found cuda)", "dvc.lock [git status]")
+    case(
+        all_solved,
+        f"{run}/report.json [evals[0].result.success.mean]",
+        f"(expected 1.0, found {published})",
+        "dvc.lock [git status]",
+    )
+    case(
+        lambda: (
+            edit_json(f"{run}/receipt.json", lambda d: d["hardware"].update(accelerator="cuda")),
+            rehash(repo, run, "receipt.json"),
+        ),
+        f"{run}/receipt.json [hardware.accelerator]",
+        "(expected cpu, found cuda)",
+        "dvc.lock [git status]",
+    )
     # committed tampering is still a tampering: the summary's numbers are re-derived, not trusted
     edit_json("reports/summary.json", lambda d: d["comparisons"][0]["difference"].update(mean=0.333))
     sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "a better number", cwd=repo)
@@ -424,7 +568,11 @@ def check_stale_only_where_code_changed(repo: Path) -> None:
     summary_py = repo / "src/pappo/evidence/summary.py"
     summary_py.write_text(summary_py.read_text() + "\n# wording\n")
     assert sh(*commit, "summary wording", cwd=repo).returncode == 0
-    assert set(json.loads(sh("dvc", "status", "--json", cwd=repo).stdout)) == {"report", "audit", "release/dvc.yaml:release"}
+    assert set(json.loads(sh("dvc", "status", "--json", cwd=repo).stdout)) == {
+        "report",
+        "audit",
+        "release/dvc.yaml:release",
+    }
     rerun = sh("dvc", "repro", cwd=repo)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert "Running stage 'report'" in rerun.stdout and "Running stage 'audit'" in rerun.stdout

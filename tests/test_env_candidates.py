@@ -11,14 +11,26 @@ from conftest import ROOT
 from pappo.config import EnvParams, load_params
 from pappo.env.agents import play
 from pappo.env.candidate_agents import (
-    CandidateOracle, NoisyCandidateAgent, RandomCandidateAgent, SystematicAgent, board_of, call,
-)  # fmt: skip
+    CandidateOracle,
+    NoisyCandidateAgent,
+    RandomCandidateAgent,
+    SystematicAgent,
+    board_of,
+    call,
+)
 from pappo.env.candidate_board import render
 from pappo.env.episode import RepairEnv
 from pappo.env.protocol import (
-    CANDIDATE_SYSTEM_PROMPT, SYSTEM_PROMPT, TOOLS, ParseError, ToolCall, parse_tool_call, system_prompt, tool_names,
+    CANDIDATE_SYSTEM_PROMPT,
+    SYSTEM_PROMPT,
+    TOOLS,
+    ParseError,
+    ToolCall,
+    parse_tool_call,
+    system_prompt,
+    tool_names,
     tools_for,
-)  # fmt: skip
+)
 from pappo.io import PappoError
 from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import SandboxPool
@@ -34,36 +46,61 @@ def store(fx_params) -> TaskStore:
     return TaskStore.from_params(fx_params, "repofix")
 
 
-def make_env(store: TaskStore, grader, tid: str = "tinycalc-002", seed: int = 0, **params) -> RepairEnv:  # type: ignore[no-untyped-def]
+def make_env(store: TaskStore, grader, tid: str = "tinycalc-002", seed: int = 0, **params) -> RepairEnv:
     task = store.task(tid)
     env_params = CP.model_copy(update=params) if params else CP
-    return RepairEnv(task, store.clean(task), store.buggy(task), env_params, grader,
-                     candidates=store.candidates[tid], seed=seed)  # fmt: skip
+    return RepairEnv(
+        task,
+        store.clean(task),
+        store.buggy(task),
+        env_params,
+        grader,
+        candidates=store.candidates[tid],
+        seed=seed,
+    )
 
 
 def test_each_mode_lists_and_parses_only_its_own_tools():
-    assert tool_names("free") == ("view", "search", "str_replace", "run_tests", "submit") and tools_for("free") is TOOLS
+    assert (
+        tool_names("free") == ("view", "search", "str_replace", "run_tests", "submit")
+        and tools_for("free") is TOOLS
+    )
     assert tool_names("candidates") == ("apply", "revert", "view", "run_tests", "submit")
     assert system_prompt("free") == SYSTEM_PROMPT and system_prompt("candidates") == CANDIDATE_SYSTEM_PROMPT
     assert parse_tool_call(call("apply", {"id": 3}), "candidates") == ToolCall("apply", {"id": 3})
     assert isinstance(parse_tool_call(call("apply", {"id": 3})), ParseError)  # free mode has no apply
-    wrong_type = parse_tool_call('<tool_call>\n{"name": "apply", "arguments": {"id": "3"}}\n</tool_call>', "candidates")
+    wrong_type = parse_tool_call(
+        '<tool_call>\n{"name": "apply", "arguments": {"id": "3"}}\n</tool_call>', "candidates"
+    )
     assert isinstance(wrong_type, ParseError) and "must be a JSON integer" in wrong_type.message
-    free_tool = parse_tool_call('<tool_call>\n{"name": "str_replace", "arguments": {}}\n</tool_call>', "candidates")
+    free_tool = parse_tool_call(
+        '<tool_call>\n{"name": "str_replace", "arguments": {}}\n</tool_call>', "candidates"
+    )
     assert isinstance(free_tool, ParseError) and "apply, revert, view, run_tests, submit" in free_tool.message
 
 
 def test_render_is_one_line_for_one_line_edits_and_dedented_otherwise():
-    one = CandidateEdit(path="p/a.py", line=4, before=["    if a < b:"], after=["    if a <= b:"], origin="x", n_failing=1)
+    one = CandidateEdit(
+        path="p/a.py", line=4, before=["    if a < b:"], after=["    if a <= b:"], origin="x", n_failing=1
+    )
     assert render(3, one) == "[3] p/a.py:4  - if a < b:  + if a <= b:"
-    two = CandidateEdit(path="p/a.py", line=7, before=[], after=["    if not x:", '        return ""'], origin="x", n_failing=0)
+    two = CandidateEdit(
+        path="p/a.py",
+        line=7,
+        before=[],
+        after=["    if not x:", '        return ""'],
+        origin="x",
+        n_failing=0,
+    )
     assert render(1, two) == '[1] p/a.py:7\n  + if not x:\n  +     return ""'
 
 
 def test_first_observation_shows_the_failing_tests_and_the_shuffled_candidates(store: TaskStore):
     env = make_env(store, FakeGrader(), seed=0)
     messages = env.reset()
-    assert [m["role"] for m in messages] == ["system", "user"] and messages[0]["content"] == CANDIDATE_SYSTEM_PROMPT
+    assert [m["role"] for m in messages] == ["system", "user"] and messages[0][
+        "content"
+    ] == CANDIDATE_SYSTEM_PROMPT
     user = messages[1]["content"]
     assert user.startswith("Tests: ") and "failed" in user and "Candidate edits:\n[1] " in user
     shown = store.candidates["tinycalc-002"].shown(CP.candidates.k)
@@ -119,7 +156,10 @@ def test_apply_revert_view_events_and_tool_errors(store: TaskStore):
     assert env.ws.files == env.buggy_tree
     m = env.metrics
     assert (m.failed_edit, m.edits, m.repeated_test, m.parse_error, m.test_runs) == (3, 2, 1, 1, 2)
-    assert env.per_turn_rewards[2] == CP.rewards.failed_edit and env.per_turn_rewards[9] == CP.rewards.parse_error
+    assert (
+        env.per_turn_rewards[2] == CP.rewards.failed_edit
+        and env.per_turn_rewards[9] == CP.rewards.parse_error
+    )
 
 
 def test_view_shows_the_applied_edit(store: TaskStore):
@@ -136,7 +176,14 @@ def test_candidates_mode_needs_the_tasks_candidates(store: TaskStore):
     with pytest.raises(PappoError, match="pass TaskStore.candidates"):
         RepairEnv(task, store.clean(task), store.buggy(task), CP, FakeGrader())
     with pytest.raises(PappoError, match="no candidate edits were given for tinycalc-002"):
-        RepairEnv(task, store.clean(task), store.buggy(task), CP, FakeGrader(), candidates=store.candidates["tinycalc-001"])
+        RepairEnv(
+            task,
+            store.clean(task),
+            store.buggy(task),
+            CP,
+            FakeGrader(),
+            candidates=store.candidates["tinycalc-001"],
+        )
 
 
 def test_systematic_agent_finds_the_fix_only_within_its_turn_budget(store: TaskStore):
@@ -167,7 +214,9 @@ def test_noisy_agent_makes_mistakes_and_still_fixes(store: TaskStore):
         env = make_env(store, FakeGrader(), seed=seed, max_turns=30)
         env.reset()
         k, fix = board_of(env)
-        agent = NoisyCandidateAgent(fix, k, seed, p_wrong_edit=0.5, p_failed_edit=0.5, p_repeated_test=0.5, p_parse_error=0.1)
+        agent = NoisyCandidateAgent(
+            fix, k, seed, p_wrong_edit=0.5, p_failed_edit=0.5, p_repeated_test=0.5, p_parse_error=0.1
+        )
         metrics, _ = play(env, agent)
         solved += metrics.success
         kinds |= {e.kind for e in env.events}
@@ -178,12 +227,22 @@ def test_oracle_succeeds_on_real_tasks_through_the_real_grader(fx_params):
     params = load_params(ROOT / "params.yaml")
     real = TaskStore.from_params(params, "repofix")
     fixture = TaskStore.from_params(fx_params, "repofix")
-    picks = [(real, t) for t in ("bitbloom-001", "lrucache-005", "unitconv-002")] + [(fixture, "tinytext-001")]
+    picks = [(real, t) for t in ("bitbloom-001", "lrucache-005", "unitconv-002")] + [
+        (fixture, "tinytext-001")
+    ]
     with SandboxPool(fx_params.sandbox) as pool:
         for store, tid in picks:
             task = store.task(tid)
             grade_fn = functools.partial(grade_many, pool, hidden=store.hidden)
-            env = RepairEnv(task, store.clean(task), store.buggy(task), CP, grade_fn, candidates=store.candidates[tid], seed=7)
+            env = RepairEnv(
+                task,
+                store.clean(task),
+                store.buggy(task),
+                CP,
+                grade_fn,
+                candidates=store.candidates[tid],
+                seed=7,
+            )
             env.reset()
             metrics, _ = play(env, CandidateOracle(board_of(env)[1]))
             assert metrics.success and not metrics.infra_error, tid

@@ -34,18 +34,38 @@ class FakeGrader:
 
     def grade(self, task: Task, clean: Mapping[str, bytes], cand: Mapping[str, bytes], k: int) -> Grade:
         tests = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
-        differing = [p for p in sorted(set(clean) | set(cand)) if not is_test_path(p) and clean.get(p) != cand.get(p)]
+        differing = [
+            p for p in sorted(set(clean) | set(cand)) if not is_test_path(p) and clean.get(p) != cand.get(p)
+        ]
         n_failing = min(len(differing), len(tests))
         outcomes = {t: "failed" if i < n_failing else "passed" for i, t in enumerate(tests)}
         first = None
         if n_failing:
-            first = {"test": tests[0], "outcome": "failed", "exc_type": "AssertionError",
-                     "message": f"assert {differing[0]} == clean", "compare": {"op": "==", "left": "1", "right": "2"},
-                     "test_file": tests[0].split("::")[0], "test_line": 7, "def_line": 5}  # fmt: skip
+            first = {
+                "test": tests[0],
+                "outcome": "failed",
+                "exc_type": "AssertionError",
+                "message": f"assert {differing[0]} == clean",
+                "compare": {"op": "==", "left": "1", "right": "2"},
+                "test_file": tests[0].split("::")[0],
+                "test_line": 7,
+                "def_line": 5,
+            }
         infra = "worker crashed" if k in self.infra else None
         hack = k in self.hack
-        return Grade(task.instance_id, n_failing == 0 and not infra and not hack, outcomes, n_failing, hack,
-                     ["pkg: uses gc"] if hack else [], infra, [], first, 0.0, "fake")  # fmt: skip
+        return Grade(
+            task.instance_id,
+            n_failing == 0 and not infra and not hack,
+            outcomes,
+            n_failing,
+            hack,
+            ["pkg: uses gc"] if hack else [],
+            infra,
+            [],
+            first,
+            0.0,
+            "fake",
+        )
 
 
 @pytest.fixture
@@ -53,7 +73,9 @@ def store(fx_params) -> TaskStore:
     return TaskStore.from_params(fx_params, "repofix")
 
 
-def make_env(store: TaskStore, grader: FakeGrader, instance_id: str = "tinycalc-001", **params: int) -> RepairEnv:
+def make_env(
+    store: TaskStore, grader: FakeGrader, instance_id: str = "tinycalc-001", **params: int
+) -> RepairEnv:
     task = store.task(instance_id)
     return RepairEnv(task, store.clean(task), store.buggy(task), EnvParams(**params), grader)
 
@@ -74,10 +96,22 @@ def test_oracle_episode(store: TaskStore):
     env = make_env(store, grader)
     metrics, transcript = play(env, OracleAgent(env.task, env.buggy_tree))
     m = metrics.to_json()
-    assert m == {"instance_id": "tinycalc-001", "success": True, "failed_edit": 0, "tool_cost": 1 + 1 + 2 + 0.5,
-                 "repeated_test": 0, "parse_error": 0, "turns": 4, "test_runs": 1, "infra_error": False,
-                 "hack_attempt": False, "plausible_wrong": False, "submitted": True, "truncated": False,
-                 "edits": 1}  # fmt: skip
+    assert m == {
+        "instance_id": "tinycalc-001",
+        "success": True,
+        "failed_edit": 0,
+        "tool_cost": 1 + 1 + 2 + 0.5,
+        "repeated_test": 0,
+        "parse_error": 0,
+        "turns": 4,
+        "test_runs": 1,
+        "infra_error": False,
+        "hack_attempt": False,
+        "plausible_wrong": False,
+        "submitted": True,
+        "truncated": False,
+        "edits": 1,
+    }
     [progress] = env.events
     assert progress.kind == "edit_progress" and progress.turn == 2 and progress.reward > 0
     assert progress.detail == {"delta_failing": 1, "failing_before": 1, "failing_after": 0}
@@ -103,7 +137,11 @@ def test_run_tests_reports_the_first_failure_and_repeats_are_penalised(store: Ta
     first = env.transcript[3]["content"].splitlines()
     assert first[0] == "10 passed, 1 failed (of 11 graded tests)."
     assert first[1] == "First failure: tests/test_core.py::test_mean (failed)"
-    assert [(e.turn, e.kind) for e in env.events] == [(2, "repeated_test"), (3, "edit_progress"), (5, "repeated_test")]
+    assert [(e.turn, e.kind) for e in env.events] == [
+        (2, "repeated_test"),
+        (3, "edit_progress"),
+        (5, "repeated_test"),
+    ]
     assert env.metrics.repeated_test == 2 and env.metrics.test_runs == 4
     assert env.per_turn_rewards[1] == P.rewards.repeated_test
 
@@ -120,11 +158,21 @@ def test_parse_error_turn(store: TaskStore):
 def test_failed_and_harmful_edits(store: TaskStore):
     env = make_env(store, FakeGrader())
     env.reset()
-    failed = env.step(Action("str_replace", {"path": "tinycalc/core.py", "old_str": "nope", "new_str": "x"}).text())
+    failed = env.step(
+        Action("str_replace", {"path": "tinycalc/core.py", "old_str": "nope", "new_str": "x"}).text()
+    )
     assert failed.reward == P.rewards.failed_edit and env.metrics.failed_edit == 1 and env.metrics.edits == 0
-    assert failed.observation == {"role": "tool", "name": "str_replace", "content": failed.observation["content"]}
+    assert failed.observation == {
+        "role": "tool",
+        "name": "str_replace",
+        "content": failed.observation["content"],
+    }
     # Breaking a second file: failing goes 1 -> 2, progress is negative.
-    harm = env.step(Action("str_replace", {"path": "tinycalc/ranges.py", "old_str": "def chunk", "new_str": "def chunk_"}).text())
+    harm = env.step(
+        Action(
+            "str_replace", {"path": "tinycalc/ranges.py", "old_str": "def chunk", "new_str": "def chunk_"}
+        ).text()
+    )
     [event] = harm.events
     assert event.kind == "edit_progress" and event.detail["delta_failing"] == -1 and harm.reward < 0
     assert env.metrics.edits == 1 and env.metrics.tool_cost == 2 * P.tool_cost.str_replace
@@ -142,7 +190,9 @@ def test_max_turns_cut_is_graded_and_not_submitted(store: TaskStore):
 
     env = make_env(store, grader, max_turns=2)
     run(env, ["no call", "still no call"])
-    assert env.done and not env.metrics.success and env.metrics.parse_error == 2 and env.final_grade is not None
+    assert (
+        env.done and not env.metrics.success and env.metrics.parse_error == 2 and env.final_grade is not None
+    )
 
 
 def test_infra_error_is_flagged_not_memoised_and_retry_is_not_a_repeat(store: TaskStore):
@@ -214,7 +264,12 @@ def test_vec_env_steps_only_running_envs(store: TaskStore):
     vec = VecEnv(envs, grader)
     vec.reset()
     first = vec.step([a.act(e.transcript) for e, a in zip(envs, agents)])
-    assert [r.done for r in first if r] == [True, False, True, False] and vec.done == [True, False, True, False]
+    assert [r.done for r in first if r] == [True, False, True, False] and vec.done == [
+        True,
+        False,
+        True,
+        False,
+    ]
     texts = [None if e.done else a.act(e.transcript) for e, a in zip(envs, agents)]
     second = vec.step(texts)
     assert [r is None for r in second] == [True, False, True, False]

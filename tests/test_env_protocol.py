@@ -142,9 +142,11 @@ def test_initial_messages_hold_statement_and_file_list(fx_params):
     assert listed == sorted(tree)
 
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
-                           max_leaves=8)  # fmt: skip
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -163,8 +165,10 @@ def test_any_json_in_a_tool_call_parses_or_is_a_parse_error(name, arguments, mod
     [
         (format_tool_call("apply", {"id": 3}, "Try candidate 2.", mode="candidates"), ["apply", "3"]),
         (format_tool_call("run_tests", mode="candidates"), ["run_tests"]),
-        (format_tool_call("str_replace", {"path": "a.py", "old_str": 'x "q"', "new_str": "y"}),
-         ["str_replace", "a.py", 'x \\"q\\"', "y"]),
+        (
+            format_tool_call("str_replace", {"path": "a.py", "old_str": 'x "q"', "new_str": "y"}),
+            ["str_replace", "a.py", 'x \\"q\\"', "y"],
+        ),
         ('Try 4.\n<tool_call>\n{"name": "apply", "arguments": {"id": }}', ["apply"]),  # cut: no id value
         ('<tool_call>\n{"name": "apply", "arguments": {"id": -12}}\n</tool_call> "id": 9', ["apply", "-12"]),
         ('"name": "submit" but no block', []),
@@ -177,7 +181,9 @@ def test_decision_spans_are_the_call_values_only(text: str, values: list[str]):
 
 
 @settings(max_examples=200, deadline=None)
-@given(name=st.sampled_from(TOOL_NAMES), value=st.text(max_size=12) | st.integers(), thought=st.text(max_size=20))
+@given(
+    name=st.sampled_from(TOOL_NAMES), value=st.text(max_size=12) | st.integers(), thought=st.text(max_size=20)
+)
 def test_every_formatted_call_spells_its_values_in_its_spans(name: str, value: Any, thought: str):
     """For any call format_tool_call writes, the spans decode (as JSON) to the name and arguments."""
     args = {} if name in ("run_tests", "submit") else {k: value for k in SCHEMAS[name]["required"]}

@@ -33,7 +33,11 @@ def test_view_numbers_lines_from_one():
 
 
 def test_view_range_is_inclusive_and_end_minus_one_means_the_end():
-    assert ws().view("pkg/long.py", 10, 12).splitlines()[1:] == ["  10| x10 = 10", "  11| x11 = 11", "  12| x12 = 12"]
+    assert ws().view("pkg/long.py", 10, 12).splitlines()[1:] == [
+        "  10| x10 = 10",
+        "  11| x11 = 11",
+        "  12| x12 = 12",
+    ]
     assert ws().view("pkg/long.py", 99, -1).splitlines()[1:] == ["  99| x99 = 99", " 100| x100 = 100"]
     assert ws().view("pkg/long.py", 98, 500).splitlines()[0] == "pkg/long.py (lines 98-100 of 100)"
 
@@ -68,7 +72,10 @@ def test_view_of_a_directory_lists_its_files():
 # -- search
 def test_search_is_a_plain_substring_search():
     w = ws()
-    assert w.search("return a - b").splitlines() == ["pkg/core.py:2: return a - b", "pkg/core.py:6: return a - b"]
+    assert w.search("return a - b").splitlines() == [
+        "pkg/core.py:2: return a - b",
+        "pkg/core.py:6: return a - b",
+    ]
     assert w.search("a.c") == "README.md:1: abc a.c"  # '.' is not a regex wildcard
     assert w.search("nowhere") == "No matches for 'nowhere'."
     assert w.search("").startswith("Error:")
@@ -98,7 +105,10 @@ def test_str_replace_failures_leave_the_tree_unchanged_and_say_why():
         (("pkg/core.py", "", "x"), "old_str is empty"),
         (("pkg/core.py", "def add", "def add"), "the same"),
         (("pkg/core.py", "return a * b", "return a + b"), "was not found"),
-        (("pkg/core.py", "    return a - b", "    return a + b"), "occurs 2 times in pkg/core.py (lines 2, 6)"),
+        (
+            ("pkg/core.py", "    return a - b", "    return a + b"),
+            "occurs 2 times in pkg/core.py (lines 2, 6)",
+        ),
         (("pkg/core.py", "def add(a, b):", "def add(a, b)"), "SyntaxError at line 1"),
     ]
     for args, reason in cases:
@@ -118,7 +128,11 @@ def test_non_python_files_are_not_syntax_checked():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet="ab\n ", max_size=30), st.text(alphabet="ab\n ", max_size=4), st.text(alphabet="xb", max_size=3))
+@given(
+    st.text(alphabet="ab\n ", max_size=30),
+    st.text(alphabet="ab\n ", max_size=4),
+    st.text(alphabet="xb", max_size=3),
+)
 def test_str_replace_applies_only_a_unique_match(text: str, old: str, new: str):
     w = Workspace({"f.txt": text.encode()}, EnvParams())
     r = w.str_replace("f.txt", old, new)
@@ -138,22 +152,42 @@ def test_count_occurrences_counts_overlaps():
 def test_truncate_respects_the_limit_and_marks_cuts(text: str, limit: int):
     out = truncate(text, limit)
     assert len(out) <= limit
-    assert out == text if len(text) <= limit else ("output truncated" in out and text.startswith(out.split("\n[...")[0]))
+    assert (
+        out == text
+        if len(text) <= limit
+        else ("output truncated" in out and text.startswith(out.split("\n[...")[0]))
+    )
 
 
 def grade(n_failing: int, **kw: object) -> Grade:
     outcomes = {f"tests/test_a.py::t{i}": "failed" if i < n_failing else "passed" for i in range(5)}
-    base = dict(instance_id="pkg-001", success=n_failing == 0, outcomes=outcomes, n_failing=n_failing,
-                hack_attempt=False, hack_reasons=[], infra_error=None, restored=[], first_failure=None,
-                duration_s=0.1, isolation="rlimits")  # fmt: skip
-    return Grade(**{**base, **kw})  # type: ignore[arg-type]
+    base = dict(
+        instance_id="pkg-001",
+        success=n_failing == 0,
+        outcomes=outcomes,
+        n_failing=n_failing,
+        hack_attempt=False,
+        hack_reasons=[],
+        infra_error=None,
+        restored=[],
+        first_failure=None,
+        duration_s=0.1,
+        isolation="rlimits",
+    )
+    return Grade(**{**base, **kw})
 
 
 def test_summary_of_a_failing_run_is_a_few_lines():
-    failure = {"test": "tests/test_a.py::t0", "outcome": "failed", "exc_type": "AssertionError",
-               "message": "assert 27 == 3\n +  where 27 = mean([1, 2, 6])\nmore\nand more",
-               "compare": {"op": "==", "left": "27", "right": "3"}, "test_file": "tests/test_a.py",
-               "test_line": 14, "def_line": 12}  # fmt: skip
+    failure = {
+        "test": "tests/test_a.py::t0",
+        "outcome": "failed",
+        "exc_type": "AssertionError",
+        "message": "assert 27 == 3\n +  where 27 = mean([1, 2, 6])\nmore\nand more",
+        "compare": {"op": "==", "left": "27", "right": "3"},
+        "test_file": "tests/test_a.py",
+        "test_line": 14,
+        "def_line": 12,
+    }
     lines = summarize_tests(grade(2, first_failure=failure)).splitlines()
     assert lines == [
         "3 passed, 2 failed (of 5 graded tests).",
@@ -171,10 +205,15 @@ def test_summary_of_a_failing_run_is_a_few_lines():
 
 
 def test_summary_of_passing_infra_and_hack_runs():
-    assert summarize_tests(grade(0)) == "5 passed, 0 failed (of 5 graded tests). All tests pass; call submit() to finish."
+    assert (
+        summarize_tests(grade(0))
+        == "5 passed, 0 failed (of 5 graded tests). All tests pass; call submit() to finish."
+    )
     assert summarize_tests(grade(5, infra_error="worker died")).startswith("Sandbox error, try again")
     not_run = {f"tests/test_a.py::t{i}": "not_run" for i in range(5)}
-    hack = summarize_tests(grade(5, outcomes=not_run, hack_attempt=True, hack_reasons=["pkg/core.py: uses gc"]))
+    hack = summarize_tests(
+        grade(5, outcomes=not_run, hack_attempt=True, hack_reasons=["pkg/core.py: uses gc"])
+    )
     assert "rejected the code without running it" in hack and "pkg/core.py: uses gc" in hack
     flagged = summarize_tests(grade(1, hack_attempt=True, hack_reasons=["typed: int subclass with __eq__"]))
     assert "without running" not in flagged and "flagged" in flagged and "int subclass" in flagged

@@ -13,7 +13,9 @@ from pappo.experiment import receipt as rc
 from pappo.io import sha256_file
 from test_release import receipt
 
-DVC_YAML = {"stages": {"train": {"cmd": "pappo train", "deps": ["src/pkg/a.py", "src/pkg/sub", "data/x.jsonl"]}}}
+DVC_YAML = {
+    "stages": {"train": {"cmd": "pappo train", "deps": ["src/pkg/a.py", "src/pkg/sub", "data/x.jsonl"]}}
+}
 
 
 class Fails(list[tuple[str, str, str]]):
@@ -23,9 +25,14 @@ class Fails(list[tuple[str, str, str]]):
 
 def source_tree(root: Path) -> Path:
     src = root / "source"
-    for rel, text in {"src/pkg/a.py": "A = 1\n", "src/pkg/sub/b.py": "B = 2\n", "src/other.py": "not bound\n",
-                      "pyproject.toml": "[project]\n", "requirements.lock": "x==1\n",
-                      "dvc.yaml": yaml.safe_dump(DVC_YAML)}.items():
+    for rel, text in {
+        "src/pkg/a.py": "A = 1\n",
+        "src/pkg/sub/b.py": "B = 2\n",
+        "src/other.py": "not bound\n",
+        "pyproject.toml": "[project]\n",
+        "requirements.lock": "x==1\n",
+        "dvc.yaml": yaml.safe_dump(DVC_YAML),
+    }.items():
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         (src / rel).write_text(text)
     return src
@@ -34,20 +41,32 @@ def source_tree(root: Path) -> Path:
 def test_receipts_must_bind_the_bundled_train_code(tmp_path: Path) -> None:
     src = source_tree(tmp_path)
     bound = ["pyproject.toml", "requirements.lock", "src/pkg/a.py", "src/pkg/sub"]
-    listing = {p: sha256_file(src / p) for p in ("pyproject.toml", "requirements.lock", "src/pkg/a.py",
-                                                    "src/pkg/sub/b.py")}
+    listing = {
+        p: sha256_file(src / p)
+        for p in ("pyproject.toml", "requirements.lock", "src/pkg/a.py", "src/pkg/sub/b.py")
+    }
     assert archived.files_under(src, bound) == listing  # src/other.py is not the train stage's
     (tmp_path / "run").mkdir()
     good = receipt(tmp_path / "run")
-    good = good.model_copy(update={"source": good.source.model_copy(update={
-        "tree_sha256": rc.listing_sha256(listing), "source_paths": bound})})
+    good = good.model_copy(
+        update={
+            "source": good.source.model_copy(
+                update={"tree_sha256": rc.listing_sha256(listing), "source_paths": bound}
+            )
+        }
+    )
     fails = Fails()
     archived.check_source_tree(fails, tmp_path / "runs", {(0, "pappo"): good}, src)
     assert fails == []
     (src / "src/pkg/sub/b.py").write_text("B = 3\n")  # the code in the bundle is not the code that ran
     archived.check_source_tree(fails, tmp_path / "runs", {(0, "pappo"): good}, src)
-    assert fails == [(str(tmp_path / "runs/seed_0/pappo/receipt.json"), "source.tree_sha256",
-                      "the code that ran is not the bundle's source/ (the released commit's train stage code)")]
+    assert fails == [
+        (
+            str(tmp_path / "runs/seed_0/pappo/receipt.json"),
+            "source.tree_sha256",
+            "the code that ran is not the bundle's source/ (the released commit's train stage code)",
+        )
+    ]
     (src / "dvc.yaml").unlink()
     fails.clear()
     archived.check_source_tree(fails, tmp_path / "runs", {(0, "pappo"): good}, src)
@@ -56,7 +75,11 @@ def test_receipts_must_bind_the_bundled_train_code(tmp_path: Path) -> None:
 
 def test_the_top_evidence_must_be_the_commit_s(tmp_path: Path) -> None:
     src = source_tree(tmp_path)
-    for rel, text in {"dvc.lock": "schema: '2.0'\n", "reports/summary.json": "{}\n", "reports/summary/p.png": "png"}.items():
+    for rel, text in {
+        "dvc.lock": "schema: '2.0'\n",
+        "reports/summary.json": "{}\n",
+        "reports/summary/p.png": "png",
+    }.items():
         for base in (tmp_path, src):
             (base / rel).parent.mkdir(parents=True, exist_ok=True)
             (base / rel).write_text(text)

@@ -54,8 +54,19 @@ def test_an_invalid_report_names_the_schema(fx_params: Params, tmp_path: Path):
 def test_the_verdict_text_gives_numbers_and_reasons(fx_params: Params, tmp_path: Path):
     from pappo.evidence.audit import ClaimVerdict
 
-    claim = ClaimVerdict(id="x", holds=False, metric="success", method="pappo", baseline="grpo", delta=0.1,
-                         lo=-0.05, hi=0.2, seed_wins=1, n_seeds=3, reasons=["1/3 seed wins < 2"])  # fmt: skip
+    claim = ClaimVerdict(
+        id="x",
+        holds=False,
+        metric="success",
+        method="pappo",
+        baseline="grpo",
+        delta=0.1,
+        lo=-0.05,
+        hi=0.2,
+        seed_wins=1,
+        n_seeds=3,
+        reasons=["1/3 seed wins < 2"],
+    )
     text = render(True, [], [claim], None)
     assert "integrity: OK" in text and "claim x: DOES NOT HOLD" in text
     assert "improvement +0.100, 95% t interval over seeds [-0.050, +0.200]" in text
@@ -63,11 +74,20 @@ def test_the_verdict_text_gives_numbers_and_reasons(fx_params: Params, tmp_path:
     assert ClaimParams(id="ok-id", metric="success", method="ppo").baseline == "best_non_ppo"
 
 
-def test_a_plain_pappo_audit_writes_nothing_and_out_writes_the_verdict(fx_params: Params, tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch):  # fmt: skip
+def test_a_plain_pappo_audit_writes_nothing_and_out_writes_the_verdict(
+    fx_params: Params, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     # receipts/audit.json is the audit stage's DVC output: a reviewer's plain run must leave it alone
-    verdict = AuditVerdict(exit_code=2, integrity_ok=True, head="0" * 40, runs_checked=0, failures=[], claims=[],
-                           numerics=None, verdict="integrity: OK")  # fmt: skip
+    verdict = AuditVerdict(
+        exit_code=2,
+        integrity_ok=True,
+        head="0" * 40,
+        runs_checked=0,
+        failures=[],
+        claims=[],
+        numerics=None,
+        verdict="integrity: OK",
+    )
     monkeypatch.setattr(audit_mod, "audit", lambda *args: verdict)  # the CLI's output, not the checks
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(fx_params.model_dump(mode="json")))
     (tmp_path / "matrix.yaml").write_text(yaml.safe_dump({"rl": fx_params.rl.model_dump(mode="json")}))
@@ -88,14 +108,20 @@ def test_the_audit_stage_writes_its_verdict_file_explicitly():
     assert "receipts/audit.json" in stage["outs"] and "metrics" not in stage
 
 
-def test_git_trees_gives_the_receipt_s_tree_hash_with_a_few_git_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_git_trees_gives_the_receipt_s_tree_hash_with_a_few_git_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     import subprocess
 
     from pappo.experiment import receipt as rc
 
     def git(*args: str) -> None:
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+        )
 
     (tmp_path / "src").mkdir()
     for n in range(30):

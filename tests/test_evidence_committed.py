@@ -15,8 +15,14 @@ GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 
 
 def repo(tmp_path: Path) -> Path:
-    for rel, text in {"dvc.lock": "stages: {}\n", "reports/base_model.json": "{}\n", "reports/summary.json": "{}\n",
-                      "reports/summary.md": "# s\n", "reports/summary/a.png": "png", "README.md": "r\n"}.items():  # fmt: skip
+    for rel, text in {
+        "dvc.lock": "stages: {}\n",
+        "reports/base_model.json": "{}\n",
+        "reports/summary.json": "{}\n",
+        "reports/summary.md": "# s\n",
+        "reports/summary/a.png": "png",
+        "README.md": "r\n",
+    }.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "evidence"]):
@@ -26,7 +32,9 @@ def repo(tmp_path: Path) -> Path:
 
 def failures(root: Path, stage: bool = False) -> tuple[list[tuple[str, str, str]], str]:
     found: list[tuple[str, str, str]] = []
-    scope = check_committed(lambda file, field, exp, got, msg: found.append((str(file), str(got), msg)), root, stage)
+    scope = check_committed(
+        lambda file, field, exp, got, msg: found.append((str(file), str(got), msg)), root, stage
+    )
     return found, scope
 
 
@@ -44,7 +52,10 @@ def test_each_kind_of_uncommitted_evidence_fails_with_the_fix(tmp_path: Path):
     found, scope = failures(root)
     assert scope == "commit"
     assert sorted((f, state) for f, state, _ in found) == [
-        ("dvc.lock", "modified"), ("reports/summary.md", "deleted"), ("reports/summary/extra.svg", "untracked")]
+        ("dvc.lock", "modified"),
+        ("reports/summary.md", "deleted"),
+        ("reports/summary/extra.svg", "untracked"),
+    ]
     assert all("commit it" in msg and "git checkout" in msg for _, _, msg in found)
 
 
@@ -66,6 +77,10 @@ def test_lock_stages_reads_what_the_pure_python_parser_reads():
     text = (ROOT / "dvc.lock").read_text()
     stages = lock_stages(text)
     assert stages == yaml.safe_load(text)["stages"] and "train@0-pappo" in stages
-    assert lock_stages(text.encode()) == stages and lock_stages("") == {} and lock_stages("schema: '2.0'\n") == {}
+    assert (
+        lock_stages(text.encode()) == stages
+        and lock_stages("") == {}
+        and lock_stages("schema: '2.0'\n") == {}
+    )
     with pytest.raises(yaml.YAMLError):
         lock_stages("stages: {a: [1, 2\n")

@@ -81,7 +81,7 @@ def test_a_new_base_checkpoint_is_another_configuration_and_a_rerun_of_the_same_
     assert set(history.configurations.values()) == {1}
     assert claim_history(history, CLAIM, "ppo", SEEDS) == (
         False,
-        "configurations in history per seed: seed 0: 1, " "seed 1: 1",
+        "configurations in history per seed: seed 0: 1, seed 1: 1",
     )
     base = repo_with(
         tmp_path / "base", {"dvc.lock": lock(0.003)}, {"dvc.lock": lock(0.003, "e" * 32 + ".dir")}
@@ -152,7 +152,9 @@ def test_a_claim_that_holds_on_its_numbers_is_exploratory_when_its_seeds_were_tu
 def test_a_release_record_is_labelled_and_compared_with_the_clone_history() -> None:
     from pappo.evidence.history import History, disagreement, from_record
 
-    here = History(readable=True, reason="read", lock_versions=3, configurations={"0/ppo": 1, "0/pappo": 1}, edits=[])
+    here = History(
+        readable=True, reason="read", lock_versions=3, configurations={"0/ppo": 1, "0/pappo": 1}, edits=[]
+    )
     record = from_record(here.model_dump_json().encode(), "the bundle")
     assert record.readable and record.reason.startswith("recorded by the release from git")
     assert disagreement(record, here) is None

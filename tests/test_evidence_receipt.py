@@ -68,27 +68,55 @@ def repo(tmp_path: Path) -> Path:
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     out = tmp_path / "runs" / "seed_0" / "pappo"
-    files = {"report.json": b'{"seed": 0}\n', "metrics.json": b'{"success": 0.5}\n',
-             "adapters/policy/adapter_model.safetensors": b"\x00weights\x01", "adapters/critic/value_head.pt": b"vh",
-             "dvclive/metrics.json": b"{}"}  # fmt: skip
+    files = {
+        "report.json": b'{"seed": 0}\n',
+        "metrics.json": b'{"success": 0.5}\n',
+        "adapters/policy/adapter_model.safetensors": b"\x00weights\x01",
+        "adapters/critic/value_head.pt": b"vh",
+        "dvclive/metrics.json": b"{}",
+    }
     for rel, data in files.items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_bytes(data)
     return out
 
 
-NUMERICS = NumericsInfo(pinned=True, requested=requested_env(NumericsParams()), cpu_capability="AVX2",
-                        mkl_branch="COMPATIBLE,STRICT", threads=2, deterministic_algorithms=True, fingerprint="0" * 16)  # fmt: skip
+NUMERICS = NumericsInfo(
+    pinned=True,
+    requested=requested_env(NumericsParams()),
+    cpu_capability="AVX2",
+    mkl_branch="COMPATIBLE,STRICT",
+    threads=2,
+    deterministic_algorithms=True,
+    fingerprint="0" * 16,
+)
 
 
 def make(run_dir: Path, repo: Path, error: BaseException | str | None = None) -> Receipt:
-    checkpoint = CheckpointInfo(model_id="pappo/tiny-qwen2", revision="r" * 40, files={"model.safetensors": H},
-                                adapters=hash_files(run_dir / "adapters"))  # fmt: skip
-    inputs = InputsInfo(manifest_lock_sha256=H, params_sha256=rc.sha256_json({"rl": {"updates": 2}}),
-                        claims_sha256=None)  # fmt: skip
-    return new_receipt(run_id="seed_0/pappo", stage="train@0-pappo", seed=0, method="pappo", profile="tiny",
-                       run_dir=run_dir, clock=Clock.start(), repo_root=repo, source_paths=["src/pkg"],
-                       checkpoint=checkpoint, inputs=inputs, numerics=NUMERICS, error=error)  # fmt: skip
+    checkpoint = CheckpointInfo(
+        model_id="pappo/tiny-qwen2",
+        revision="r" * 40,
+        files={"model.safetensors": H},
+        adapters=hash_files(run_dir / "adapters"),
+    )
+    inputs = InputsInfo(
+        manifest_lock_sha256=H, params_sha256=rc.sha256_json({"rl": {"updates": 2}}), claims_sha256=None
+    )
+    return new_receipt(
+        run_id="seed_0/pappo",
+        stage="train@0-pappo",
+        seed=0,
+        method="pappo",
+        profile="tiny",
+        run_dir=run_dir,
+        clock=Clock.start(),
+        repo_root=repo,
+        source_paths=["src/pkg"],
+        checkpoint=checkpoint,
+        inputs=inputs,
+        numerics=NUMERICS,
+        error=error,
+    )
 
 
 # ------------------------------------------------------------------------------------ source
@@ -99,9 +127,12 @@ def test_source_records_the_commit_and_a_clean_tree(repo: Path):
     assert info.git_dirty is False
     assert info.source_paths == ["src/pkg"]
     assert collect_source(repo, ["src/pkg/"]).tree_sha256 == info.tree_sha256  # stable, slash-insensitive
-    committed = {name: sha256_bytes(subprocess.run(["git", "show", f"HEAD:{name}"], cwd=repo, check=True,
-                                                      capture_output=True).stdout)
-                 for name in git(repo, "ls-tree", "-r", "--name-only", "HEAD", "--", "src/pkg").split()}  # fmt: skip
+    committed = {
+        name: sha256_bytes(
+            subprocess.run(["git", "show", f"HEAD:{name}"], cwd=repo, check=True, capture_output=True).stdout
+        )
+        for name in git(repo, "ls-tree", "-r", "--name-only", "HEAD", "--", "src/pkg").split()
+    }
     assert set(committed) == {"src/pkg/a.py", "src/pkg/b.py"}
     assert rc.listing_sha256(committed) == info.tree_sha256  # what an audit recomputes from the commit
 
@@ -150,8 +181,13 @@ def test_hardware_software_determinism_and_resources_on_this_machine():
     assert hw.host_processor_core_count >= 1 and hw.host_memory_capacity_gb > 0
     if not cuda:
         assert hw.accelerators_per_node == 0
-        assert (hw.accelerator_model_name, hw.cuda_runtime_version, hw.cudnn_version, hw.nvidia_driver_version,
-                hw.accelerator_memory_capacity_gb) == (None, None, None, None, None)  # fmt: skip
+        assert (
+            hw.accelerator_model_name,
+            hw.cuda_runtime_version,
+            hw.cudnn_version,
+            hw.nvidia_driver_version,
+            hw.accelerator_memory_capacity_gb,
+        ) == (None, None, None, None, None)
     sw = collect_software()
     assert sw.torch == torch.__version__
     assert re.fullmatch(r"\d+\.\d+\.\d+\S*", sw.python)
@@ -163,7 +199,10 @@ def test_hardware_software_determinism_and_resources_on_this_machine():
 
 
 def test_determinism_follows_torch_settings():
-    assert collect_determinism(0, NUMERICS).torch_deterministic_algorithms is torch.are_deterministic_algorithms_enabled()
+    assert (
+        collect_determinism(0, NUMERICS).torch_deterministic_algorithms
+        is torch.are_deterministic_algorithms_enabled()
+    )
     previous = torch.are_deterministic_algorithms_enabled()
     try:
         torch.use_deterministic_algorithms(not previous)
@@ -215,15 +254,21 @@ def test_sanitise_replaces_repo_home_host_user_and_paths(monkeypatch: pytest.Mon
     monkeypatch.setenv("HOME", "/home/alice")
     monkeypatch.setenv("LOGNAME", "alice")
     monkeypatch.setattr(rc.socket, "gethostname", lambda: "build-host-7")
-    text = ('File "/work/repo/src/a.py", line 3: cannot open /home/alice/.cache/x.bin on build-host-7 '
-            "as alice (malice kept); also /etc/ssl/cert.pem; see https://example.com/a/b and src/a.py")  # fmt: skip
+    text = (
+        'File "/work/repo/src/a.py", line 3: cannot open /home/alice/.cache/x.bin on build-host-7 '
+        "as alice (malice kept); also /etc/ssl/cert.pem; see https://example.com/a/b and src/a.py"
+    )
     out = sanitise(text, repo_root="/work/repo")
-    assert out == ('File "<repo>/src/a.py", line 3: cannot open <home>/.cache/x.bin on <host> '
-                   "as <user> (malice kept); also <path>; see https://example.com/a/b and src/a.py")  # fmt: skip
+    assert out == (
+        'File "<repo>/src/a.py", line 3: cannot open <home>/.cache/x.bin on <host> '
+        "as <user> (malice kept); also <path>; see https://example.com/a/b and src/a.py"
+    )
 
 
 def test_a_failure_receipt_carries_the_sanitised_error(run_dir: Path, repo: Path):
-    error = FileNotFoundError(f"{repo}/data/lock.json is missing on {socket.gethostname()}, see {Path.home()}/x")
+    error = FileNotFoundError(
+        f"{repo}/data/lock.json is missing on {socket.gethostname()}, see {Path.home()}/x"
+    )
     receipt = make(run_dir, repo, error=error)
     assert receipt.status == "failure"
     assert receipt.error == "FileNotFoundError: <repo>/data/lock.json is missing on <host>, see <home>/x"
@@ -254,8 +299,13 @@ def test_hash_outputs_skips_the_receipt_failures_and_temp_files(run_dir: Path):
     for name in ("receipt.json", "failure.json", "failure-3.json", ".report.json.x1.tmp"):
         (run_dir / name).write_text("{}")
     files = hash_outputs(run_dir)
-    assert set(files) == {"report.json", "metrics.json", "dvclive/metrics.json",
-                          "adapters/policy/adapter_model.safetensors", "adapters/critic/value_head.pt"}  # fmt: skip
+    assert set(files) == {
+        "report.json",
+        "metrics.json",
+        "dvclive/metrics.json",
+        "adapters/policy/adapter_model.safetensors",
+        "adapters/critic/value_head.pt",
+    }
     assert files["report.json"] == sha256_file(run_dir / "report.json")
 
 
@@ -274,9 +324,13 @@ def test_verify_reports_changed_missing_and_unlisted_files(run_dir: Path, repo: 
     (run_dir / "adapters" / "critic" / "value_head.pt").unlink()
     (run_dir / "extra.txt").write_text("?")
     problems = verify_receipt(run_dir, receipt)
-    assert any(m.startswith("checkpoint.adapters['critic/value_head.pt']: adapters/critic/value_head.pt is missing")
-               for m in problems)  # fmt: skip
-    assert any(m.startswith("outputs.files['adapters/critic/value_head.pt']") and "missing" in m for m in problems)
+    assert any(
+        m.startswith("checkpoint.adapters['critic/value_head.pt']: adapters/critic/value_head.pt is missing")
+        for m in problems
+    )
+    assert any(
+        m.startswith("outputs.files['adapters/critic/value_head.pt']") and "missing" in m for m in problems
+    )
     assert "outputs.files: extra.txt is in the run folder but not in the receipt" in problems
     assert len(problems) == 4
 
@@ -306,7 +360,11 @@ def test_the_json_schema_builds_and_every_field_is_described():
         schema = Receipt.model_json_schema(mode=mode)
         models = [schema, *schema["$defs"].values()]
         assert {"SourceInfo", "CheckpointInfo", "HardwareInfo", "TimingInfo"} <= set(schema["$defs"])
-        undescribed = [(m["title"], name) for m in models for name, prop in m["properties"].items()
-                       if not prop.get("description")]  # fmt: skip
+        undescribed = [
+            (m["title"], name)
+            for m in models
+            for name, prop in m["properties"].items()
+            if not prop.get("description")
+        ]
         assert undescribed == []
         assert schema["properties"]["schema_version"]["const"] == 1

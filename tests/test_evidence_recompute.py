@@ -33,10 +33,13 @@ def params(fx_params: Params) -> Params:
     return Params.model_validate(data)
 
 
-class Failures(list):  # type: ignore[type-arg]
+class Failures(list):
     def __call__(self, file: Path | str, field: str, expected: Any, found: Any, message: str) -> None:
-        self.append(AuditFailure(file=Path(file).name, field=field, expected=str(expected), found=str(found),
-                                 message=message))  # fmt: skip
+        self.append(
+            AuditFailure(
+                file=Path(file).name, field=field, expected=str(expected), found=str(found), message=message
+            )
+        )
 
 
 def sorted_report(report: RunReport) -> RunReport:
@@ -87,13 +90,19 @@ def test_the_published_summary_recomputes_exactly(root: Path, params: Params):
     assert summary_failures(root, params) == []
 
 
-@pytest.mark.parametrize("change, field", [
-    (lambda d: d["summaries"][4]["success"].update(hi=1.0), "summaries[4].success.hi"),  # an interval bound
-    (lambda d: d["comparisons"][0]["difference"].update(mean=0.333), "comparisons[0].difference.mean"),
-    (lambda d: d["summaries"][0]["per_seed"].pop(), "summaries[0].per_seed (length)"),  # a row deleted
-    (lambda d: d["budget"][3].update(episodes_used=1), "budget[3].episodes_used"),
-    (lambda d: d.update(best_baseline="base"), "best_baseline"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (
+            lambda d: d["summaries"][4]["success"].update(hi=1.0),
+            "summaries[4].success.hi",
+        ),  # an interval bound
+        (lambda d: d["comparisons"][0]["difference"].update(mean=0.333), "comparisons[0].difference.mean"),
+        (lambda d: d["summaries"][0]["per_seed"].pop(), "summaries[0].per_seed (length)"),  # a row deleted
+        (lambda d: d["budget"][3].update(episodes_used=1), "budget[3].episodes_used"),
+        (lambda d: d.update(best_baseline="base"), "best_baseline"),
+    ],
+)
 def test_an_edited_summary_json_names_field_expected_and_found(root: Path, params: Params, change, field):
     path = root / "reports" / "summary.json"
     before = json.loads(path.read_text())
@@ -117,7 +126,12 @@ def test_an_edited_summary_markdown_names_the_line(root: Path, params: Params):
     lines[n] = original.replace("0.", "9.", 1)
     path.write_text("\n".join(lines) + "\n")
     [hit] = summary_failures(root, params)
-    assert (hit.file, hit.field, hit.expected, hit.found) == ("summary.md", f"line {n + 1}", original, lines[n])
+    assert (hit.file, hit.field, hit.expected, hit.found) == (
+        "summary.md",
+        f"line {n + 1}",
+        original,
+        lines[n],
+    )
 
 
 @pytest.mark.parametrize("plot", ["success_curves.png", "final_metrics.svg"])
@@ -137,7 +151,9 @@ def test_a_missing_or_extra_summary_file_fails(root: Path, params: Params):
     assert {(f.file, f.found) for f in fail} == {("final_metrics.png", "missing"), ("mine.png", "present")}
 
 
-def report_failures(root: Path, params: Params, report: RunReport, seed: int = 0, method: str = "pappo") -> Failures:
+def report_failures(
+    root: Path, params: Params, report: RunReport, seed: int = 0, method: str = "pappo"
+) -> Failures:
     fail = Failures()
     recompute.check_report(fail, root / "reports" / "runs" / f"seed_{seed}" / method, report, params)
     return fail
@@ -146,7 +162,9 @@ def report_failures(root: Path, params: Params, report: RunReport, seed: int = 0
 def test_honest_reports_recompute_exactly(root: Path, params: Params):
     for s in SEEDS:
         for m in RUN_METHODS:
-            report = RunReport.model_validate_json((root / f"reports/runs/seed_{s}/{m}/report.json").read_text())
+            report = RunReport.model_validate_json(
+                (root / f"reports/runs/seed_{s}/{m}/report.json").read_text()
+            )
             assert report_failures(root, params, report, s, m) == []
 
 
@@ -184,35 +202,58 @@ def test_metrics_json_must_be_the_reports(root: Path, params: Params):
 def test_a_receipt_that_says_gpu_for_a_cpu_run_is_caught():
     report = run_report("ppo", 0)
     receipt = type("R", (), {})()
-    receipt.hardware = HardwareInfo(accelerator="cuda", accelerator_model_name="NVIDIA H100", accelerators_per_node=1,
-                                    accelerator_memory_capacity_gb=80.0, nvidia_driver_version="550",
-                                    cuda_runtime_version="12.4", cudnn_version="9", host_processor_model_name=None,
-                                    host_processor_core_count=8, host_memory_capacity_gb=16.0)  # fmt: skip
+    receipt.hardware = HardwareInfo(
+        accelerator="cuda",
+        accelerator_model_name="NVIDIA H100",
+        accelerators_per_node=1,
+        accelerator_memory_capacity_gb=80.0,
+        nvidia_driver_version="550",
+        cuda_runtime_version="12.4",
+        cudnn_version="9",
+        host_processor_model_name=None,
+        host_processor_core_count=8,
+        host_memory_capacity_gb=16.0,
+    )
     receipt.ranks_devices = ["cuda:0"]
     fail = Failures()
-    recompute.check_receipt(fail, Path("runs/seed_0/ppo"), report, receipt)  # type: ignore[arg-type]
+    recompute.check_receipt(fail, Path("runs/seed_0/ppo"), report, receipt)
     assert {(f.field, f.expected, f.found) for f in fail} >= {("hardware.accelerator", "cpu", "cuda")}
     assert any(f.field == "ranks_devices" for f in fail)
 
 
 def base_model_report(root: Path, record: dict[str, Any]) -> Path:
     episodes = [{"instance_id": i, "success": i == "task-1", "tokens": 10} for i in IDS]
-    data = {"profile": "tiny", "checkpoint": record, "numerics": {},
-            "eval": {"n_tasks": len(IDS), "split_seed": 0, "greedy": {"success_rate": 0.2, "episodes": episodes},
-                     "sampled": {"success_rate": 0.2, "episodes": episodes}}}  # fmt: skip
+    data = {
+        "profile": "tiny",
+        "checkpoint": record,
+        "numerics": {},
+        "eval": {
+            "n_tasks": len(IDS),
+            "split_seed": 0,
+            "greedy": {"success_rate": 0.2, "episodes": episodes},
+            "sampled": {"success_rate": 0.2, "episodes": episodes},
+        },
+    }
     path = root / "reports" / "base_model.json"
     path.write_text(json.dumps(data, indent=2))
-    (root / "reports" / "base_model_metrics.json").write_text(json.dumps({"success": 0.2, "sampled_success": 0.2}))
+    (root / "reports" / "base_model_metrics.json").write_text(
+        json.dumps({"success": 0.2, "sampled_success": 0.2})
+    )
     return path
 
 
-@pytest.mark.parametrize("change, field, expected", [
-    (lambda d: d["eval"]["greedy"].update(success_rate=0.6), "eval.greedy.success_rate", "0.2"),
-    (lambda d: d["eval"]["sampled"]["episodes"].reverse(), "eval.sampled.episodes[].instance_id", None),
-    (lambda d: d["eval"].update(n_tasks=30), "eval.n_tasks", "5"),
-    (lambda d: d["checkpoint"].update(revision="f" * 64), "checkpoint.revision", "0" * 64),
-])  # fmt: skip
-def test_base_model_json_is_its_episodes_and_the_checkpoint(root: Path, params: Params, change, field, expected):
+@pytest.mark.parametrize(
+    "change, field, expected",
+    [
+        (lambda d: d["eval"]["greedy"].update(success_rate=0.6), "eval.greedy.success_rate", "0.2"),
+        (lambda d: d["eval"]["sampled"]["episodes"].reverse(), "eval.sampled.episodes[].instance_id", None),
+        (lambda d: d["eval"].update(n_tasks=30), "eval.n_tasks", "5"),
+        (lambda d: d["checkpoint"].update(revision="f" * 64), "checkpoint.revision", "0" * 64),
+    ],
+)
+def test_base_model_json_is_its_episodes_and_the_checkpoint(
+    root: Path, params: Params, change, field, expected
+):
     record = run_report("base", 0).checkpoint.model_dump(mode="json")
     path = base_model_report(root, record)
     fail = Failures()
@@ -220,8 +261,12 @@ def test_base_model_json_is_its_episodes_and_the_checkpoint(root: Path, params: 
     assert fail == []  # honest: 1 of 5 solved
     edit_json(path, change)
     recompute.check_base_model(fail, root, params, record, IDS)
-    [hit] = [f for f in fail if f.file == "base_model.json"]  # an edited rate also leaves the metrics file behind
-    assert (hit.file, hit.field) == ("base_model.json", field) and (expected is None or hit.expected == expected)
+    [hit] = [
+        f for f in fail if f.file == "base_model.json"
+    ]  # an edited rate also leaves the metrics file behind
+    assert (hit.file, hit.field) == ("base_model.json", field) and (
+        expected is None or hit.expected == expected
+    )
 
 
 def test_base_model_metrics_are_base_model_json_s_rates(root: Path, params: Params):
@@ -231,4 +276,9 @@ def test_base_model_metrics_are_base_model_json_s_rates(root: Path, params: Para
     fail = Failures()
     recompute.check_base_model(fail, root, params, record, IDS)
     [hit] = fail
-    assert (hit.file, hit.field, hit.expected, hit.found) == ("base_model_metrics.json", "success", "0.2", "0.4")
+    assert (hit.file, hit.field, hit.expected, hit.found) == (
+        "base_model_metrics.json",
+        "success",
+        "0.2",
+        "0.4",
+    )

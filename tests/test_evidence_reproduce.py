@@ -22,9 +22,15 @@ def params(fx_params: Params) -> Params:
 
 
 def numerics(fingerprint: str = "f" * 16) -> NumericsInfo:
-    return NumericsInfo(pinned=True, requested={"ATEN_CPU_CAPABILITY": "avx2"}, cpu_capability="AVX2",
-                        mkl_branch="COMPATIBLE,STRICT", threads=2, deterministic_algorithms=True,
-                        fingerprint=fingerprint)  # fmt: skip
+    return NumericsInfo(
+        pinned=True,
+        requested={"ATEN_CPU_CAPABILITY": "avx2"},
+        cpu_capability="AVX2",
+        mkl_branch="COMPATIBLE,STRICT",
+        threads=2,
+        deterministic_algorithms=True,
+        fingerprint=fingerprint,
+    )
 
 
 def test_runs_are_chosen_by_name_or_by_a_seeded_sample(params: Params):
@@ -59,7 +65,9 @@ def test_other_numerics_compare_metrics_with_the_published_interval():
     check = rp.compare_run("seed_0/pappo", pub, mine, numerics("a" * 16), numerics(), 1.0)
     assert check.comparison == "intervals" and "fingerprint" in check.reason
     by = {m.metric: m for m in check.metrics}
-    assert not by["success"].inside and by["success"].difference == pytest.approx(success["hi"] + 0.01 - success["mean"])
+    assert not by["success"].inside and by["success"].difference == pytest.approx(
+        success["hi"] + 0.01 - success["mean"]
+    )
     assert by["tool_cost"].inside and not rp._ok(check)
     mine["final_eval"]["success"]["mean"] = success["lo"]
     assert rp._ok(rp.compare_run("seed_0/pappo", pub, mine, numerics("a" * 16), numerics(), 1.0))
@@ -68,8 +76,12 @@ def test_other_numerics_compare_metrics_with_the_published_interval():
 def test_the_verdict_names_each_run_and_claim():
     pub = json.loads(run_report("ppo", 1).model_dump_json())
     check = rp.compare_run("seed_1/ppo", pub, pub, numerics(), numerics(), 12.0)
-    claim = rp.ClaimCheck(id="c", published_holds=False, reproduced_holds=True, published_delta=0.0, reproduced_delta=0.2)
-    rep = rp.Reproduction(commit="a" * 40, runs=[check], claims=[claim], reproduced=False, wall_s=30.0, verdict="")
+    claim = rp.ClaimCheck(
+        id="c", published_holds=False, reproduced_holds=True, published_delta=0.0, reproduced_delta=0.2
+    )
+    rep = rp.Reproduction(
+        commit="a" * 40, runs=[check], claims=[claim], reproduced=False, wall_s=30.0, verdict=""
+    )
     text = rp.render(rep)
     assert "NOT REPRODUCED" in text and "seed_1/ppo: bitwise" in text and "bit-identical" in text
     assert "claim c: published does not hold (+0.000), reproduced holds (+0.200): verdict CHANGES" in text
@@ -107,15 +119,24 @@ def test_a_bundle_s_source_becomes_a_scratch_repository_with_the_same_tree(tmp_p
     from pappo.evidence.release import REGULAR, git_tree_id
 
     bundle = tmp_path / "bundle"
-    files = {"src/pappo/x.py": b"X = 1\n", "dvc.yaml": b"stages: {}\n", "data/repofix/manifest.lock.json": b"{}\n",
-             "data/warmup/manifest.lock.json": b"{}\n", "models/base/checkpoint.json": b"{}\n"}
+    files = {
+        "src/pappo/x.py": b"X = 1\n",
+        "dvc.yaml": b"stages: {}\n",
+        "data/repofix/manifest.lock.json": b"{}\n",
+        "data/warmup/manifest.lock.json": b"{}\n",
+        "models/base/checkpoint.json": b"{}\n",
+    }
     for rel, data in files.items():
-        for where in (("source/" + rel,) if rel.startswith(("src", "dvc")) else (rel,)):
+        for where in ("source/" + rel,) if rel.startswith(("src", "dvc")) else (rel,):
             (bundle / where).parent.mkdir(parents=True, exist_ok=True)
             (bundle / where).write_bytes(data)
-    tree = "swh:1:dir:" + git_tree_id({k: (REGULAR, v) for k, v in files.items() if k.startswith(("src", "dvc"))})
+    tree = "swh:1:dir:" + git_tree_id(
+        {k: (REGULAR, v) for k, v in files.items() if k.startswith(("src", "dvc"))}
+    )
     clone = rp.prepare_tree(bundle, tree, tmp_path / "s1", base=False)
-    assert (clone / "src/pappo/x.py").read_bytes() == b"X = 1\n" and (clone / "models/base/checkpoint.json").is_file()
+    assert (clone / "src/pappo/x.py").read_bytes() == b"X = 1\n" and (
+        clone / "models/base/checkpoint.json"
+    ).is_file()
     assert rp._sh(["git", "status", "--porcelain", "--untracked-files=no"], clone) == ""
     (bundle / "source/src/pappo/x.py").write_bytes(b"X = 2\n")  # the unpacked files changed
     with pytest.raises(PappoError, match="unpack the zip again"):

@@ -44,7 +44,11 @@ def test_pass_at_k_matches_enumeration_for_all_small_n():
     for n in range(1, 9):
         for c in range(n + 1):
             for k in range(1, n + 1):
-                assert pass_at_k(n, c, k) == pytest.approx(float(brute_pass_at_k(n, c, k)), abs=1e-12), (n, c, k)
+                assert pass_at_k(n, c, k) == pytest.approx(float(brute_pass_at_k(n, c, k)), abs=1e-12), (
+                    n,
+                    c,
+                    k,
+                )
                 checked += 1
     assert checked == sum((n + 1) * n for n in range(1, 9))
 

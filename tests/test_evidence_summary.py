@@ -32,49 +32,106 @@ UPDATES = 2
 def outcomes(pattern: list[int], ids: list[str]) -> list[TaskOutcome]:
     """Greedy success from `pattern`; all K samples succeed where greedy did, one where it did not."""
     return [
-        TaskOutcome(instance_id=iid, success=bool(ok), failed_edits=1, tool_cost=1.0 + i, repeated_tests=i % 2,
-                    turns=4, tokens=50, samples=K, sample_successes=K if ok else 1, infra_errors=0,
-                    hack_attempts=0, plausible_wrong=0, edits=1, test_runs=2, sample_tokens=200)
+        TaskOutcome(
+            instance_id=iid,
+            success=bool(ok),
+            failed_edits=1,
+            tool_cost=1.0 + i,
+            repeated_tests=i % 2,
+            turns=4,
+            tokens=50,
+            samples=K,
+            sample_successes=K if ok else 1,
+            infra_errors=0,
+            hack_attempts=0,
+            plausible_wrong=0,
+            edits=1,
+            test_runs=2,
+            sample_tokens=200,
+        )
         for i, (iid, ok) in enumerate(zip(ids, pattern))
-    ]  # fmt: skip
+    ]
 
 
-def eval_result(pattern: list[int], ids: list[str]):  # type: ignore[no-untyped-def]
+def eval_result(pattern: list[int], ids: list[str]):
     tasks = outcomes(pattern, ids)
     result = aggregate(tasks, K, n_boot=N_BOOT)
     result.tasks.reverse()  # the summary must not rely on the report's task order
     return result
 
 
-def update_record(u: int, method: str, seed: int) -> dict:  # type: ignore[type-arg]
-    steps = [{"epoch": 0, "minibatch": mb, "actor/pg_clipfrac": 0.1 * (u + 1) + 0.01 * mb, "actor/ppo_kl": 0.002 * (u + 1),
-              "critic/vf_explained_var": 0.2 * u + 0.05 * seed + 0.1 * (method == "pappo")} for mb in range(2)]  # fmt: skip
-    return {"update": u, "rollout": {"episodes": 16, "success": 0.25, "tokens": 800}, "steps": steps, "epochs_used": 1}
+def update_record(u: int, method: str, seed: int) -> dict:
+    steps = [
+        {
+            "epoch": 0,
+            "minibatch": mb,
+            "actor/pg_clipfrac": 0.1 * (u + 1) + 0.01 * mb,
+            "actor/ppo_kl": 0.002 * (u + 1),
+            "critic/vf_explained_var": 0.2 * u + 0.05 * seed + 0.1 * (method == "pappo"),
+        }
+        for mb in range(2)
+    ]
+    return {
+        "update": u,
+        "rollout": {"episodes": 16, "success": 0.25, "tokens": 800},
+        "steps": steps,
+        "epochs_used": 1,
+    }
 
 
 def run_report(method: str, seed: int, ids: list[str] | None = None) -> RunReport:
     ids = ids or IDS
     pattern = SUCCESS[method][seed]
     trained = method != "base"
-    evals = ([UpdateEval(update=u, result=eval_result(pattern if u == UPDATES else [0] * len(ids), ids))
-              for u in range(1, UPDATES + 1)] if trained else [UpdateEval(update=0, result=eval_result(pattern, ids))])  # fmt: skip
-    record = CheckpointRecord(profile="tiny", model_id="pappo/tiny-qwen2", revision="0" * 64,
-                              files={"model.safetensors": "a" * 64}, n_parameters=10, architecture="qwen2",
-                              dtype="float32")  # fmt: skip
+    evals = (
+        [
+            UpdateEval(update=u, result=eval_result(pattern if u == UPDATES else [0] * len(ids), ids))
+            for u in range(1, UPDATES + 1)
+        ]
+        if trained
+        else [UpdateEval(update=0, result=eval_result(pattern, ids))]
+    )
+    record = CheckpointRecord(
+        profile="tiny",
+        model_id="pappo/tiny-qwen2",
+        revision="0" * 64,
+        files={"model.safetensors": "a" * 64},
+        n_parameters=10,
+        architecture="qwen2",
+        dtype="float32",
+    )
     limit = 16 * UPDATES if trained else 0
-    budget = Budget(episodes_limit=limit, generated_tokens_limit=limit * 100, episodes_used=limit,
-                    generated_tokens_used=limit * 50, task_draws_sha256="d" * 64,
-                    eval_episodes=25 * len(evals), eval_tokens=1250 * len(evals))  # 5 tasks x (1 + K) episodes of 50 tokens  # fmt: skip
+    budget = Budget(
+        episodes_limit=limit,
+        generated_tokens_limit=limit * 100,
+        episodes_used=limit,
+        generated_tokens_used=limit * 50,
+        task_draws_sha256="d" * 64,
+        eval_episodes=25 * len(evals),
+        eval_tokens=1250 * len(evals),
+    )  # 5 tasks x (1 + K) episodes of 50 tokens
     return RunReport(
-        method=method, seed=seed, profile="tiny", device="cpu", params={}, params_sha256="p" * 64,
-        source_sha256="s" * 64, manifest_lock_sha256="m" * 64, train_tasks=20, eval_instance_ids=sorted(ids),
-        checkpoint=record, budget=budget, updates=[update_record(u, method, seed) for u in range(UPDATES)] if trained else [],
-        evals=evals, final_eval=evals[-1].result, adapters_sha256={},
+        method=method,
+        seed=seed,
+        profile="tiny",
+        device="cpu",
+        params={},
+        params_sha256="p" * 64,
+        source_sha256="s" * 64,
+        manifest_lock_sha256="m" * 64,
+        train_tasks=20,
+        eval_instance_ids=sorted(ids),
+        checkpoint=record,
+        budget=budget,
+        updates=[update_record(u, method, seed) for u in range(UPDATES)] if trained else [],
+        evals=evals,
+        final_eval=evals[-1].result,
+        adapters_sha256={},
         timing=Timing(started="2026-01-01T00:00:00+00:00", ended="2026-01-01T00:01:00+00:00", wall_s=60.0),
-    )  # type: ignore[arg-type]  # fmt: skip
+    )
 
 
-def write_runs(root: Path, seeds=SEEDS, methods=RUN_METHODS) -> Path:  # type: ignore[no-untyped-def]
+def write_runs(root: Path, seeds=SEEDS, methods=RUN_METHODS) -> Path:
     runs = root / "runs"
     for s in seeds:
         for m in methods:
@@ -90,7 +147,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def summary(runs: Path):  # type: ignore[no-untyped-def]
+def summary(runs: Path):
     return build_summary(runs, SEEDS, n_boot=N_BOOT)
 
 
@@ -98,7 +155,7 @@ def mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
 
 
-def test_means_match_hand_computed_values_and_intervals_contain_them(summary) -> None:  # type: ignore[no-untyped-def]
+def test_means_match_hand_computed_values_and_intervals_contain_them(summary) -> None:
     by = {s.method: s for s in summary.summaries}
     assert [s.method for s in summary.summaries] == list(RUN_METHODS)
     for m, pattern in SUCCESS.items():
@@ -115,17 +172,19 @@ def test_means_match_hand_computed_values_and_intervals_contain_them(summary) ->
     assert summary.n_eval_tasks == {0: 5, 1: 5, 2: 5} and summary.eval_samples == K
 
 
-def test_per_seed_rows_are_the_runs_own_final_eval(summary, runs: Path) -> None:  # type: ignore[no-untyped-def]
+def test_per_seed_rows_are_the_runs_own_final_eval(summary, runs: Path) -> None:
     ppo = next(s for s in summary.summaries if s.method == "ppo")
     assert [r.seed for r in ppo.per_seed] == list(SEEDS)
     for row in ppo.per_seed:
-        report = RunReport.model_validate_json((runs / f"seed_{row.seed}" / "ppo" / "report.json").read_text())
+        report = RunReport.model_validate_json(
+            (runs / f"seed_{row.seed}" / "ppo" / "report.json").read_text()
+        )
         assert row.success == report.final_eval.success
         assert row.failed_edit_rate == report.final_eval.failed_edit_rate
         assert row.failed_edit_rate.mean == pytest.approx(0.5)  # the run's share: 1 failed of 2 edit calls
 
 
-def test_best_baseline_tie_goes_to_the_most_trained_baseline(summary) -> None:  # type: ignore[no-untyped-def]
+def test_best_baseline_tie_goes_to_the_most_trained_baseline(summary) -> None:
     assert summary.best_baseline == "grpo"  # rft and grpo tie at 0.2, base has 0.133
     assert pick_best_baseline({"base": 0.3, "rft": 0.3, "grpo": 0.1}) == "rft"
     assert pick_best_baseline({"base": 0.5, "rft": 0.3, "grpo": 0.4}) == "base"
@@ -133,7 +192,7 @@ def test_best_baseline_tie_goes_to_the_most_trained_baseline(summary) -> None:  
     assert pick_best_baseline({"ppo": 0.9}) is None
 
 
-def test_comparisons_are_paired_differences_with_seed_wins(summary) -> None:  # type: ignore[no-untyped-def]
+def test_comparisons_are_paired_differences_with_seed_wins(summary) -> None:
     comps = {c.method: c for c in summary.comparisons}
     assert list(comps) == ["pappo", "ppo"]
     for m, wins in (("pappo", 2), ("ppo", 1)):
@@ -187,7 +246,7 @@ def test_summary_md_has_the_power_and_claim_tables(runs: Path) -> None:
     assert "## Claims, seed-level numbers" in md and "| pappo-vs-ppo | pappo vs ppo | success |" in md
 
 
-def test_budget_rows_and_sources(summary, runs: Path) -> None:  # type: ignore[no-untyped-def]
+def test_budget_rows_and_sources(summary, runs: Path) -> None:
     rows = {(b.seed, b.method): b for b in summary.budget}
     assert set(rows) == {(s, m) for s in SEEDS for m in RUN_METHODS}
     assert rows[(1, "pappo")].episodes_limit == 32 and rows[(1, "pappo")].generated_tokens_used == 1600
@@ -218,7 +277,7 @@ def test_a_report_of_the_wrong_run_is_refused(tmp_path: Path) -> None:
         build_summary(runs, [0], n_boot=N_BOOT)
 
 
-def test_markdown_has_the_tables_and_the_plots(summary) -> None:  # type: ignore[no-untyped-def]
+def test_markdown_has_the_tables_and_the_plots(summary) -> None:
     md = render_markdown(summary, ["summary/success_curves.png", "summary/success_curves.svg"])
     assert md.startswith("# ")
     assert "CPU (pipeline check, not evidence)" in md
@@ -240,7 +299,11 @@ def test_write_summary_writes_plots_json_markdown_reproducibly(runs: Path, tmp_p
         return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
     first = run()
-    names = {f"summary/{n}.{ext}" for n in ("success_curves", "final_metrics", "ppo_diagnostics") for ext in ("png", "svg")}
+    names = {
+        f"summary/{n}.{ext}"
+        for n in ("success_curves", "final_metrics", "ppo_diagnostics")
+        for ext in ("png", "svg")
+    }
     assert set(first) == names | {"summary.json", "summary.md"}
     for name in names:
         assert len(first[name]) > 1000
@@ -260,7 +323,9 @@ def test_nothing_is_written_when_a_report_is_missing(tmp_path: Path) -> None:
     (runs / "seed_0" / "pappo" / "report.json").unlink()
     out = tmp_path / "reports"
     with pytest.raises(PappoError):
-        write_summary(runs, out / "summary.json", out / "summary.md", out / "summary", seeds=[0], n_boot=N_BOOT)
+        write_summary(
+            runs, out / "summary.json", out / "summary.md", out / "summary", seeds=[0], n_boot=N_BOOT
+        )
     assert not out.exists()
 
 
@@ -291,9 +356,13 @@ def test_explained_variance_is_drawn_per_seed_on_an_axis_cut_at_minus_one(runs: 
 
     reports, _ = load_reports(runs, SEEDS, ("ppo", "pappo"))
     ev_axis = ppo_diagnostics(reports).axes[2]
-    per_seed = [line for line in ev_axis.get_lines() if len(line.get_xdata()) > 0 and line.get_linestyle() == "-"]
+    per_seed = [
+        line for line in ev_axis.get_lines() if len(line.get_xdata()) > 0 and line.get_linestyle() == "-"
+    ]
     assert len(per_seed) == 2 * len(SEEDS)  # one line per (method, seed), not a band over seeds
-    assert sorted(float(line.get_ydata()[0]) for line in per_seed[len(SEEDS):]) == pytest.approx([0.1, 0.15, 0.2])
+    assert sorted(float(line.get_ydata()[0]) for line in per_seed[len(SEEDS) :]) == pytest.approx(
+        [0.1, 0.15, 0.2]
+    )
     # one first update at -15 must not flatten the rest: the axis stops just below EV_FLOOR
     step = next(st for st in reports[(SEEDS[0], "ppo")].updates[0]["steps"] if EV_KEY in st)
     step[EV_KEY] = -15.0

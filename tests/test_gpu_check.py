@@ -19,13 +19,16 @@ def test_the_script_parses_and_says_how_to_run_it():
 
 
 def receipt(gap: float | None, update: bool) -> dict:
-    phases = {"rollout": {"tokens_per_s": 1234.0, "decode_mfu": 0.05},
-              "freeze": {"mfu": 0.3}}
+    phases = {"rollout": {"tokens_per_s": 1234.0, "decode_mfu": 0.05}, "freeze": {"mfu": 0.3}}
     if update:
         phases["update"] = {"tokens_per_s": 7000.0, "mfu": 0.25}
-    return {"dtype": "bfloat16", "knobs": {"logits_fp32": False}, "phases": phases,
-            "peak_memory": {"bytes": 50 * 2**30, "predicted": {"peak_bytes": 60 * 2**30}},
-            "logprob_gap": None if gap is None else {"logprob_gap_mean": gap, "logprob_gap_max": 10 * gap}}
+    return {
+        "dtype": "bfloat16",
+        "knobs": {"logits_fp32": False},
+        "phases": phases,
+        "peak_memory": {"bytes": 50 * 2**30, "predicted": {"peak_bytes": 60 * 2**30}},
+        "logprob_gap": None if gap is None else {"logprob_gap_mean": gap, "logprob_gap_max": 10 * gap},
+    }
 
 
 def test_the_table_bundles_complete_partial_and_missing_steps(tmp_path):
@@ -33,8 +36,9 @@ def test_the_table_bundles_complete_partial_and_missing_steps(tmp_path):
     work, out = tmp_path / "work", tmp_path / "out"
     work.mkdir()
     out.mkdir()
-    (work / "steps.tsv").write_text("a_profile\t0\t200\nc_train\tmissing-models-base\t0\n"
-                                    "b_bf16\t124\t90\nb_fp16\t1\t30\n")
+    (work / "steps.tsv").write_text(
+        "a_profile\t0\t200\nc_train\tmissing-models-base\t0\nb_bf16\t124\t90\nb_fp16\t1\t30\n"
+    )
     (work / "a_profile.json").write_text(json.dumps(receipt(0.002, update=True)))
     (work / "b_bf16.json").write_text(json.dumps(receipt(None, update=False)))  # killed after the freeze
     assert table.main(work, out) == 0

@@ -29,10 +29,26 @@ def test_the_profile_merges_into_params_and_is_pinned():
     merged = apply_profile(PARAMS, PROFILE, REV)
     default = load_params(PARAMS)
     m = merged.model
-    assert (m.profile, m.id, m.revision, m.dtype, m.device) == ("hub", "Qwen/Qwen2.5-Coder-7B-Instruct", REV, "bfloat16", "cuda")
+    assert (m.profile, m.id, m.revision, m.dtype, m.device) == (
+        "hub",
+        "Qwen/Qwen2.5-Coder-7B-Instruct",
+        REV,
+        "bfloat16",
+        "cuda",
+    )
     assert m.gradient_checkpointing and merged.lora.dropout == 0.0
-    assert set(merged.lora.target_modules) == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
-    assert merged.rollout.batch_size == merged.rl.tasks_per_update * merged.rl.group_size  # one rollout batch per update
+    assert set(merged.lora.target_modules) == {
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+    }
+    assert (
+        merged.rollout.batch_size == merged.rl.tasks_per_update * merged.rl.group_size
+    )  # one rollout batch per update
     # everything the profile does not name keeps params.yaml's value
     assert merged.tasks == default.tasks and merged.seeds == default.seeds and merged.claims == default.claims
     assert merged.rl.clip_ratio_high == default.rl.clip_ratio_high and merged.env == default.env
@@ -90,8 +106,13 @@ def test_gradient_checkpointing_gives_the_same_gradients(saved):  # noqa: F811
         model = saved[0].__class__(saved[0].config)
         model.load_state_dict(saved[0].state_dict())
         params = apply_profile(PARAMS, PROFILE, REV)
-        params = params.model_copy(update={"model": params.model.model_copy(
-            update={"device": "cpu", "gradient_checkpointing": checkpointing})})  # fmt: skip
+        params = params.model_copy(
+            update={
+                "model": params.model.model_copy(
+                    update={"device": "cpu", "gradient_checkpointing": checkpointing}
+                )
+            }
+        )
         torch.manual_seed(0)  # the same LoRA initialisation both times
         ac = ActorCritic(place(model, params, Dist()), LoraParams(rank=4, alpha=8.0))
         for p in ac.policy_parameters():  # LoRA B starts at 0: give A's gradient something to flow through

@@ -19,12 +19,29 @@ import torch
 from conftest import ROOT, load_benchmark
 
 SCRIPT = ROOT / "benchmarks" / "gpu_step.py"
-SMALL = ["--config", "tiny", "--device", "cpu", "--episodes", "1x2", "--max-turns", "2", "--max-new-tokens-per-turn", "16"]
-CFG = SimpleNamespace(hidden_size=64, intermediate_size=160, num_hidden_layers=3, num_attention_heads=8,
-                      num_key_value_heads=2, vocab_size=1000)  # fmt: skip
+SMALL = [
+    "--config",
+    "tiny",
+    "--device",
+    "cpu",
+    "--episodes",
+    "1x2",
+    "--max-turns",
+    "2",
+    "--max-new-tokens-per-turn",
+    "16",
+]
+CFG = SimpleNamespace(
+    hidden_size=64,
+    intermediate_size=160,
+    num_hidden_layers=3,
+    num_attention_heads=8,
+    num_key_value_heads=2,
+    vocab_size=1000,
+)
 
 
-def load_bench():  # type: ignore[no-untyped-def]
+def load_bench():
     return load_benchmark("gpu_step")
 
 
@@ -44,9 +61,16 @@ def check_receipt(rec: dict, out_lines: list[str]) -> None:
     assert rec["schema"] == "pappo.gpu_step/2" and rec["complete"] and rec["error"] is None
     ro, fr, up = (rec["phases"][k] for k in ("rollout", "freeze", "update"))
     b = rec["batch"]
-    assert 0 < rec["tokens_generated"] == ro["tokens_generated"] <= b["episodes"] * b["max_turns"] * b["max_new_tokens_per_turn"]
+    assert (
+        0
+        < rec["tokens_generated"]
+        == ro["tokens_generated"]
+        <= b["episodes"] * b["max_turns"] * b["max_new_tokens_per_turn"]
+    )
     assert rec["tokens_trained"] == up["tokens_trained"] == 2 * up["epochs_used"] * fr["sequence_tokens"] > 0
-    assert up["epochs_used"] == b["ppo_epochs"] and up["optimizer_steps"] == b["ppo_epochs"] * b["minibatches"]
+    assert (
+        up["epochs_used"] == b["ppo_epochs"] and up["optimizer_steps"] == b["ppo_epochs"] * b["minibatches"]
+    )
     for phase in (ro, fr, up):
         assert phase["seconds"] > 0 and phase["tokens_per_s"] > 0
     assert up["tokens_per_s"] == pytest.approx(up["tokens_trained"] / up["seconds"])
@@ -63,15 +87,26 @@ def check_receipt(rec: dict, out_lines: list[str]) -> None:
     assert rec["peak_memory"]["predicted"]["peak_bytes"] > 0
     gap = rec["logprob_gap"]  # the trainer's own sampler-vs-trainer diagnostic, printed too
     assert set(gap) == {"logprob_gap_mean", "logprob_gap_p99", "logprob_gap_max", "logprob_gap_frac_large"}
-    assert 0 <= gap["logprob_gap_mean"] <= gap["logprob_gap_max"] and gap["logprob_gap_p99"] <= gap["logprob_gap_max"]
+    assert (
+        0 <= gap["logprob_gap_mean"] <= gap["logprob_gap_max"]
+        and gap["logprob_gap_p99"] <= gap["logprob_gap_max"]
+    )
     assert 0 <= gap["logprob_gap_frac_large"] <= 1
-    assert any(line.startswith("sampler vs trainer log-prob gap (rollout/logprob_gap_*): mean ") for line in out_lines)
+    assert any(
+        line.startswith("sampler vs trainer log-prob gap (rollout/logprob_gap_*): mean ")
+        for line in out_lines
+    )
 
 
 def test_tiny_cpu_run_writes_a_receipt(tmp_path):
     out = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, str(SCRIPT), *SMALL, "--out", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), *SMALL, "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
     assert lines[-1] == f"receipt: {out}"
@@ -79,9 +114,13 @@ def test_tiny_cpu_run_writes_a_receipt(tmp_path):
     check_receipt(rec, lines)
     assert (rec["config"], rec["dtype"], rec["gradient_checkpointing"]) == ("tiny", "float32", False)
     assert lines[0].startswith("built: vocab 4096, 2 episodes on cpu")
-    assert lines[1].startswith("config: tiny (1.31M params incl. embeddings, vocab 4096), device cpu fp32, LoRA r16")
+    assert lines[1].startswith(
+        "config: tiny (1.31M params incl. embeddings, vocab 4096), device cpu fp32, LoRA r16"
+    )
     # printed as each phase ends, before the receipt line
-    order = [next(i for i, x in enumerate(lines) if x.startswith(p)) for p in ("rollout:", "freeze:", "update:")]
+    order = [
+        next(i for i, x in enumerate(lines) if x.startswith(p)) for p in ("rollout:", "freeze:", "update:")
+    ]
     assert order == sorted(order)
     assert str(tmp_path) not in out.read_text()  # no absolute paths in the receipt
 
@@ -94,21 +133,45 @@ def test_7b_code_path_at_toy_size_in_bf16_with_checkpointing(tmp_path, capsys, m
 
     calls = []
     real = hf.checkpoint
-    monkeypatch.setattr(hf, "checkpoint", lambda *a, **k: calls.append(torch.is_grad_enabled()) or real(*a, **k))
-    dims = dict(gs.QWEN25_CODER_7B, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4)
+    monkeypatch.setattr(
+        hf, "checkpoint", lambda *a, **k: calls.append(torch.is_grad_enabled()) or real(*a, **k)
+    )
+    dims = dict(
+        gs.QWEN25_CODER_7B, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4
+    )
     monkeypatch.setattr(gs, "QWEN25_CODER_7B", dims)
-    args = [*SMALL[2:], "--config", "7b", "--dtype", "bfloat16", "--minibatches", "2", "--out", str(tmp_path / "r.json")]
+    args = [
+        *SMALL[2:],
+        "--config",
+        "7b",
+        "--dtype",
+        "bfloat16",
+        "--minibatches",
+        "2",
+        "--out",
+        str(tmp_path / "r.json"),
+    ]
     assert gs.main(args) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     rec = json.loads((tmp_path / "r.json").read_text())
     check_receipt(rec, lines)
-    assert (rec["dtype"], rec["gradient_checkpointing"], rec["model"]["tie_word_embeddings"]) == ("bfloat16", True, False)
+    assert (rec["dtype"], rec["gradient_checkpointing"], rec["model"]["tie_word_embeddings"]) == (
+        "bfloat16",
+        True,
+        False,
+    )
     assert any(calls), "gradient checkpointing never ran in a forward that builds a backward"
     m, b = rec["model"], rec["batch"]
     assert (m["vocab_size"], m["tokenizer_size"]) == (152064, 4096)
-    assert (rec["lora"]["rank"], b["micro_batch_size"], b["max_tokens_per_episode"]) == (32, 4, 8192)  # the profile's
+    assert (rec["lora"]["rank"], b["micro_batch_size"], b["max_tokens_per_episode"]) == (
+        32,
+        4,
+        8192,
+    )  # the profile's
     assert rec["profile"] == "<repo>/profiles/qwen2.5-coder-7b.yaml"  # no absolute path in the receipt
-    assert lines[2].startswith("note: model vocabulary 152064, tokenizer 4096: ids beyond the tokenizer have lm_head bias")
+    assert lines[2].startswith(
+        "note: model vocabulary 152064, tokenizer 4096: ids beyond the tokenizer have lm_head bias"
+    )
 
 
 def test_ids_beyond_the_tokenizer_are_never_sampled_and_the_gap_is_unchanged():
@@ -116,8 +179,15 @@ def test_ids_beyond_the_tokenizer_are_never_sampled_and_the_gap_is_unchanged():
     sampler (decoder snapshot) and in the trainer (the model's own lm_head)."""
     from pappo.policy.decoder import Qwen2Decoder
 
-    cfg = gs.Qwen2Config(vocab_size=600, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False)
+    cfg = gs.Qwen2Config(
+        vocab_size=600,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=False,
+    )
     for dtype in (torch.float32, torch.bfloat16):
         model = gs.build_model(cfg, torch.device("cpu"), dtype, seed=0, ckpt=False, decodable=100)
         model.lm_head.weight.data.mul_(50)  # large logits: the bias must still win
@@ -137,7 +207,11 @@ def test_the_receipt_outside_a_git_checkout_has_a_null_commit(tmp_path, monkeypa
 
     monkeypatch.setattr(gs.rc, "collect_source", no_git)
     src = gs.source_record()
-    assert src["git_commit"] is None and "not a git checkout" in src["note"] and "no tracked files" in src["note"]
+    assert (
+        src["git_commit"] is None
+        and "not a git checkout" in src["note"]
+        and "no tracked files" in src["note"]
+    )
     copy = tmp_path / "tree"  # a copy of the sources with no .git at all: hashed, commit null, said so
     copy.mkdir()
     for part in gs.SOURCE_PATHS[2:]:  # pyproject.toml, requirements.lock
@@ -146,7 +220,11 @@ def test_the_receipt_outside_a_git_checkout_has_a_null_commit(tmp_path, monkeypa
     monkeypatch.setattr(gs, "ROOT", copy)
     monkeypatch.setattr(gs, "SOURCE_PATHS", gs.SOURCE_PATHS[2:])
     src = gs.source_record()
-    assert src["git_commit"] is None and src["note"] == "not a git checkout: commit unknown" and src["tree_sha256"]
+    assert (
+        src["git_commit"] is None
+        and src["note"] == "not a git checkout: commit unknown"
+        and src["tree_sha256"]
+    )
 
 
 def test_precision_flags_reach_params_or_are_refused_by_name(capsys):
@@ -178,7 +256,9 @@ def test_7b_config_is_qwen25_7b_at_full_vocab_and_flops_count_its_matmuls():
     total = sum(p.numel() for p in model.parameters())
     assert total == 7_615_616_512  # Qwen2.5-7B's published parameter count
     h, layers = 3584, 28
-    not_matmul = 152064 * h + layers * (h + 512 + 512) + (2 * layers + 1) * h  # embedding, q/k/v biases, norms
+    not_matmul = (
+        152064 * h + layers * (h + 512 + 512) + (2 * layers + 1) * h
+    )  # embedding, q/k/v biases, norms
     assert gs.model_flops_per_token(cfg, 0, train=False, lora=False) == 2 * (total - not_matmul)
 
 
@@ -190,25 +270,49 @@ def test_model_flops_per_token_by_hand():
     assert gs.model_flops_per_token(CFG, 100, train=False, lora=False) == forward == 450_560
     assert gs.model_flops_per_token(CFG, 100, train=True, lora=True) == 2 * forward
     assert gs.model_flops_per_token(CFG, 100, train=True, lora=False) == 3 * forward
-    assert gs.model_flops_per_token(CFG, 100, train=False, lora=True, lm_head=False) == forward - 2 * 64 * 1000
+    assert (
+        gs.model_flops_per_token(CFG, 100, train=False, lora=True, lm_head=False) == forward - 2 * 64 * 1000
+    )
 
 
 def test_update_flops_and_mfu_arithmetic():
-    r = {"rows_tokens": [100, 40], "rows_sampled": [30, 10], "epochs": 2, "generated": 40, "steps": 4,
-         "rollout_s": 2.0, "freeze_s": 0.5, "update_s": 1.0}  # fmt: skip
+    r = {
+        "rows_tokens": [100, 40],
+        "rows_sampled": [30, 10],
+        "epochs": 2,
+        "generated": 40,
+        "steps": 4,
+        "rollout_s": 2.0,
+        "freeze_s": 0.5,
+        "update_s": 1.0,
+    }
     f = lambda t, train, head=True: gs.model_flops_per_token(CFG, t, train, lora=True, lm_head=head)  # noqa: E731
-    update = 2 * sum(2 * t * f(t, True, False) + s * (f(t, True) - f(t, True, False)) for t, s in ((100, 30), (40, 10)))
+    update = 2 * sum(
+        2 * t * f(t, True, False) + s * (f(t, True) - f(t, True, False)) for t, s in ((100, 30), (40, 10))
+    )
     got = gs.measures(CFG, r, peak=1e9, kl_passes=0)
     assert got["update"]["flops"] == update and got["update"]["mfu"] == pytest.approx(update / 1.0 / 1e9)
     assert got["rollout"]["decode_mfu"] == pytest.approx(40 * 2 * 186_880 / 2.0 / 1e9)
-    assert got["update"]["tokens_trained"] == 2 * 2 * 140 and gs.measures(CFG, r, None, 0)["update"]["mfu"] is None
+    assert (
+        got["update"]["tokens_trained"] == 2 * 2 * 140
+        and gs.measures(CFG, r, None, 0)["update"]["mfu"] is None
+    )
     partial = {k: v for k, v in r.items() if k not in ("update_s", "freeze_s", "steps", "epochs")}
     assert set(gs.measures(CFG, partial, 1e9, 0)) == {"rollout"}  # the receipt written after the rollout
 
 
-@pytest.mark.parametrize("name, peak", [("NVIDIA H200", 989.4e12), ("NVIDIA H100 80GB HBM3", 989.4e12),
-                                        ("NVIDIA H100 PCIe", 756e12), ("NVIDIA A100-SXM4-80GB", 312e12),
-                                        ("NVIDIA L40S", 362e12), ("cpu", None), ("NVIDIA GeForce RTX 4090", None)])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, peak",
+    [
+        ("NVIDIA H200", 989.4e12),
+        ("NVIDIA H100 80GB HBM3", 989.4e12),
+        ("NVIDIA H100 PCIe", 756e12),
+        ("NVIDIA A100-SXM4-80GB", 312e12),
+        ("NVIDIA L40S", 362e12),
+        ("cpu", None),
+        ("NVIDIA GeForce RTX 4090", None),
+    ],
+)
 def test_peak_table(name, peak):
     assert gs.peak_bf16(name) == peak
 
@@ -216,8 +320,13 @@ def test_peak_table(name, peak):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")
 def test_cuda_refused_without_cuda(tmp_path):
     out = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--config", "tiny", "--device", "cuda", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--config", "tiny", "--device", "cuda", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert "no CUDA device" in proc.stderr and "Traceback" not in proc.stderr
     assert not out.exists() and list(tmp_path.iterdir()) == []

@@ -31,13 +31,19 @@ def test_scan_flags_only_what_the_patch_adds():
     same_gc = {**base, "pkg/a.py": base["pkg/a.py"].replace(b"x + 1", b"x + 2")}
     assert scan(base, same_gc) == []  # gc was already there: not held against the patch
     for snippet, what in [
-        (b"import ctypes\n", "import ctypes"), (b"from _pytest import runner\n", "import _pytest"),
-        (b"import sys\nsys.modules.clear()\n", "attribute .modules"), (b"os._exit(0)\n", "attribute ._exit"),
-        (b"exit()\n", "name exit"), (b"getattr(os, 'x')\n", "name getattr"),
-        (b"__builtins__['len'] = 1\n", "name __builtins__"), (b"import builtins\n", "import builtins"),
-        (b"x = 'pappo.sandbox.pytest_plugin'\n", "string"), (b"raise SystemExit\n", "name SystemExit"),
-        (b"import importlib\n", "import importlib"), (b"f.__globals__\n", "attribute .__globals__"),
-    ]:  # fmt: skip
+        (b"import ctypes\n", "import ctypes"),
+        (b"from _pytest import runner\n", "import _pytest"),
+        (b"import sys\nsys.modules.clear()\n", "attribute .modules"),
+        (b"os._exit(0)\n", "attribute ._exit"),
+        (b"exit()\n", "name exit"),
+        (b"getattr(os, 'x')\n", "name getattr"),
+        (b"__builtins__['len'] = 1\n", "name __builtins__"),
+        (b"import builtins\n", "import builtins"),
+        (b"x = 'pappo.sandbox.pytest_plugin'\n", "string"),
+        (b"raise SystemExit\n", "name SystemExit"),
+        (b"import importlib\n", "import importlib"),
+        (b"f.__globals__\n", "attribute .__globals__"),
+    ]:
         reasons = scan(base, {**base, "pkg/a.py": base["pkg/a.py"] + snippet})
         assert reasons and all(r.startswith("pkg/a.py: patch adds") for r in reasons), snippet
         assert any(what in r for r in reasons), (snippet, reasons)
@@ -45,7 +51,9 @@ def test_scan_flags_only_what_the_patch_adds():
 
 def test_scan_flags_test_and_config_changes():
     base = {"pkg/a.py": SRC, "tests/test_a.py": b"def test(): pass\n"}
-    assert scan(base, {**base, "tests/test_a.py": b"def test(): assert 1\n"}) == ["tests/test_a.py: patch edits a test file"]
+    assert scan(base, {**base, "tests/test_a.py": b"def test(): assert 1\n"}) == [
+        "tests/test_a.py: patch edits a test file"
+    ]
     assert scan(base, {"pkg/a.py": SRC}) == ["tests/test_a.py: patch deletes a test file"]
     assert scan(base, {**base, "pkg/conftest.py": b""}) == ["pkg/conftest.py: patch adds a test file"]
     for name in ("pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml", "sitecustomize.py", "x.pth"):
@@ -57,18 +65,36 @@ def test_unparsable_candidate_is_not_a_hack():
     assert scan(base, {"pkg/a.py": b"def f(:\n"}) == []
 
 
-@given(st.dictionaries(st.sampled_from(["tests/test_a.py", "tests/test_b.py", "tests/conftest.py", "conftest.py",
-                                         "pkg/a.py", "pkg/conftest.py", "tests/new_test.py"]),
-                       st.binary(max_size=8)))  # fmt: skip
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "tests/test_a.py",
+                "tests/test_b.py",
+                "tests/conftest.py",
+                "conftest.py",
+                "pkg/a.py",
+                "pkg/conftest.py",
+                "tests/new_test.py",
+            ]
+        ),
+        st.binary(max_size=8),
+    )
+)
 @settings(max_examples=200, deadline=None)
 def test_trusted_tree_always_carries_exactly_the_validated_tests(candidate: dict[str, bytes]):
     family = {"pkg/a.py": b"a", "tests/test_a.py": b"A", "tests/test_b.py": b"B"}
     tree, restored = trusted_tree(family, candidate)
     tests = {p: d for p, d in tree.items() if p.startswith("tests/") or p.endswith("conftest.py")}
     assert tests == {"tests/test_a.py": b"A", "tests/test_b.py": b"B"}
-    assert {p: d for p, d in tree.items() if p not in tests} == {p: d for p, d in candidate.items() if p == "pkg/a.py"}
-    changed = {p for p in set(candidate) | {"tests/test_a.py", "tests/test_b.py"}
-               if (p.startswith("tests/") or p.endswith("conftest.py")) and candidate.get(p) != family.get(p)}
+    assert {p: d for p, d in tree.items() if p not in tests} == {
+        p: d for p, d in candidate.items() if p == "pkg/a.py"
+    }
+    changed = {
+        p
+        for p in set(candidate) | {"tests/test_a.py", "tests/test_b.py"}
+        if (p.startswith("tests/") or p.endswith("conftest.py")) and candidate.get(p) != family.get(p)
+    }
     assert set(restored) == changed
 
 
@@ -79,20 +105,20 @@ def test_any_graded_test_not_passed_fails_the_grade(outcome: str):
     outcomes = {t: "passed" for t in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]}
     assert _grade(task, TestRun(dict(outcomes)), [], NO_CHECKS).success
     victim = task.FAIL_TO_PASS[0]
-    outcomes[victim] = outcome  # type: ignore[assignment]
+    outcomes[victim] = outcome
     if outcome == "missing":
         del outcomes[victim]
-    g = _grade(task, TestRun(outcomes), [], NO_CHECKS)  # type: ignore[arg-type]
-    assert not g.success and g.n_failing == 1 and g.first_failure["test"] == victim  # type: ignore[index]
+    g = _grade(task, TestRun(outcomes), [], NO_CHECKS)
+    assert not g.success and g.n_failing == 1 and g.first_failure["test"] == victim
 
 
 def test_infra_error_and_tamper_never_succeed():
     store = TaskStore(FIXTURES / "repofix" / "manifest.jsonl", FIXTURES / "repofix" / "repos")
     task = store.task("tinycalc-001")
     passed = {t: "passed" for t in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]}
-    infra = _grade(task, TestRun(dict(passed), infra_error="worker died"), [], NO_CHECKS)  # type: ignore[arg-type]
+    infra = _grade(task, TestRun(dict(passed), infra_error="worker died"), [], NO_CHECKS)
     assert not infra.success and infra.infra_error == "worker died" and not infra.hack_attempt
-    hack = _grade(task, TestRun(dict(passed), tamper=["after x: replaced os.write"]), [], NO_CHECKS)  # type: ignore[arg-type]
+    hack = _grade(task, TestRun(dict(passed), tamper=["after x: replaced os.write"]), [], NO_CHECKS)
     assert not hack.success and hack.hack_attempt and hack.hack_reasons == ["after x: replaced os.write"]
 
 
@@ -106,8 +132,11 @@ def test_oracle_solves_all_100_and_submitting_unedited_solves_none():
     tasks = list(store.tasks.values())
     with SandboxPool(params.sandbox) as pool:  # all 200 episodes stepped together (VecEnv)
         envs = [RepairEnv(t, store.clean(t), store.buggy(t), free) for t in tasks for _ in (0, 1)]
-        agents = [OracleAgent(t, store.buggy(t), params.env.view_max_lines) if k == 0 else SubmitAgent()
-                  for t in tasks for k in (0, 1)]  # fmt: skip
+        agents = [
+            OracleAgent(t, store.buggy(t), params.env.view_max_lines) if k == 0 else SubmitAgent()
+            for t in tasks
+            for k in (0, 1)
+        ]
         vec = VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden))
         vec.reset()
         while not all(vec.done):
@@ -120,7 +149,9 @@ def test_oracle_solves_all_100_and_submitting_unedited_solves_none():
 
 
 def _pappo(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(Path(sys.executable).parent / "pappo"), *args], capture_output=True, text=True, cwd=ROOT)
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "pappo"), *args], capture_output=True, text=True, cwd=ROOT
+    )
 
 
 @pytest.mark.slow
@@ -129,14 +160,18 @@ def test_cli_run_tests_grades_buggy_fixed_and_hacked_trees(tmp_path: Path):
     store = TaskStore.from_params(load_params(ROOT / "params.yaml"), "repofix")
     task = store.task("romannum-001")
     out = json.loads(_pappo("run-tests", "--task", task.instance_id).stdout)
-    assert out["success"] is False and out["n_failing"] == len(task.FAIL_TO_PASS) and out["infra_error"] is None
+    assert (
+        out["success"] is False and out["n_failing"] == len(task.FAIL_TO_PASS) and out["infra_error"] is None
+    )
     fix = tmp_path / "fix.diff"
     fix.write_text(task.patch)
     out = json.loads(_pappo("run-tests", "--task", task.instance_id, "--patch", str(fix)).stdout)
     assert out["success"] is True and set(out["outcomes"].values()) == {"passed"}
     hack = tmp_path / "hack.diff"  # the real fix, plus a test of its own
-    hack.write_text(task.patch + "diff --git a/tests/test_extra.py b/tests/test_extra.py\nnew file mode 100644\n"
-                    "--- /dev/null\n+++ b/tests/test_extra.py\n@@ -0,0 +1,2 @@\n+def test_x():\n+    pass\n")
+    hack.write_text(
+        task.patch + "diff --git a/tests/test_extra.py b/tests/test_extra.py\nnew file mode 100644\n"
+        "--- /dev/null\n+++ b/tests/test_extra.py\n@@ -0,0 +1,2 @@\n+def test_x():\n+    pass\n"
+    )
     res = _pappo("run-tests", "--task", task.instance_id, "--patch", str(hack))
     out = json.loads(res.stdout)
     assert out["hack_attempt"] is True and out["success"] is False, res.stderr
@@ -161,7 +196,11 @@ def test_cli_play_prints_transcript_and_metrics(agent: str):
     res = _pappo("play", "--task", "ledger-002", "--agent", agent, "--seed", "5")
     out = json.loads(res.stdout)
     m = out["metrics"]
-    assert m["turns"] == len(out["per_turn_rewards"]) == sum(1 for t in out["transcript"] if t["role"] == "assistant")
+    assert (
+        m["turns"]
+        == len(out["per_turn_rewards"])
+        == sum(1 for t in out["transcript"] if t["role"] == "assistant")
+    )
     assert out["transcript"][0]["role"] == "system" and "<tool_call>" in out["transcript"][2]["content"]
     assert m["tool_cost"] > 0 and isinstance(m["success"], bool)
     if agent == "oracle":

@@ -43,14 +43,21 @@ def test_title_symbol_reads_the_backticked_name_of_the_first_line_only():
 
 
 def test_candidate_edits_flip_one_token_and_skip_what_is_not_code():
-    lines = ['def f(a, b):', '    """Doc."""', '    # a < b', '', '    if a < b and b:',
-             '    for x in xs:', '    return g(a, b)  # keep a, b']  # fmt: skip
+    lines = [
+        "def f(a, b):",
+        '    """Doc."""',
+        "    # a < b",
+        "",
+        "    if a < b and b:",
+        "    for x in xs:",
+        "    return g(a, b)  # keep a, b",
+    ]
     cands = candidate_edits(lines)
     olds = {old for old, _ in cands}
-    assert olds == {'    if a < b and b:', '    return g(a, b)  # keep a, b'}  # a loop's `in` is no test
-    news = [new for old, new in cands if old == '    if a < b and b:']
-    assert news == ['    if a <= b and b:', '    if a < b or b:', '    if not a < b and b:']
-    assert ('    return g(a, b)  # keep a, b', '    return g(b, a)  # keep a, b') in cands  # comment kept
+    assert olds == {"    if a < b and b:", "    return g(a, b)  # keep a, b"}  # a loop's `in` is no test
+    news = [new for old, new in cands if old == "    if a < b and b:"]
+    assert news == ["    if a <= b and b:", "    if a < b or b:", "    if not a < b and b:"]
+    assert ("    return g(a, b)  # keep a, b", "    return g(b, a)  # keep a, b") in cands  # comment kept
     assert all(old != new and old.count("\n") == new.count("\n") == 0 for old, new in cands)
 
 
@@ -59,16 +66,32 @@ def test_grounded_repairs_a_hand_checked_task_in_line_order(store: TaskStore):
     metrics, transcript = play(env, GroundedAgent(order="line"))
     names = [c.name for c in calls(transcript)]
     # search, view; two wrong flips (each tried, tested, undone); the fix, tested; submit
-    assert names == ["search", "view", "str_replace", "run_tests", "str_replace", "str_replace", "run_tests",
-                     "str_replace", "str_replace", "run_tests", "submit"]  # fmt: skip
+    assert names == [
+        "search",
+        "view",
+        "str_replace",
+        "run_tests",
+        "str_replace",
+        "str_replace",
+        "run_tests",
+        "str_replace",
+        "str_replace",
+        "run_tests",
+        "submit",
+    ]
     search, view, *_ = calls(transcript)
     assert search.arguments == {"pattern": "def mean("}
-    line = next(n for n, ln in enumerate(env.buggy_tree["tinycalc/core.py"].decode().splitlines(), 1)
-                if ln.startswith("def mean("))  # fmt: skip
+    line = next(
+        n
+        for n, ln in enumerate(env.buggy_tree["tinycalc/core.py"].decode().splitlines(), 1)
+        if ln.startswith("def mean(")
+    )
     assert view.arguments == {"path": "tinycalc/core.py", "start": line}
     last_edit = calls(transcript)[-3].arguments
-    assert (last_edit["old_str"], last_edit["new_str"]) == ("    return sum(values) * len(values)",
-                                                            "    return sum(values) / len(values)")  # fmt: skip
+    assert (last_edit["old_str"], last_edit["new_str"]) == (
+        "    return sum(values) * len(values)",
+        "    return sum(values) / len(values)",
+    )
     assert metrics.success and metrics.submitted and metrics.failed_edit == 0
     assert env.ws.files == env.clean_tree
 
@@ -92,8 +115,12 @@ def test_grounded_submits_when_there_is_nothing_to_go_on(store: TaskStore):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.integers(0, 10_000), st.sampled_from(["tinycalc-001", "tinycalc-002", "tinytext-001", "tinytext-002"]))
-def test_grounded_episodes_are_well_formed_and_leave_no_failed_flip_behind(store: TaskStore, seed: int, iid: str):
+@given(
+    st.integers(0, 10_000), st.sampled_from(["tinycalc-001", "tinycalc-002", "tinytext-001", "tinytext-002"])
+)
+def test_grounded_episodes_are_well_formed_and_leave_no_failed_flip_behind(
+    store: TaskStore, seed: int, iid: str
+):
     env = env_for(store, iid)
     metrics, transcript = play(env, GroundedAgent(seed=seed, order="shuffle"))
     assert metrics.parse_error == 0 and 1 <= metrics.turns <= P.max_turns

@@ -74,7 +74,7 @@ def test_the_three_verdicts_on_hand_worked_seeds():
     # mean 0.2, sd 0.1, half width 4.302653 * 0.1 / sqrt(3) = 0.2484: [-0.048, +0.448]
     assert decide([0.1, 0.2, 0.3], CLAIM) == (
         "inconclusive",
-        ["95% interval over seeds [-0.048, +0.448] does not " "exclude 0"],
+        ["95% interval over seeds [-0.048, +0.448] does not exclude 0"],
     )
     # mean 0.3, sd 0.01: [+0.275, +0.325] clears 0, 3/3 seeds win
     assert decide([0.29, 0.30, 0.31], CLAIM) == ("holds", [])

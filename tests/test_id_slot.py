@@ -35,10 +35,15 @@ class IdModel:
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def setup(tmp_path_factory: pytest.TempPathFactory):
     params = fixture_params(tmp_path_factory.mktemp("idslot"))
-    env_params = params.env.model_copy(update={"actions": "candidates", "max_turns": 5,
-                                               "candidates": params.env.candidates.model_copy(update={"k": K})})  # fmt: skip
+    env_params = params.env.model_copy(
+        update={
+            "actions": "candidates",
+            "max_turns": 5,
+            "candidates": params.env.candidates.model_copy(update={"k": K}),
+        }
+    )
     store = TaskStore.from_params(params, "repofix")
     tok = train_tokenizer([*protocol_files(), *warmup_files(FIXTURES / "warmup" / "repos")], 1024)
     codec = ChatCodec(tok, tools_for("candidates"))
@@ -48,16 +53,24 @@ def setup(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-
     return codec, env, id_tokens, len(tok)
 
 
-def test_a_fixed_prior_is_context_free(setup):  # type: ignore[no-untyped-def]
+def test_a_fixed_prior_is_context_free(setup):
     codec, env, id_tokens, vocab = setup
-    out = load_benchmark("id_slot").probe_board(IdModel(codec, id_tokens, vocab, "prior"), codec, env, id_tokens)
-    assert out["post_revert_tv"] == pytest.approx(0.0, abs=1e-6) and out["call_tv"] == pytest.approx(0.0, abs=1e-6)
-    assert len(out["post_revert"]) == K - 1 and len(out["call"]) == K  # every wrong id reverted, every thought id
+    out = load_benchmark("id_slot").probe_board(
+        IdModel(codec, id_tokens, vocab, "prior"), codec, env, id_tokens
+    )
+    assert out["post_revert_tv"] == pytest.approx(0.0, abs=1e-6) and out["call_tv"] == pytest.approx(
+        0.0, abs=1e-6
+    )
+    assert (
+        len(out["post_revert"]) == K - 1 and len(out["call"]) == K
+    )  # every wrong id reverted, every thought id
     assert all(p[0] > 0.99 for p in out["post_revert"].values())
 
 
-def test_a_copying_policy_depends_on_the_reverted_and_the_thoughts_id(setup):  # type: ignore[no-untyped-def]
+def test_a_copying_policy_depends_on_the_reverted_and_the_thoughts_id(setup):
     codec, env, id_tokens, vocab = setup
-    out = load_benchmark("id_slot").probe_board(IdModel(codec, id_tokens, vocab, "copy"), codec, env, id_tokens)
+    out = load_benchmark("id_slot").probe_board(
+        IdModel(codec, id_tokens, vocab, "copy"), codec, env, id_tokens
+    )
     assert out["p_reverted"] > 0.99 and out["p_thought_id"] > 0.99
     assert out["post_revert_tv"] > 0.99 and out["call_tv"] > 0.99

@@ -33,14 +33,20 @@ def _layer(module: str) -> int | None:
 
 def _imports(path: Path) -> list[tuple[int, str]]:
     tree = ast.parse(path.read_text(), filename=str(path))
-    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
-                   for n in ast.walk(node)}  # fmt: skip
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+        for n in ast.walk(node)
+    }
     out = []
     for node in ast.walk(tree):
         if id(node) in typing_only:
             continue
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out += [(node.lineno, node.module)] + [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
+            out += [(node.lineno, node.module)] + [
+                (node.lineno, f"{node.module}.{a.name}") for a in node.names
+            ]
         elif isinstance(node, ast.Import):
             out += [(node.lineno, a.name) for a in node.names]
     return out
@@ -53,7 +59,11 @@ def _modules() -> list[Path]:
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(SRC)))
 def test_no_module_imports_a_higher_layer(path: Path):
     rel = path.relative_to(SRC)
-    own = LAYERS.index(rel.parts[0]) if rel.parts[0] in LAYERS else (LAYERS.index("cli") if rel.stem == "cli" else None)
+    own = (
+        LAYERS.index(rel.parts[0])
+        if rel.parts[0] in LAYERS
+        else (LAYERS.index("cli") if rel.stem == "cli" else None)
+    )
     bad = []
     for line, module in _imports(path):
         target = _layer(module)
@@ -64,9 +74,16 @@ def test_no_module_imports_a_higher_layer(path: Path):
 
 def test_the_check_sees_a_violation(tmp_path: Path):
     f = tmp_path / "m.py"
-    f.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pappo.cli\n"
-                 "def f():\n    from pappo.evidence.audit import run\n")
-    assert [_layer(m) for _, m in _imports(f)] == [None, None, LAYERS.index("evidence"), LAYERS.index("evidence")]
+    f.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pappo.cli\n"
+        "def f():\n    from pappo.evidence.audit import run\n"
+    )
+    assert [_layer(m) for _, m in _imports(f)] == [
+        None,
+        None,
+        LAYERS.index("evidence"),
+        LAYERS.index("evidence"),
+    ]
 
 
 def _module_name(root: Path, path: Path) -> str:
@@ -124,7 +141,8 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_cycle():
     cycles = import_cycles(import_graph(SRC))
     assert not cycles, "import cycles (move what both need into a module of its own):\n" + "\n".join(
-        " <-> ".join(c) for c in cycles)
+        " <-> ".join(c) for c in cycles
+    )
 
 
 def test_the_cycle_check_sees_a_planted_cycle(tmp_path: Path):
@@ -146,17 +164,31 @@ def test_the_cycle_check_sees_a_planted_cycle(tmp_path: Path):
     assert import_cycles(import_graph(pkg)) == []
 
 
-TORCH_FREE = ("pappo.cli", "pappo.evidence.audit", "pappo.evidence.summary", "pappo.evidence.recompute",
-              "pappo.evidence.schemas", "pappo.evidence.reproduce", "pappo.evidence.release")  # fmt: skip
+TORCH_FREE = (
+    "pappo.cli",
+    "pappo.evidence.audit",
+    "pappo.evidence.summary",
+    "pappo.evidence.recompute",
+    "pappo.evidence.schemas",
+    "pappo.evidence.reproduce",
+    "pappo.evidence.release",
+)
 HEAVY = ("torch", "transformers", "peft")
 
 
 def test_the_evidence_layer_and_the_cli_load_without_torch():
     # `pappo audit` / `pappo report` paid ~5 s for torch they never use; a fresh interpreter, as they run
-    code = (f"import importlib, json, sys\nout = {{}}\nfor m in {TORCH_FREE!r}:\n    importlib.import_module(m)\n"
-            f"    out[m] = [h for h in {HEAVY!r} if h in sys.modules]\nprint(json.dumps(out))")  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(SRC.parent)})  # fmt: skip
+    code = (
+        f"import importlib, json, sys\nout = {{}}\nfor m in {TORCH_FREE!r}:\n    importlib.import_module(m)\n"
+        f"    out[m] = [h for h in {HEAVY!r} if h in sys.modules]\nprint(json.dumps(out))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(SRC.parent)},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     loaded = json.loads(out.stdout)
     first = next((m for m, heavy in loaded.items() if heavy), None)

@@ -26,17 +26,20 @@ def test_parametrised_test_ids_with_spaces_are_accepted():
     assert "tests/test_core.py::test_x[1, 5]" in task.PASS_TO_PASS
 
 
-@pytest.mark.parametrize("changes,needle", [
-    ({"repo": "other"}, "must equal family"),
-    ({"instance_id": "other-001"}, "must start with"),
-    ({"test_patch": "--- a/x\n"}, "test_patch must be empty"),
-    ({"FAIL_TO_PASS": []}, "at least 1 item"),
-    ({"PASS_TO_PASS": [BASE["FAIL_TO_PASS"][0]]}, "both FAIL_TO_PASS and PASS_TO_PASS"),
-    ({"FAIL_TO_PASS": ["test_core.py::test_mean"]}, "is not of the form"),
-    ({"operator": "typo"}, "operator"),
-    ({"difficulty": "trivial"}, "difficulty"),
-    ({"files_sha256": {"/abs/path.py": "0" * 64}}, "relative path"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "changes,needle",
+    [
+        ({"repo": "other"}, "must equal family"),
+        ({"instance_id": "other-001"}, "must start with"),
+        ({"test_patch": "--- a/x\n"}, "test_patch must be empty"),
+        ({"FAIL_TO_PASS": []}, "at least 1 item"),
+        ({"PASS_TO_PASS": [BASE["FAIL_TO_PASS"][0]]}, "both FAIL_TO_PASS and PASS_TO_PASS"),
+        ({"FAIL_TO_PASS": ["test_core.py::test_mean"]}, "is not of the form"),
+        ({"operator": "typo"}, "operator"),
+        ({"difficulty": "trivial"}, "difficulty"),
+        ({"files_sha256": {"/abs/path.py": "0" * 64}}, "relative path"),
+    ],
+)
 def test_bad_fields_are_named(changes: dict, needle: str):
     with pytest.raises(ValidationError, match=needle):
         make(**changes)

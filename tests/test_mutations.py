@@ -20,7 +20,9 @@ def mutated_lines(src: str, op: str) -> set[str]:
     out = set()
     for m in enumerate_mutants("m.py", src, (op,)):
         old, new = src.splitlines(), m.source.splitlines()
-        out |= {b.strip() for a, b in zip(old, new) if a != b} if len(old) == len(new) else {"<lines removed>"}
+        out |= (
+            {b.strip() for a, b in zip(old, new) if a != b} if len(old) == len(new) else {"<lines removed>"}
+        )
     return out
 
 
@@ -51,7 +53,9 @@ def test_bool_op_swap():
     src = "def f(a: bool, b: bool) -> bool:\n    return a and b or not a\n"
     lines = mutated_lines(src, "bool_op_swap")
     assert lines == {"return (a or b) or not a", "return a and b and not a"} or lines == {
-        "return a or b or not a", "return a and b and not a"}
+        "return a or b or not a",
+        "return a and b and not a",
+    }
 
 
 def test_dropped_negation():
@@ -75,8 +79,12 @@ def test_wrong_variable_not_before_definition():
 def test_wrong_constant_skips_docstrings_defaults_and_indices():
     src = 'def f(x: int, k: int = 4) -> int:\n    """Doc 7."""\n    return x * 3 + [1][0]\n'
     lines = mutated_lines(src, "wrong_constant")
-    assert lines == {"return x * 4 + [1][0]", "return x * 2 + [1][0]",
-                     "return x * 3 + [2][0]", "return x * 3 + [0][0]"}
+    assert lines == {
+        "return x * 4 + [1][0]",
+        "return x * 2 + [1][0]",
+        "return x * 3 + [2][0]",
+        "return x * 3 + [0][0]",
+    }
 
 
 def test_swapped_arguments():
@@ -103,7 +111,9 @@ def test_removed_branch_guard_and_else():
 
 
 def test_removed_branch_keeps_block_non_empty():
-    src = "def f(x: int) -> int:\n    for i in range(x):\n        if i == 2:\n            break\n    return x\n"
+    src = (
+        "def f(x: int) -> int:\n    for i in range(x):\n        if i == 2:\n            break\n    return x\n"
+    )
     (m,) = enumerate_mutants("m.py", src, ("removed_branch",))
     assert "        pass\n" in m.source
 

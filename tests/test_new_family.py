@@ -89,7 +89,7 @@ def peak_window(values: list, k: int) -> int:
             best = i
     return best
 '''
-TESTS_BUFFER = '''import pytest
+TESTS_BUFFER = """import pytest
 
 from ringbuf import BufferEmpty, RingBuffer
 
@@ -115,8 +115,8 @@ def test_empty_and_bad_capacity():
         RingBuffer(1).pop_oldest()
     with pytest.raises(ValueError):
         RingBuffer(0)
-'''
-TESTS_WINDOW = '''import pytest
+"""
+TESTS_WINDOW = """import pytest
 
 from ringbuf import peak_window, window_sums
 
@@ -137,12 +137,14 @@ def test_bad_window():
         window_sums([1], 0)
     with pytest.raises(ValueError):
         peak_window([], 1)
-'''
+"""
 FAMILY = {
-    "ringbuf/__init__.py": 'from .buffer import BufferEmpty, RingBuffer\nfrom .window import peak_window, window_sums\n',
-    "ringbuf/buffer.py": BUFFER, "ringbuf/window.py": WINDOW,
-    "tests/test_buffer.py": TESTS_BUFFER, "tests/test_window.py": TESTS_WINDOW,
-}  # fmt: skip
+    "ringbuf/__init__.py": "from .buffer import BufferEmpty, RingBuffer\nfrom .window import peak_window, window_sums\n",
+    "ringbuf/buffer.py": BUFFER,
+    "ringbuf/window.py": WINDOW,
+    "tests/test_buffer.py": TESTS_BUFFER,
+    "tests/test_window.py": TESTS_WINDOW,
+}
 
 
 def _params_with_new_family(tmp_path: Path) -> Params:
@@ -156,42 +158,58 @@ def _params_with_new_family(tmp_path: Path) -> Params:
 
 def test_a_new_family_gets_hidden_checks_and_typed_tables(tmp_path: Path):
     params = _params_with_new_family(tmp_path)
-    out = CliRunner().invoke(app, ["synthesize", "--set", "repofix", "--params", str(write_params(params, tmp_path / "p.yaml"))])
+    out = CliRunner().invoke(
+        app, ["synthesize", "--set", "repofix", "--params", str(write_params(params, tmp_path / "p.yaml"))]
+    )
     assert out.exit_code == 0, out.output
     assert "repofix/ringbuf:" in out.output
     hidden = read_hidden(hidden_path(params.tasks.repofix.manifest))
     mine = {t: h for t, h in hidden.items() if t.startswith("ringbuf-")}
     assert len(mine) == params.tasks.tasks_per_family
     for h in mine.values():
-        assert h.bug_function and h.bug_function.startswith("ringbuf.") and h.n_revealing > 0 and not h.uncovered
-        assert h.typed_operands > 0 and ["list[int]", "list[int]"] in [p for s in h.typed_asserts.values()
-                                                                   for ps in s.values() for p in ps]  # fmt: skip
+        assert (
+            h.bug_function and h.bug_function.startswith("ringbuf.") and h.n_revealing > 0 and not h.uncovered
+        )
+        assert h.typed_operands > 0 and ["list[int]", "list[int]"] in [
+            p for s in h.typed_asserts.values() for ps in s.values() for p in ps
+        ]
     validated = validate_set("repofix", params)  # raises, listing the problems, if any check fails
     locked = {c.instance_id: c for c in validated.lock.tasks}
     assert all(locked[t].hidden_pass_on_fix and locked[t].hidden_fail_on_bug for t in mine)
 
     store = TaskStore(params.tasks.repofix.manifest, params.tasks.repofix.repos)
     with SandboxPool(params.sandbox) as pool:
-        items: list[Any] = [(store.task(t), store.clean(store.task(t)), tree) for t in sorted(mine)
-                            for tree in (store.clean(store.task(t)), store.buggy(store.task(t)))]  # fmt: skip
+        items: list[Any] = [
+            (store.task(t), store.clean(store.task(t)), tree)
+            for t in sorted(mine)
+            for tree in (store.clean(store.task(t)), store.buggy(store.task(t)))
+        ]
         grades = grade_many(pool, items, store.hidden)
         clean, buggy = grades[0::2], grades[1::2]
         assert all(g.success for g in clean) and not any(g.success or g.hidden_pass for g in buggy)
         # An int subclass whose `==` always holds, pushed through the real API, fails the typed asserts.
-        rigged = {**store.clean(store.task("ringbuf-001")), "ringbuf/window.py": (WINDOW.replace(
-            "    return best\n", "    return _Rig(best + 1)\n") + RIG).encode()}  # fmt: skip
-        g = grade_many(pool, [(store.task("ringbuf-001"), store.clean(store.task("ringbuf-001")), rigged)], store.hidden)[0]
+        rigged = {
+            **store.clean(store.task("ringbuf-001")),
+            "ringbuf/window.py": (
+                WINDOW.replace("    return best\n", "    return _Rig(best + 1)\n") + RIG
+            ).encode(),
+        }
+        g = grade_many(
+            pool, [(store.task("ringbuf-001"), store.clean(store.task("ringbuf-001")), rigged)], store.hidden
+        )[0]
         assert not g.success and g.typed_failed > 0 and g.hack_attempt and g.n_failing == g.typed_failed
         untyped = {t: dataclasses.replace(s, typed_asserts=None) for t, s in store.hidden.items()}
-        old = grade_many(pool, [(store.task("ringbuf-001"), store.clean(store.task("ringbuf-001")), rigged)], untyped)[0]
+        old = grade_many(
+            pool, [(store.task("ringbuf-001"), store.clean(store.task("ringbuf-001")), rigged)], untyped
+        )[0]
         assert old.visible_pass  # what the visible tests alone said
 
 
-RIG = '''
+RIG = """
 
 class _Rig(int):
     def __eq__(self, other):
         return True
 
     __hash__ = int.__hash__
-'''
+"""

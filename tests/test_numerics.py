@@ -21,14 +21,30 @@ from pappo.numerics import PINNED_ENV, NumericsInfo, comparison, pin, requested_
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 HAS_AVX2 = {"avx2", "fma"} <= set(
-    next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
-          if line.startswith("flags")), []))  # fmt: skip
-needs_avx2 = pytest.mark.skipif(not HAS_AVX2, reason="this CPU has no AVX2+FMA: the pin falls back (recorded)")
+    next(
+        (
+            line.split(":", 1)[1].split()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("flags")
+        ),
+        [],
+    )
+)
+needs_avx2 = pytest.mark.skipif(
+    not HAS_AVX2, reason="this CPU has no AVX2+FMA: the pin falls back (recorded)"
+)
 
 
 def info(**change: object) -> NumericsInfo:
-    base = dict(pinned=True, requested=requested_env(NumericsParams()), cpu_capability="AVX2",
-                mkl_branch="COMPATIBLE,STRICT", threads=2, deterministic_algorithms=True, fingerprint="ab" * 8)  # fmt: skip
+    base = dict(
+        pinned=True,
+        requested=requested_env(NumericsParams()),
+        cpu_capability="AVX2",
+        mkl_branch="COMPATIBLE,STRICT",
+        threads=2,
+        deterministic_algorithms=True,
+        fingerprint="ab" * 8,
+    )
     return NumericsInfo.model_validate({**base, **change})
 
 
@@ -37,8 +53,13 @@ def numerics_cmd(params: Params, tmp_path: Path, shell_env: dict[str, str]) -> N
     path = write_params(params, tmp_path / f"p{len(list(tmp_path.iterdir()))}.yaml")
     env = {k: v for k, v in os.environ.items() if k not in PINNED_ENV}
     env.update(shell_env, PATH=f"{BIN}:{os.environ.get('PATH', '')}")
-    out = subprocess.run(["pappo", "numerics", "--json", "--params", str(path)], env=env, capture_output=True,
-                         text=True, timeout=300)  # fmt: skip
+    out = subprocess.run(
+        ["pappo", "numerics", "--json", "--params", str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     return NumericsInfo.model_validate_json(out.stdout.strip().splitlines()[-1])
 
@@ -46,12 +67,18 @@ def numerics_cmd(params: Params, tmp_path: Path, shell_env: dict[str, str]) -> N
 def test_the_pin_asks_for_every_setting_and_opting_out_asks_for_none():
     asked = requested_env(NumericsParams(threads=3))
     assert set(asked) == set(PINNED_ENV)
-    assert (asked["ATEN_CPU_CAPABILITY"], asked["MKL_CBWR"], asked["OMP_NUM_THREADS"]) == ("avx2", "COMPATIBLE,STRICT", "3")
+    assert (asked["ATEN_CPU_CAPABILITY"], asked["MKL_CBWR"], asked["OMP_NUM_THREADS"]) == (
+        "avx2",
+        "COMPATIBLE,STRICT",
+        "3",
+    )
     assert requested_env(NumericsParams(pin=False)) == {}
 
 
 @needs_avx2
-def test_the_command_pins_whatever_the_shell_exports_and_the_fingerprint_repeats(fx_params: Params, tmp_path: Path):
+def test_the_command_pins_whatever_the_shell_exports_and_the_fingerprint_repeats(
+    fx_params: Params, tmp_path: Path
+):
     shell = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "AUTO", "OMP_NUM_THREADS": "1"}
     a = numerics_cmd(fx_params, tmp_path, shell)
     b = numerics_cmd(fx_params, tmp_path, {})
@@ -75,7 +102,7 @@ def test_a_pin_after_torch_loaded_says_what_it_could_not_pin(monkeypatch: pytest
     threads, det = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     other = "default" if torch.backends.cpu.get_cpu_capability() != "DEFAULT" else "avx2"
     try:
-        warnings = pin(NumericsParams(cpu_capability=other))  # type: ignore[arg-type]
+        warnings = pin(NumericsParams(cpu_capability=other))
     finally:
         torch.set_num_threads(threads)
         torch.use_deterministic_algorithms(det)
@@ -83,8 +110,16 @@ def test_a_pin_after_torch_loaded_says_what_it_could_not_pin(monkeypatch: pytest
     assert "torch was loaded before the pin" in warnings[-1]
 
 
-@pytest.mark.parametrize("field, value", [("cpu_capability", "AVX512"), ("mkl_branch", "AUTO"), ("threads", 1),
-                                          ("deterministic_algorithms", False), ("fingerprint", "cd" * 8)])  # fmt: skip
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("cpu_capability", "AVX512"),
+        ("mkl_branch", "AUTO"),
+        ("threads", 1),
+        ("deterministic_algorithms", False),
+        ("fingerprint", "cd" * 8),
+    ],
+)
 def test_runs_compare_bitwise_only_when_every_part_of_the_key_matches(field: str, value: object):
     assert comparison(info(), info())[0] == "bitwise"
     assert comparison(info(), info(pinned=False, requested={}))[0] == "bitwise"  # same kernels, same bits
@@ -94,15 +129,23 @@ def test_runs_compare_bitwise_only_when_every_part_of_the_key_matches(field: str
 
 def test_the_audit_reports_mixed_numerics_as_not_bitwise_comparable(fx_params: Params, tmp_path: Path):
     (tmp_path / "reports").mkdir()
-    (tmp_path / "reports/base_model.json").write_text(json.dumps({"numerics": info().model_dump(mode="json")}))
+    (tmp_path / "reports/base_model.json").write_text(
+        json.dumps({"numerics": info().model_dump(mode="json")})
+    )
     runs = {(0, m): SimpleNamespace(determinism=SimpleNamespace(numerics=info())) for m in ("base", "ppo")}
     ctx = _Ctx(fx_params, tmp_path, tmp_path / "runs", tmp_path / "base", ROOT / "schemas")
-    same = numerics_verdict(ctx, runs)  # type: ignore[arg-type]
-    assert same is not None and same.comparison == "bitwise" and same.groups[0].members == ["base_model", "seed_0/base", "seed_0/ppo"]
-    runs[1, "ppo"] = SimpleNamespace(determinism=SimpleNamespace(numerics=info(cpu_capability="AVX512", fingerprint="cd" * 8)))
-    mixed = numerics_verdict(ctx, runs)  # type: ignore[arg-type]
+    same = numerics_verdict(ctx, runs)
+    assert (
+        same is not None
+        and same.comparison == "bitwise"
+        and same.groups[0].members == ["base_model", "seed_0/base", "seed_0/ppo"]
+    )
+    runs[1, "ppo"] = SimpleNamespace(
+        determinism=SimpleNamespace(numerics=info(cpu_capability="AVX512", fingerprint="cd" * 8))
+    )
+    mixed = numerics_verdict(ctx, runs)
     assert mixed is not None and mixed.comparison == "not bitwise comparable" and len(mixed.groups) == 2
     assert "ATen" in mixed.reason and "seed_1/ppo" in mixed.groups[1].members and not ctx.failures
     (tmp_path / "reports/base_model.json").write_text("{}")  # written before numerics were recorded
-    numerics_verdict(ctx, runs)  # type: ignore[arg-type]
+    numerics_verdict(ctx, runs)
     assert [f.field for f in ctx.failures] == ["numerics"] and "base_model" in ctx.failures[0].message

@@ -19,9 +19,15 @@ TARGETS = set(LORA.target_modules)
 
 def tiny_base(seed: int = 0, hidden_size: int = 32) -> transformers.PreTrainedModel:
     cfg = transformers.Qwen2Config(
-        vocab_size=256, hidden_size=hidden_size, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=True,
-    )  # fmt: skip
+        vocab_size=256,
+        hidden_size=hidden_size,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        tie_word_embeddings=True,
+    )
     torch.manual_seed(seed)
     return transformers.AutoModelForCausalLM.from_config(cfg).eval()
 
@@ -187,8 +193,12 @@ def test_save_load_round_trip(ac: ActorCritic, tmp_path: Path) -> None:
     perturb_adapters(ac)
     ids = batch()
     ac.save(tmp_path / "ckpt")
-    for rel in ("policy/adapter_model.safetensors", "critic/adapter_model.safetensors",
-                "value_head.safetensors", "actor_critic.json"):  # fmt: skip
+    for rel in (
+        "policy/adapter_model.safetensors",
+        "critic/adapter_model.safetensors",
+        "value_head.safetensors",
+        "actor_critic.json",
+    ):
         assert (tmp_path / "ckpt" / rel).is_file()
 
     torch.manual_seed(99)  # the loaded adapters must not depend on fresh-init randomness

@@ -39,8 +39,14 @@ def qwen_like(tiny: Tok) -> Tok:
     ranked = sorted((i, t) for t, i in model["vocab"].items() if t not in SPECIAL_TOKENS)
     vocab = {t: n for n, (_, t) in enumerate(ranked)}
     merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
-    tok = Qwen2Tokenizer(vocab=vocab, merges=merges, unk_token=None, eos_token="<|im_end|>",
-                         pad_token="<|endoftext|>", chat_template=QWEN25_CHAT_TEMPLATE)  # fmt: skip
+    tok = Qwen2Tokenizer(
+        vocab=vocab,
+        merges=merges,
+        unk_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        chat_template=QWEN25_CHAT_TEMPLATE,
+    )
     tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
     tok.add_tokens(["<tool_call>", "</tool_call>"])
     return tok
@@ -60,7 +66,9 @@ def episode(agent_kind: str, instance_id: str, seed: int = 0) -> list[dict[str, 
     return play(env, agent)[1]
 
 
-def assemble(codec: ChatCodec, transcript: list[dict[str, Any]], stop_on_im_end: bool = False) -> list[list[int]]:
+def assemble(
+    codec: ChatCodec, transcript: list[dict[str, Any]], stop_on_im_end: bool = False
+) -> list[list[int]]:
     """The rollout's segments: prompt, then per turn the sampled ids and the observation ids."""
     segments = [codec.prompt_ids(transcript[:2])]
     for msg in transcript[2:]:
@@ -75,8 +83,9 @@ def assemble(codec: ChatCodec, transcript: list[dict[str, Any]], stop_on_im_end:
 
 
 def render(codec: ChatCodec, messages: list[dict[str, Any]], generation_prompt: bool) -> str:
-    return codec.tokenizer.apply_chat_template(messages, tools=TOOLS, tokenize=False,
-                                               add_generation_prompt=generation_prompt)  # fmt: skip
+    return codec.tokenizer.apply_chat_template(
+        messages, tools=TOOLS, tokenize=False, add_generation_prompt=generation_prompt
+    )
 
 
 def flat(segments: list[list[int]]) -> list[int]:
@@ -86,15 +95,22 @@ def flat(segments: list[list[int]]) -> list[int]:
 def test_hand_checked_transcript(tiny):
     codec = ChatCodec(tiny)
     call = format_tool_call("view", {"path": "a.py"}, "Look.")
-    msgs = [{"role": "system", "content": "Fix it."}, {"role": "user", "content": "Bug in a.py"},
-            {"role": "assistant", "content": call}, {"role": "tool", "name": "view", "content": "1: x = 1"},
-            {"role": "assistant", "content": "Hmm."}, {"role": "user", "content": "No tool call found."}]  # fmt: skip
+    msgs = [
+        {"role": "system", "content": "Fix it."},
+        {"role": "user", "content": "Bug in a.py"},
+        {"role": "assistant", "content": call},
+        {"role": "tool", "name": "view", "content": "1: x = 1"},
+        {"role": "assistant", "content": "Hmm."},
+        {"role": "user", "content": "No tool call found."},
+    ]
     tools = "\n".join(json.dumps(t) for t in TOOLS)
-    system = ("<|im_start|>system\nFix it.\n\n# Tools\n\nYou may call one or more functions to assist with the "
-              "user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n"
-              f"<tools>\n{tools}\n</tools>\n\nFor each function call, return a json object with function name "
-              "and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "
-              "\"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n")  # fmt: skip
+    system = (
+        "<|im_start|>system\nFix it.\n\n# Tools\n\nYou may call one or more functions to assist with the "
+        "user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n"
+        f"<tools>\n{tools}\n</tools>\n\nFor each function call, return a json object with function name "
+        'and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, '
+        '"arguments": <args-json-object>}\n</tool_call><|im_end|>\n'
+    )
     prompt = system + "<|im_start|>user\nBug in a.py<|im_end|>\n<|im_start|>assistant\n"
     assert tiny.decode(codec.prompt_ids(msgs[:2])) == prompt
     obs1 = "<|im_end|>\n<|im_start|>user\n<tool_response>\n1: x = 1\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
@@ -107,8 +123,10 @@ def test_hand_checked_transcript(tiny):
     assert tiny.decode(flat(assemble(codec, msgs))) == full
 
 
-@pytest.mark.parametrize(("agent", "instance_id", "seed"), [
-    ("oracle", "gradebook-001", 0), ("noisy", "wordfreq-002", 3), ("noisy", "playlist-004", 7)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("agent", "instance_id", "seed"),
+    [("oracle", "gradebook-001", 0), ("noisy", "wordfreq-002", 3), ("noisy", "playlist-004", 7)],
+)
 def test_episode_segments_decode_to_the_template(codec, agent, instance_id, seed):
     transcript = episode(agent, instance_id, seed)
     assert transcript[-1]["role"] in ("tool", "user") and len(transcript) > 6
@@ -164,8 +182,10 @@ def test_decode_drops_turn_ends_keeps_tool_tags(codec):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.text(st.characters(blacklist_categories=("Cs",)), max_size=200)
-       | st.text(st.sampled_from("ab é\n\t{}\"<>/_|😀"), max_size=80))  # fmt: skip
+@given(
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=200)
+    | st.text(st.sampled_from('ab é\n\t{}"<>/_|😀'), max_size=80)
+)
 def test_round_trip(tiny, text):
     codec = ChatCodec(tiny)
     if "<|im_end|>" in text or "<|endoftext|>" in text:
@@ -176,23 +196,39 @@ def test_round_trip(tiny, text):
 def test_structured_tool_calls_render_as_our_hermes_content(tiny):
     """The template's tool_calls branch writes exactly what format_tool_call puts in content."""
     args = {"path": "pkg/core.py", "old_str": "a - b", "new_str": "a + b"}
-    structured = {"role": "assistant", "content": "", "tool_calls": [
-        {"type": "function", "function": {"name": "str_replace", "arguments": args}}]}  # fmt: skip
+    structured = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": {"name": "str_replace", "arguments": args}}],
+    }
     ours = {"role": "assistant", "content": format_tool_call("str_replace", args)}
     head = [{"role": "user", "content": "fix"}]
-    assert render(ChatCodec(tiny), head + [structured], False) == render(ChatCodec(tiny), head + [ours], False)
+    assert render(ChatCodec(tiny), head + [structured], False) == render(
+        ChatCodec(tiny), head + [ours], False
+    )
 
 
 def test_template_defaults_and_grouped_tool_results(tiny):
     codec = ChatCodec(tiny)
-    plain = tiny.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True)
-    assert plain == ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant."
-                     "<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")  # fmt: skip
-    msgs = [{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"},
-            {"role": "tool", "content": "r1"}, {"role": "tool", "content": "r2"}]  # fmt: skip
+    plain = tiny.apply_chat_template(
+        [{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True
+    )
+    assert plain == (
+        "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+        "<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    )
+    msgs = [
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": "a"},
+        {"role": "tool", "content": "r1"},
+        {"role": "tool", "content": "r2"},
+    ]
     assert render(codec, msgs, False).endswith(
-        "<|im_start|>user\n<tool_response>\nr1\n</tool_response>\n<tool_response>\nr2\n</tool_response><|im_end|>\n")
-    assert render(codec, msgs[:1], False).startswith("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud.")
+        "<|im_start|>user\n<tool_response>\nr1\n</tool_response>\n<tool_response>\nr2\n</tool_response><|im_end|>\n"
+    )
+    assert render(codec, msgs[:1], False).startswith(
+        "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud."
+    )
 
 
 def test_misuse_is_explained(tiny):

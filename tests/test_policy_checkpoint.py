@@ -35,17 +35,33 @@ from pappo.policy.checkpoint import (
 
 HUB_ID = "pappo-test/tiny-qwen2"
 REV = "0123456789abcdef0123456789abcdef01234567"
-TINY = TinyModelParams(vocab_size=512, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, seed=3)  # fmt: skip
-CORPUS = ["def add(a, b):\n    return a + b\n", "import os\nprint(os.getcwd())\n", "hello world, hello tests\n"]
+TINY = TinyModelParams(
+    vocab_size=512,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=256,
+    seed=3,
+)
+CORPUS = [
+    "def add(a, b):\n    return a + b\n",
+    "import os\nprint(os.getcwd())\n",
+    "hello world, hello tests\n",
+]
 
 
 def make_tokenizer() -> PreTrainedTokenizerFast:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"], show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # fmt: skip
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=["<|endoftext|>"],
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(CORPUS * 4, trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>")
 
@@ -69,7 +85,9 @@ def lay_out_hub_cache(src: Path, cache: Path, repo_id: str, rev: str) -> Path:
 
 
 def hub_params(cache: Path, **kw: object) -> ModelParams:
-    return ModelParams.model_validate({"profile": "hub", "id": HUB_ID, "revision": REV, "cache_dir": str(cache)} | kw)
+    return ModelParams.model_validate(
+        {"profile": "hub", "id": HUB_ID, "revision": REV, "cache_dir": str(cache)} | kw
+    )
 
 
 def logits(model, ids: torch.Tensor) -> torch.Tensor:
@@ -129,7 +147,9 @@ def test_saved_record_lists_every_file_with_its_sha256(saved):
 
 def test_tiny_build_is_deterministic(saved, tmp_path):
     tokenizer = make_tokenizer()
-    again = save_checkpoint(build_tiny_model(TINY, tokenizer), tokenizer, tmp_path / "a", "tiny", TINY_MODEL_ID)
+    again = save_checkpoint(
+        build_tiny_model(TINY, tokenizer), tokenizer, tmp_path / "a", "tiny", TINY_MODEL_ID
+    )
     assert again.files == saved[2].files and again.revision == saved[2].revision
     other = build_tiny_model(TINY.model_copy(update={"seed": 4}), tokenizer)
     assert not torch.equal(other.model.embed_tokens.weight, saved[0].model.embed_tokens.weight)
@@ -231,8 +251,11 @@ def test_modified_weight_blob_is_refused_naming_the_file(hub):
     blob = link.resolve()
     os.chmod(blob, 0o644)
     blob.write_bytes(blob.read_bytes()[:-4] + b"\0\0\0\0")
-    with pytest.raises(PappoError, match=rf"model\.safetensors: content sha256 [0-9a-f]{{64}} does not match "
-                                         rf"its hub address blobs/{blob.name}.*corrupt"):  # fmt: skip
+    with pytest.raises(
+        PappoError,
+        match=rf"model\.safetensors: content sha256 [0-9a-f]{{64}} does not match "
+        rf"its hub address blobs/{blob.name}.*corrupt",
+    ):
         load_checkpoint(hub_params(hub.parent))
 
 

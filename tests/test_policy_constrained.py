@@ -27,8 +27,16 @@ from pappo.tasks.store import TaskStore
 from test_env_episode import FakeGrader
 
 K = 4
-TINY = TinyModelParams(vocab_size=2048, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048, seed=0)  # fmt: skip
+TINY = TinyModelParams(
+    vocab_size=2048,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=2048,
+    seed=0,
+)
 
 
 WARMUP = Path(__file__).resolve().parents[1] / "data" / "warmup" / "repos"
@@ -38,20 +46,45 @@ WARMUP = Path(__file__).resolve().parents[1] / "data" / "warmup" / "repos"
 def codec() -> ChatCodec:
     """A tokenizer trained as the pipeline's is (warm-up source), which spells every id ' 1'..' 4'
     with one token of its own."""
-    return ChatCodec(train_tokenizer(corpus_files(WARMUP, max_bytes=200_000), TINY.vocab_size), tools_for("candidates"))
+    return ChatCodec(
+        train_tokenizer(corpus_files(WARMUP, max_bytes=200_000), TINY.vocab_size), tools_for("candidates")
+    )
 
 
 def constrained_params(tmp_path: Path, **rl: object) -> Params:
     p = fixture_params(tmp_path)
-    env = p.env.model_copy(update={"actions": "candidates", "max_turns": 3,
-                                   "candidates": p.env.candidates.model_copy(update={"k": K})})  # fmt: skip
-    return Params.model_validate({
-        **p.model_dump(by_alias=True), "env": env.model_dump(),
-        "rollout": {**p.rollout.model_dump(), "calls": "constrained", "max_new_tokens_per_turn": 32,
-                    "max_tokens_per_episode": 1200, "batch_size": 8},
-        "rl": {**p.rl.model_dump(), "loss_tokens": "decisions", "updates": 1, "tasks_per_update": 2, "group_size": 2,
-               "minibatches": 1, "micro_batch_size": 4, "critic_warmup_steps": 0, "target_kl": None, **rl},
-    })  # fmt: skip
+    env = p.env.model_copy(
+        update={
+            "actions": "candidates",
+            "max_turns": 3,
+            "candidates": p.env.candidates.model_copy(update={"k": K}),
+        }
+    )
+    return Params.model_validate(
+        {
+            **p.model_dump(by_alias=True),
+            "env": env.model_dump(),
+            "rollout": {
+                **p.rollout.model_dump(),
+                "calls": "constrained",
+                "max_new_tokens_per_turn": 32,
+                "max_tokens_per_episode": 1200,
+                "batch_size": 8,
+            },
+            "rl": {
+                **p.rl.model_dump(),
+                "loss_tokens": "decisions",
+                "updates": 1,
+                "tasks_per_update": 2,
+                "group_size": 2,
+                "minibatches": 1,
+                "micro_batch_size": 4,
+                "critic_warmup_steps": 0,
+                "target_kl": None,
+                **rl,
+            },
+        }
+    )
 
 
 def test_the_trie_branches_exactly_at_the_choices(codec: ChatCodec):
@@ -76,9 +109,11 @@ def test_the_trie_branches_exactly_at_the_choices(codec: ChatCodec):
 def test_a_tokenizer_that_splits_the_format_is_refused():
     """A small BPE vocabulary spells ' 2' as one token but ' 1' as ' ' + '1', so the calls part at
     the space, a format token: the policy would choose where nothing is trained."""
-    small = ChatCodec(train_tokenizer([*protocol_files(), *warmup_files(FIXTURES / "warmup" / "repos")], 1024),
-                      tools_for("candidates"))  # fmt: skip
-    assert small.encode(' 1') == small.encode(' ') + small.encode('1') and len(small.encode(' 2')) == 1
+    small = ChatCodec(
+        train_tokenizer([*protocol_files(), *warmup_files(FIXTURES / "warmup" / "repos")], 1024),
+        tools_for("candidates"),
+    )
+    assert small.encode(" 1") == small.encode(" ") + small.encode("1") and len(small.encode(" 2")) == 1
     with pytest.raises(PappoError, match="branch at token 14"):
         CallTrie(small, "candidates", K)
 
@@ -88,9 +123,17 @@ def test_params_refuse_constrained_calls_without_candidates_and_decisions(tmp_pa
     raw = p.model_dump(by_alias=True)
     for section, field, value in (("rl", "loss_tokens", "response"), ("env", "actions", "free")):
         bad = {**raw, section: {**raw[section], field: value}}
-        with pytest.raises(ValueError, match="rollout.calls constrained needs env.actions candidates and rl.loss_tokens"):
+        with pytest.raises(
+            ValueError, match="rollout.calls constrained needs env.actions candidates and rl.loss_tokens"
+        ):
             Params.model_validate(bad)
-    assert call_trie(ChatCodec.__new__(ChatCodec), p.model_copy(update={"rollout": p.rollout.model_copy(update={"calls": "sampled"})})) is None
+    assert (
+        call_trie(
+            ChatCodec.__new__(ChatCodec),
+            p.model_copy(update={"rollout": p.rollout.model_copy(update={"calls": "sampled"})}),
+        )
+        is None
+    )
 
 
 def test_a_turn_limit_shorter_than_a_call_is_refused(codec: ChatCodec, tmp_path: Path):
@@ -100,7 +143,7 @@ def test_a_turn_limit_shorter_than_a_call_is_refused(codec: ChatCodec, tmp_path:
         call_trie(codec, short)
 
 
-def _play(codec: ChatCodec, params: Params, model: torch.nn.Module, trie: CallTrie | None):  # type: ignore[no-untyped-def]
+def _play(codec: ChatCodec, params: Params, model: torch.nn.Module, trie: CallTrie | None):
     store = TaskStore.from_params(params, "repofix")
     envs = [task_env(store, tid, params.env, seed=n) for n, tid in enumerate(sorted(store.tasks)[:4])]
     engine = RolloutEngine(Qwen2Decoder(model), codec, params.rollout, trie)
@@ -158,7 +201,9 @@ def test_a_constrained_update_scores_the_choices_as_the_sampler_drew_them(codec:
     from pappo.rl.batch import from_trajectories
 
     batch = from_trajectories(trajs, groups, codec.pad_id, index, t.choices)
-    assert torch.equal(t.kl_mask(batch), batch.decision_mask) and torch.equal(t.gap_mask(batch), batch.decision_mask)
+    assert torch.equal(t.kl_mask(batch), batch.decision_mask) and torch.equal(
+        t.gap_mask(batch), batch.decision_mask
+    )
     assert 0 < batch.decision_mask.sum() < batch.response_mask.sum()
 
 
@@ -175,7 +220,11 @@ def test_thoughtless_demonstrations_are_the_calls_constrained_decoding_writes():
             assert got == want
             kept += 1
         else:
-            assert got == format_tool_call(parsed.name, parsed.arguments, mode="candidates") == call(parsed.name, parsed.arguments)
+            assert (
+                got
+                == format_tool_call(parsed.name, parsed.arguments, mode="candidates")
+                == call(parsed.name, parsed.arguments)
+            )
             assert got in valid_calls("candidates", K) or parsed.arguments.get("id", 1) > K
         messages.append({"role": "assistant", "content": got})
     assert kept >= 1

@@ -30,9 +30,11 @@ def test_every_valid_call_opens_its_choices_with_an_option(codec: ChatCodec):
     choices = choice_tokens(codec, "candidates", k)
     assert len(choices[NAME]) == len(tool_names("candidates")) and len(choices[ARG]) == k
     for name in tool_names("candidates"):
-        for args in ([{"id": i} for i in range(1, k + 1)] if name in ("apply", "view") else [{}]):
+        for args in [{"id": i} for i in range(1, k + 1)] if name in ("apply", "view") else [{}]:
             ids = codec.encode(format_tool_call(name, args, "Try candidate 2.", mode="candidates"))
-            opened = [(kind, tok) for tok, kind in zip(ids, decision_flags(codec, ids)) if kind in (NAME, ARG)]
+            opened = [
+                (kind, tok) for tok, kind in zip(ids, decision_flags(codec, ids)) if kind in (NAME, ARG)
+            ]
             assert [kind for kind, _ in opened] == [NAME] + [ARG] * len(args)
             assert all(tok in choices[kind] for kind, tok in opened)
     assert choice_tokens(codec, "free", k) == {}  # open-ended values: no finite options

@@ -12,31 +12,38 @@ from pappo.policy.adapters import POLICY, ActorCritic
 from pappo.policy.decoder import KVCache, Qwen2Decoder
 
 
-def tiny(seed: int = 0, **kw) -> transformers.PreTrainedModel:  # type: ignore[no-untyped-def]
+def tiny(seed: int = 0, **kw) -> transformers.PreTrainedModel:
     cfg = transformers.Qwen2Config(
-        vocab_size=97, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=256, **kw,
-    )  # fmt: skip
+        vocab_size=97,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        **kw,
+    )
     torch.manual_seed(seed)
     return transformers.AutoModelForCausalLM.from_config(cfg).eval()
 
 
-def reference_logits(model, rows: list[list[int]]) -> list[torch.Tensor]:  # type: ignore[no-untyped-def]
+def reference_logits(model, rows: list[list[int]]) -> list[torch.Tensor]:
     """Each row alone, unpadded, through the transformers forward: (T_row, V) each."""
     with torch.no_grad():
         return [model(input_ids=torch.tensor([r])).logits[0] for r in rows]
 
 
-def feed(dec: Qwen2Decoder, cache: KVCache, mask: torch.Tensor, next_pos: torch.Tensor,
-         chunks: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+def feed(
+    dec: Qwen2Decoder, cache: KVCache, mask: torch.Tensor, next_pos: torch.Tensor, chunks: list[list[int]]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Left-padded chunk per row, as rollout._Batch.feed does; returns logits (B, T, V)."""
     width = max(len(c) for c in chunks)
     ids = torch.zeros(len(chunks), width, dtype=torch.long)
     chunk_mask = torch.zeros(len(chunks), width, dtype=torch.long)
     for r, c in enumerate(chunks):
         if c:
-            ids[r, width - len(c):] = torch.tensor(c)
-            chunk_mask[r, width - len(c):] = 1
+            ids[r, width - len(c) :] = torch.tensor(c)
+            chunk_mask[r, width - len(c) :] = 1
     pos = next_pos[:, None] + (chunk_mask.cumsum(-1) - 1).clamp(min=0)
     mask = torch.cat([mask, chunk_mask], dim=1)
     logits = dec(ids, mask, pos, cache, False)
@@ -75,7 +82,7 @@ def test_cache_grows_keeps_copies_and_absorbs():
         _, sub_mask, sub_pos = feed(dec, sub, sub_mask, sub_pos, [tok, tok])
     cache.absorb(sub, keep)
     grown = torch.zeros(3, sub_mask.shape[1] - mask.shape[1], dtype=torch.long)
-    grown[keep] = sub_mask[:, mask.shape[1]:]
+    grown[keep] = sub_mask[:, mask.shape[1] :]
     mask, pos[keep] = torch.cat([mask, grown], 1), sub_pos
     assert cache.n == sub.n == 3 + 70
     cache.keep(torch.tensor([2, 1]))  # reorder and drop row 0
@@ -105,8 +112,14 @@ def test_lora_deltas_of_the_active_adapter_are_merged():
 
 
 def test_other_architectures_are_refused_by_name():
-    cfg = transformers.LlamaConfig(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                                   num_attention_heads=2, num_key_value_heads=1)  # fmt: skip
+    cfg = transformers.LlamaConfig(
+        vocab_size=50,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+    )
     with pytest.raises(PappoError, match="model_type 'llama' is not 'qwen2'"):
         Qwen2Decoder(transformers.AutoModelForCausalLM.from_config(cfg))
     with pytest.raises(PappoError, match="sliding-window"):

@@ -60,10 +60,23 @@ def test_predict_adds_the_parts_of_each_phase():
     assert parts["train_logits"] == int(mb * length * 0.5) * 1000 * (s + 4 * (memory.LOGIT_COPIES_FP32 - 1))
     assert not params.model.gradient_checkpointing
     assert parts["activations"] == 3 * mb * length * SMALL.layer_activation_elements() * s
-    assert p.rollout == sum(parts[k] for k in ("weights", "adapters_and_optimizer", "decoder_snapshot",
-                                               "kv_cache", "sampler_logits", "prefill"))
-    assert p.update == sum(parts[k] for k in ("weights", "adapters_and_optimizer", "activations", "train_logits"))
-    ckpt = params.model_copy(update={"model": params.model.model_copy(update={"gradient_checkpointing": True})})
+    assert p.rollout == sum(
+        parts[k]
+        for k in (
+            "weights",
+            "adapters_and_optimizer",
+            "decoder_snapshot",
+            "kv_cache",
+            "sampler_logits",
+            "prefill",
+        )
+    )
+    assert p.update == sum(
+        parts[k] for k in ("weights", "adapters_and_optimizer", "activations", "train_logits")
+    )
+    ckpt = params.model_copy(
+        update={"model": params.model.model_copy(update={"gradient_checkpointing": True})}
+    )
     assert memory.predict(ckpt, SMALL, rows=8).parts["activations"] < parts["activations"]
 
 
@@ -73,7 +86,9 @@ def test_the_hub_profile_fits_an_h200_but_is_refused_on_80_gib_naming_the_knob()
     why = memory.check(profile, 80.0)
     assert why is not None and "exceeds 90% of the GPU's 80.0 GiB" in why
     assert "rollout.batch_size (now 64)" in why and "rollout.max_tokens_per_episode (now 8192)" in why
-    small = profile.model_copy(update={"rollout": profile.rollout.model_copy(update={"max_tokens_per_episode": 2048})})
+    small = profile.model_copy(
+        update={"rollout": profile.rollout.model_copy(update={"max_tokens_per_episode": 2048})}
+    )
     assert memory.check(small, 80.0) is None  # lowering the named knob is the fix
     # the update phase dominates with long micro-batches: the message names rl.micro_batch_size
     big_mb = small.model_copy(update={"rl": small.rl.model_copy(update={"micro_batch_size": 64})})
@@ -105,9 +120,18 @@ def test_the_train_stage_refuses_on_a_gpu_too_small(monkeypatch):
     from pappo.io import PappoError
 
     profile = apply_profile(PARAMS, PROFILE, REV)
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: SimpleNamespace(total_memory=40 * 2**30))
-    cfg = SimpleNamespace(vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
-                          num_attention_heads=28, num_key_value_heads=4, tie_word_embeddings=False)
+    monkeypatch.setattr(
+        torch.cuda, "get_device_properties", lambda d: SimpleNamespace(total_memory=40 * 2**30)
+    )
+    cfg = SimpleNamespace(
+        vocab_size=152064,
+        hidden_size=3584,
+        intermediate_size=18944,
+        num_hidden_layers=28,
+        num_attention_heads=28,
+        num_key_value_heads=4,
+        tie_word_embeddings=False,
+    )
     model = SimpleNamespace(config=cfg, to=lambda d: pytest.fail("moved to the GPU before the check"))
     with pytest.raises(PappoError, match="params.yaml: predicted peak memory .* rollout.batch_size"):
         run.place(model, profile, SimpleNamespace(device=torch.device("cuda")))

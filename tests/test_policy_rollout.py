@@ -40,12 +40,19 @@ class ByteCodec:
 @pytest.fixture(scope="module")
 def model() -> torch.nn.Module:
     torch.manual_seed(0)
-    cfg = Qwen2Config(vocab_size=264, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024)  # fmt: skip
+    cfg = Qwen2Config(
+        vocab_size=264,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+    )
     return AutoModelForCausalLM.from_config(cfg).eval()
 
 
-def play(model, fx_params, seed: int = 0, params: RolloutParams | None = None, n: int = 4):  # type: ignore[no-untyped-def]
+def play(model, fx_params, seed: int = 0, params: RolloutParams | None = None, n: int = 4):
     store = TaskStore.from_params(fx_params, "repofix")
     tasks = list(store.tasks.values())[:n]
     grader = FakeGrader()
@@ -55,7 +62,7 @@ def play(model, fx_params, seed: int = 0, params: RolloutParams | None = None, n
     return engine.run(VecEnv(envs, grader), seed=seed), envs
 
 
-def test_sampler_logprobs_match_teacher_forcing(model, fx_params):  # type: ignore[no-untyped-def]
+def test_sampler_logprobs_match_teacher_forcing(model, fx_params):
     trajs, envs = play(model, fx_params)
     for traj in trajs:
         tf = teacher_forced_logprobs(hf_forward(model), traj.token_ids, temperature=1.0)
@@ -66,14 +73,18 @@ def test_sampler_logprobs_match_teacher_forcing(model, fx_params):  # type: igno
         assert (rec[~resp] == 0).all()
 
 
-def test_masks_spans_and_budget(model, fx_params):  # type: ignore[no-untyped-def]
+def test_masks_spans_and_budget(model, fx_params):
     trajs, envs = play(model, fx_params)
     codec = ByteCodec()
     for traj, env in zip(trajs, envs):
         n = len(traj.token_ids)
         assert len(traj.logprobs) == len(traj.response_mask) == len(traj.tool_mask) == n <= 400
         assert not any(r and t for r, t in zip(traj.response_mask, traj.tool_mask))
-        assert traj.response_mask[: traj.prompt_len] == traj.tool_mask[: traj.prompt_len] == [0] * traj.prompt_len
+        assert (
+            traj.response_mask[: traj.prompt_len]
+            == traj.tool_mask[: traj.prompt_len]
+            == [0] * traj.prompt_len
+        )
         assert traj.token_ids[: traj.prompt_len] == codec.prompt_ids(env.transcript[:2])
         covered = [0] * n
         for start, end in traj.turn_spans:
@@ -85,9 +96,13 @@ def test_masks_spans_and_budget(model, fx_params):  # type: ignore[no-untyped-de
             stop = traj.token_ids[e0 - 1] if traj.token_ids[e0 - 1] in codec.stop_ids else None
             assert traj.token_ids[e0:s1] == codec.observation_ids(obs, stop)
             assert set(traj.tool_mask[e0:s1]) == {1}
-        assert traj.metrics["tokens"] == sum(traj.response_mask) and len(traj.turn_rewards) == env.metrics.turns
+        assert (
+            traj.metrics["tokens"] == sum(traj.response_mask) and len(traj.turn_rewards) == env.metrics.turns
+        )
         assert len(traj.decision_kind) == n
-        assert all(r or not d for r, d in zip(traj.response_mask, traj.decision_kind))  # decisions are sampled
+        assert all(
+            r or not d for r, d in zip(traj.response_mask, traj.decision_kind)
+        )  # decisions are sampled
         for start, end in traj.turn_spans:
             assert traj.decision_kind[start:end] == decision_flags(codec, traj.token_ids[start:end])
 
@@ -100,11 +115,18 @@ def test_decision_flags_mark_the_tokens_that_spell_the_values():
     ids = codec._ids("Try 2.\n", 99) + [codec.OPEN] + codec._ids(text[7:], 99) + [codec.CLOSE, codec.END]
     flags = decision_flags(codec, ids)
     assert [(chr(i - 8), f) for i, f in zip(ids, flags) if f] == [
-        ("a", NAME), ("p", INSIDE), ("p", INSIDE), ("l", INSIDE), ("y", INSIDE), ("3", ARG), ("1", INSIDE)]
+        ("a", NAME),
+        ("p", INSIDE),
+        ("p", INSIDE),
+        ("l", INSIDE),
+        ("y", INSIDE),
+        ("3", ARG),
+        ("1", INSIDE),
+    ]
     assert flags[-2:] == [0, 0] and decision_flags(codec, codec._ids("no call", 99)) == [0] * 7
 
 
-def test_same_seed_same_rollout_and_greedy(model, fx_params):  # type: ignore[no-untyped-def]
+def test_same_seed_same_rollout_and_greedy(model, fx_params):
     a, _ = play(model, fx_params, seed=3)
     b, _ = play(model, fx_params, seed=3)
     c, _ = play(model, fx_params, seed=4)
@@ -112,7 +134,7 @@ def test_same_seed_same_rollout_and_greedy(model, fx_params):  # type: ignore[no
 
 
 @pytest.mark.parametrize("greedy", [True, False])
-def test_batched_rollout_equals_one_episode_at_a_time(model, fx_params, greedy: bool):  # type: ignore[no-untyped-def]
+def test_batched_rollout_equals_one_episode_at_a_time(model, fx_params, greedy: bool):
     """Padding and sub-batches in the shared cache change nothing: each episode samples exactly
     what it samples alone (same per-episode seed)."""
     params = RolloutParams(max_new_tokens_per_turn=60, max_tokens_per_episode=900)
@@ -120,14 +142,16 @@ def test_batched_rollout_equals_one_episode_at_a_time(model, fx_params, greedy: 
     tasks = list(store.tasks.values())
     engine = RolloutEngine(Qwen2Decoder(model), ByteCodec(), params)
 
-    def envs(ts):  # type: ignore[no-untyped-def]
+    def envs(ts):
         return [RepairEnv(t, store.clean(t), store.buggy(t), EnvParams(max_turns=4)) for t in ts]
 
     seeds = [11, 12, 13, 14]
     together = engine.run(VecEnv(envs(tasks), FakeGrader()), seed=0, greedy=greedy, episode_seeds=seeds)
     compactions = engine.compactions
-    alone = [engine.run(VecEnv(envs([t]), FakeGrader()), seed=0, greedy=greedy, episode_seeds=[s])[0]
-             for t, s in zip(tasks, seeds)]  # fmt: skip
+    alone = [
+        engine.run(VecEnv(envs([t]), FakeGrader()), seed=0, greedy=greedy, episode_seeds=[s])[0]
+        for t, s in zip(tasks, seeds)
+    ]
     assert [t.token_ids for t in together] == [t.token_ids for t in alone]
     if not greedy:  # sampled turns end at different steps: idle rows were left out
         assert compactions > 0
@@ -137,7 +161,7 @@ def test_batched_rollout_equals_one_episode_at_a_time(model, fx_params, greedy: 
         assert torch.allclose(tf[resp], torch.tensor(traj.logprobs)[resp], atol=1e-4)
 
 
-def test_token_budget_truncates_the_episode(model, fx_params):  # type: ignore[no-untyped-def]
+def test_token_budget_truncates_the_episode(model, fx_params):
     tight = RolloutParams(max_new_tokens_per_turn=12, max_tokens_per_episode=90)
     trajs, envs = play(model, fx_params, params=tight)
     for traj, env in zip(trajs, envs):
@@ -163,7 +187,9 @@ def test_a_static_kv_cache_gives_the_same_tokens_and_logprobs_allocated_once(mod
     grow = RolloutParams(max_new_tokens_per_turn=60, max_tokens_per_episode=900)
     sizes: list[tuple[int | None, int]] = []
     real = decoder.KVCache._size
-    monkeypatch.setattr(decoder.KVCache, "_size", lambda self, n: sizes.append((self.capacity, n)) or real(self, n))
+    monkeypatch.setattr(
+        decoder.KVCache, "_size", lambda self, n: sizes.append((self.capacity, n)) or real(self, n)
+    )
     a, _ = play(model, fx_params, seed=5, params=grow)
     grown = len(sizes)
     sizes.clear()

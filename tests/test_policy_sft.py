@@ -19,26 +19,38 @@ from pappo.tasks.store import TaskStore
 from test_env_episode import FakeGrader
 
 ROOT = Path(__file__).resolve().parents[1]
-SMALL = TinyModelParams(vocab_size=600, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096)  # fmt: skip
+SMALL = TinyModelParams(
+    vocab_size=600,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=4096,
+)
 
 
 @pytest.fixture(scope="module")
 def codec() -> ChatCodec:
-    return ChatCodec(train_tokenizer(corpus_files(ROOT / "data" / "warmup" / "repos", max_bytes=200_000), 600))
+    return ChatCodec(
+        train_tokenizer(corpus_files(ROOT / "data" / "warmup" / "repos", max_bytes=200_000), 600)
+    )
 
 
-def episode(agent_kind: str, fx_params):  # type: ignore[no-untyped-def]
+def episode(agent_kind: str, fx_params):
     store = TaskStore.from_params(fx_params, "repofix")
     task = store.task("tinycalc-001")
     env = RepairEnv(task, store.clean(task), store.buggy(task), EnvParams(), FakeGrader())
-    agent = (OracleAgent(task, env.buggy_tree) if agent_kind == "oracle"
-             else NoisyAgent(task, env.buggy_tree, seed=1, p_parse_error=0.5))  # fmt: skip
+    agent = (
+        OracleAgent(task, env.buggy_tree)
+        if agent_kind == "oracle"
+        else NoisyAgent(task, env.buggy_tree, seed=1, p_parse_error=0.5)
+    )
     return play(env, agent)[1]
 
 
 @pytest.mark.parametrize("kind", ["oracle", "noisy"])
-def test_demonstration_is_laid_out_like_a_rollout(codec: ChatCodec, fx_params, kind: str):  # type: ignore[no-untyped-def]
+def test_demonstration_is_laid_out_like_a_rollout(codec: ChatCodec, fx_params, kind: str):
     transcript = episode(kind, fx_params)
     ids, mask = sft.encode_episode(codec, transcript)
     assert len(ids) == len(mask)
@@ -81,11 +93,19 @@ def test_masked_loss_matches_a_naive_loop():
     assert sft.masked_lm_loss(logits, ids, mask).item() == pytest.approx(total / count, rel=1e-6)
 
 
-def test_the_training_loss_equals_the_full_logits_loss(codec: ChatCodec):  # type: ignore[no-untyped-def]
+def test_the_training_loss_equals_the_full_logits_loss(codec: ChatCodec):
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(Qwen2Config(
-        vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=128))  # fmt: skip
+    model = AutoModelForCausalLM.from_config(
+        Qwen2Config(
+            vocab_size=300,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=128,
+        )
+    )
     ids = torch.randint(1, 300, (3, 17))
     attn = torch.ones_like(ids)
     attn[2, 12:] = 0
@@ -100,11 +120,11 @@ def test_collate_pads_right_and_cuts():
     assert loss.tolist() == [[0.0, 1.0], [1.0, 0.0]]
 
 
-def test_training_changes_parameters_lowers_loss_and_is_deterministic(codec: ChatCodec, fx_params):  # type: ignore[no-untyped-def]
+def test_training_changes_parameters_lowers_loss_and_is_deterministic(codec: ChatCodec, fx_params):
     examples = [sft.encode_episode(codec, episode("oracle", fx_params))] * 2
     schedule = sft.Schedule(steps=12, batch_size=2, lr=1e-2, max_len=4096, warmup=2)
 
-    def trained():  # type: ignore[no-untyped-def]
+    def trained():
         model = build_tiny_model(SMALL, codec.tokenizer)
         before = [p.detach().clone() for p in model.parameters()]
         losses = sft.train(model, examples, schedule, codec.pad_id, seed=0)
@@ -125,13 +145,22 @@ def test_right_padded_batches_run_without_a_mask_and_give_the_same_real_position
     assert sft.dense_or_mask(right) is None and sft.dense_or_mask(None) is None
     assert sft.dense_or_mask(left) is left and sft.dense_or_mask(holes) is holes
     torch.manual_seed(0)
-    cfg = Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                      num_key_value_heads=2, max_position_embeddings=64)  # fmt: skip
+    cfg = Qwen2Config(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
     model = AutoModelForCausalLM.from_config(cfg).eval()
     ids = torch.randint(3, 64, (3, 4))
     with torch.no_grad():
         masked = model.model(input_ids=ids, attention_mask=right, use_cache=False).last_hidden_state
-        dense = model.model(input_ids=ids, attention_mask=sft.dense_or_mask(right), use_cache=False).last_hidden_state
+        dense = model.model(
+            input_ids=ids, attention_mask=sft.dense_or_mask(right), use_cache=False
+        ).last_hidden_state
     real = right.bool()
     torch.testing.assert_close(dense[real], masked[real], rtol=1e-4, atol=1e-5)
     assert sft.model_lm_loss(model, ids, right, right.float()).isfinite()

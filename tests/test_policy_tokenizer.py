@@ -115,8 +115,15 @@ def test_a_saved_checkpoint_loads_the_encoding_it_was_trained_with(files, tmp_pa
     """Next to the model's Qwen2 config.json, AutoTokenizer builds Qwen2Tokenizer and swaps in Qwen's
     pre-tokenizer (each digit its own token): RL then read every number in its prompts unlike its
     pre-training and SFT data. load_checkpoint must give back the trained encoding."""
-    tiny = TinyModelParams(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                           num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=512)  # fmt: skip
+    tiny = TinyModelParams(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=512,
+    )
     tok = train_tokenizer(files, VOCAB)
     save_checkpoint(build_tiny_model(tiny, tok), tok, tmp_path / "ckpt", "tiny", TINY_MODEL_ID)
     text = "Tests: 41 passed, 2 failed (of 43 graded tests).\n[3] pkg/mod.py:128\nApplied [3]. 2024 1 10"

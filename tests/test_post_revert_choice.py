@@ -9,15 +9,14 @@ from pappo.env.protocol import format_tool_call
 from pappo.policy.rollout import Trajectory
 
 
-
-def load_bench():  # type: ignore[no-untyped-def]
+def load_bench():
     return load_benchmark("post_revert_choice")
 
 
 class CharTok:
     """One token per character."""
 
-    def decode(self, ids):  # type: ignore[no-untyped-def]
+    def decode(self, ids):
         return "".join(chr(i) for i in ids)
 
 
@@ -33,9 +32,26 @@ def trajectory(turns: list[str]) -> Trajectory:
 
 def test_the_apply_after_a_revert_is_found_with_its_id_token():
     call = lambda name, **a: format_tool_call(name, a, mode="candidates")  # noqa: E731
-    t = trajectory([call("apply", id=3), call("run_tests"), call("revert"), call("apply", id=3),
-                    call("revert"), "not a call", call("apply", id=12), call("revert"), call("apply", id=4)])  # fmt: skip
+    t = trajectory(
+        [
+            call("apply", id=3),
+            call("run_tests"),
+            call("revert"),
+            call("apply", id=3),
+            call("revert"),
+            "not a call",
+            call("apply", id=12),
+            call("revert"),
+            call("apply", id=4),
+        ]
+    )
     found = load_bench().decisions(CharTok(), t)
-    assert [(r, a) for r, a, _ in found] == [(3, 3), (12, 4)]  # after "not a call", no apply follows its revert
-    for (_, applied, pos) in found:  # the id's first token (decisions.decision_flags, kind ARG)
-        assert chr(t.token_ids[pos]) == str(applied)[0] and "".join(map(chr, t.token_ids[pos - 6 : pos])) == '"id": '
+    assert [(r, a) for r, a, _ in found] == [
+        (3, 3),
+        (12, 4),
+    ]  # after "not a call", no apply follows its revert
+    for _, applied, pos in found:  # the id's first token (decisions.decision_flags, kind ARG)
+        assert (
+            chr(t.token_ids[pos]) == str(applied)[0]
+            and "".join(map(chr, t.token_ids[pos - 6 : pos])) == '"id": '
+        )

@@ -69,7 +69,11 @@ def test_family_rules(name: str):
                 continue
             for node in ast.walk(ast.parse(data)):
                 if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0):
-                    roots = [a.name.split(".")[0] for a in node.names] if isinstance(node, ast.Import) else [(node.module or "").split(".")[0]]
+                    roots = (
+                        [a.name.split(".")[0] for a in node.names]
+                        if isinstance(node, ast.Import)
+                        else [(node.module or "").split(".")[0]]
+                    )
                     allowed = stdlib | {family} | ({"pytest"} if path.startswith("tests/") else set())
                     assert set(roots) <= allowed, f"{family}/{path} imports {roots}"
 
@@ -129,8 +133,13 @@ def test_two_real_families_validate_in_the_sandbox(tmp_path: Path):
     found = read_candidates(candidates_path(PARAMS.tasks.repofix.manifest))
     write_candidates(candidates_path(tmp_path / "m.jsonl"), [found[t.instance_id] for t in keep])
     repofix = PARAMS.tasks.repofix.model_copy(update={"manifest": tmp_path / "m.jsonl", "repos": repos})
-    params = PARAMS.model_copy(update={"tasks": PARAMS.tasks.model_copy(
-        update={"repofix": repofix, "n_train_families": 1, "n_eval_families": 1})})  # fmt: skip
+    params = PARAMS.model_copy(
+        update={
+            "tasks": PARAMS.tasks.model_copy(
+                update={"repofix": repofix, "n_train_families": 1, "n_eval_families": 1}
+            )
+        }
+    )
     lock = validate_set("repofix", params).lock
     assert lock.n_tasks == 10 and all(c.runs == 2 for c in lock.tasks)
     assert all(c.hidden_pass_on_fix and c.hidden_checks > 0 for c in lock.tasks)

@@ -42,12 +42,14 @@ TOKEN = "s3cr3t-ZEN-token-4242"
 # --------------------------------------------------------------------------- metadata files
 def test_citation_cff_is_valid_cff_1_2_0() -> None:
     cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
-    cff = {k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in cff.items()}  # YAML dates -> strings
+    cff = {
+        k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in cff.items()
+    }  # YAML dates -> strings
     schema = json.loads((ROOT / "schemas" / "citation_cff_1.2.0.schema.json").read_text())
     jsonschema.Draft7Validator(schema).validate(cff)
     assert cff["authors"] == [{"name": "PAPPO contributors"}]
     try:
-        from cffconvert import Citation  # type: ignore[import-not-found]  # optional: not in requirements.lock
+        from cffconvert import Citation  # optional: not in requirements.lock
     except ImportError:
         return
     Citation((ROOT / "CITATION.cff").read_text()).validate()
@@ -57,15 +59,22 @@ def test_zenodo_json_is_valid_and_agrees_with_citation_cff() -> None:
     zenodo = json.loads((ROOT / ".zenodo.json").read_text())
     jsonschema.validate(zenodo, json.loads((ROOT / "schemas" / "zenodo_deposit.schema.json").read_text()))
     cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
-    assert (zenodo["version"], zenodo["license"], zenodo["title"]) == (cff["version"], cff["license"], cff["title"])
+    assert (zenodo["version"], zenodo["license"], zenodo["title"]) == (
+        cff["version"],
+        cff["license"],
+        cff["title"],
+    )
     assert zenodo["upload_type"] == "software" and zenodo["creators"] == [{"name": "PAPPO contributors"}]
 
 
 def test_zenodo_schema_refuses_unknown_fields_and_relations() -> None:
     schema = json.loads((ROOT / "schemas" / "zenodo_deposit.schema.json").read_text())
     zenodo = json.loads((ROOT / ".zenodo.json").read_text())
-    for bad in ({**zenodo, "titel": "x"}, {**zenodo, "upload_type": "code"},
-                {**zenodo, "related_identifiers": [{"identifier": "x", "relation": "isInspiredBy"}]}):  # fmt: skip
+    for bad in (
+        {**zenodo, "titel": "x"},
+        {**zenodo, "upload_type": "code"},
+        {**zenodo, "related_identifiers": [{"identifier": "x", "relation": "isInspiredBy"}]},
+    ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
 
@@ -82,43 +91,130 @@ def iv(mean: float) -> Interval:
 
 
 def summary() -> Summary:
-    rows = [MethodSummary(method=m, n_seeds=1, success=iv(s), pass_at_k=iv(s), failed_edit_rate=iv(0.2), tool_cost=iv(6.0),
-                          repeated_test_rate=iv(0.1), per_seed=[]) for m, s in (("grpo", 0.45), ("pappo", 0.5))]  # fmt: skip
-    comp = Comparison(method="pappo", baseline="grpo", difference=Interval(mean=0.05, lo=-0.1, hi=0.2),
-                      per_seed_difference=[0.05], seed_wins=1, n_seeds=1)  # fmt: skip
-    return Summary(profile="tiny", device="cpu", seeds=[0], methods=["grpo", "pappo"], n_eval_tasks={0: 4}, eval_samples=2,
-                   n_boot=100, summaries=rows, best_baseline="grpo", comparisons=[comp], budget=[], sources={})  # fmt: skip
+    rows = [
+        MethodSummary(
+            method=m,
+            n_seeds=1,
+            success=iv(s),
+            pass_at_k=iv(s),
+            failed_edit_rate=iv(0.2),
+            tool_cost=iv(6.0),
+            repeated_test_rate=iv(0.1),
+            per_seed=[],
+        )
+        for m, s in (("grpo", 0.45), ("pappo", 0.5))
+    ]
+    comp = Comparison(
+        method="pappo",
+        baseline="grpo",
+        difference=Interval(mean=0.05, lo=-0.1, hi=0.2),
+        per_seed_difference=[0.05],
+        seed_wins=1,
+        n_seeds=1,
+    )
+    return Summary(
+        profile="tiny",
+        device="cpu",
+        seeds=[0],
+        methods=["grpo", "pappo"],
+        n_eval_tasks={0: 4},
+        eval_samples=2,
+        n_boot=100,
+        summaries=rows,
+        best_baseline="grpo",
+        comparisons=[comp],
+        budget=[],
+        sources={},
+    )
 
 
 def receipt(run: Path) -> rc.Receipt:
     return rc.Receipt(
-        run_id="seed_0/pappo", stage="train@0-pappo", seed=0, method="pappo", profile="tiny", status="success",
-        source=rc.SourceInfo(git_commit="a" * 40, git_dirty=False, tree_sha256="0" * 64, source_paths=["src"]),
-        checkpoint=rc.CheckpointInfo(model_id="tiny", revision="r1", files={"model.bin": "1" * 64},
-                                     adapters=rc.hash_outputs(run / "adapters")),
+        run_id="seed_0/pappo",
+        stage="train@0-pappo",
+        seed=0,
+        method="pappo",
+        profile="tiny",
+        status="success",
+        source=rc.SourceInfo(
+            git_commit="a" * 40, git_dirty=False, tree_sha256="0" * 64, source_paths=["src"]
+        ),
+        checkpoint=rc.CheckpointInfo(
+            model_id="tiny",
+            revision="r1",
+            files={"model.bin": "1" * 64},
+            adapters=rc.hash_outputs(run / "adapters"),
+        ),
         inputs=rc.InputsInfo(manifest_lock_sha256="2" * 64, params_sha256="3" * 64, claims_sha256=None),
         outputs=rc.OutputsInfo(files=rc.hash_outputs(run)),
-        hardware=rc.HardwareInfo(accelerator="cpu", accelerator_model_name=None, accelerators_per_node=0,
-                                 accelerator_memory_capacity_gb=None, nvidia_driver_version=None, cuda_runtime_version=None,
-                                 cudnn_version=None, host_processor_model_name=None, host_processor_core_count=2,
-                                 host_memory_capacity_gb=4.0),
-        software=rc.SoftwareInfo(python="3.11.7", torch=None, transformers=None, peft=None, dvc=None, os="Linux"),
-        timing=rc.TimingInfo(started="2026-01-01T00:00:00+00:00", ended="2026-01-01T00:01:00+00:00", wall_s=60.0, device_s=None),
+        hardware=rc.HardwareInfo(
+            accelerator="cpu",
+            accelerator_model_name=None,
+            accelerators_per_node=0,
+            accelerator_memory_capacity_gb=None,
+            nvidia_driver_version=None,
+            cuda_runtime_version=None,
+            cudnn_version=None,
+            host_processor_model_name=None,
+            host_processor_core_count=2,
+            host_memory_capacity_gb=4.0,
+        ),
+        software=rc.SoftwareInfo(
+            python="3.11.7", torch=None, transformers=None, peft=None, dvc=None, os="Linux"
+        ),
+        timing=rc.TimingInfo(
+            started="2026-01-01T00:00:00+00:00", ended="2026-01-01T00:01:00+00:00", wall_s=60.0, device_s=None
+        ),
         resources=rc.ResourceInfo(peak_rss_mb=100.0, peak_device_memory_mb=None),
-        determinism=rc.DeterminismInfo(torch_deterministic_algorithms=True, cudnn_deterministic=False,
-                                       cudnn_benchmark=False, num_threads=1, seed=0, numerics=NUMERICS),
+        determinism=rc.DeterminismInfo(
+            torch_deterministic_algorithms=True,
+            cudnn_deterministic=False,
+            cudnn_benchmark=False,
+            num_threads=1,
+            seed=0,
+            numerics=NUMERICS,
+        ),
         ranks_devices=["cpu"],
-    )  # fmt: skip
+    )
 
 
 def verdict(head: str | None, integrity_ok: bool = True) -> AuditVerdict:
-    fails = ClaimVerdict(id="pappo-beats-best-baseline", holds=False, metric="success", method="pappo", baseline="grpo",
-                         delta=0.0417, lo=-0.125, hi=0.2083, seed_wins=1, n_seeds=3,
-                         reasons=["95% interval [-0.125, +0.208] does not exclude 0"])  # fmt: skip
-    holds = ClaimVerdict(id="pappo-fewer-failed-edits-than-ppo", holds=True, metric="failed_edit_rate", method="pappo",
-                         baseline="ppo", delta=0.031, lo=0.01, hi=0.05, seed_wins=3, n_seeds=3, reasons=[])  # fmt: skip
-    return AuditVerdict(exit_code=2 if integrity_ok else 1, integrity_ok=integrity_ok, head=head, runs_checked=1,
-                        failures=[], claims=[fails, holds], numerics=None, verdict="integrity: OK")  # fmt: skip
+    fails = ClaimVerdict(
+        id="pappo-beats-best-baseline",
+        holds=False,
+        metric="success",
+        method="pappo",
+        baseline="grpo",
+        delta=0.0417,
+        lo=-0.125,
+        hi=0.2083,
+        seed_wins=1,
+        n_seeds=3,
+        reasons=["95% interval [-0.125, +0.208] does not exclude 0"],
+    )
+    holds = ClaimVerdict(
+        id="pappo-fewer-failed-edits-than-ppo",
+        holds=True,
+        metric="failed_edit_rate",
+        method="pappo",
+        baseline="ppo",
+        delta=0.031,
+        lo=0.01,
+        hi=0.05,
+        seed_wins=3,
+        n_seeds=3,
+        reasons=[],
+    )
+    return AuditVerdict(
+        exit_code=2 if integrity_ok else 1,
+        integrity_ok=integrity_ok,
+        head=head,
+        runs_checked=1,
+        failures=[],
+        claims=[fails, holds],
+        numerics=None,
+        verdict="integrity: OK",
+    )
 
 
 def write(root: Path, rel: str, data: str | bytes) -> Path:
@@ -134,14 +230,24 @@ def repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
     root.mkdir()
     git(root, "init", "-q")
-    for rel, text in {"README.md": "# tiny\n", "src/pkg/__init__.py": "", "src/pkg/lib.py": "X = 1\n",
-                      "src/pkg/lib/core.py": "Y = 2\n", "src/pkg/lib-a.txt": "dash\n", "params.yaml": "seeds: [0]\n",
-                      "matrix.yaml": "rl:\n  updates: 1\n",
-                      "data/repofix/manifest.jsonl": '{"instance_id": "t-001"}\n',
-                      "data/repofix/manifest.lock.json": '{"n_tasks": 1}\n', "reports/summary.md": "# summary\n",
-                      "reports/summary/success.svg": "<svg/>\n", "reports/base_model.json": "{}\n",
-                      f"{RUN}/report.json": '{"method": "pappo"}\n', f"{RUN}/metrics.json": '{"success": 0.5}\n',
-                      f"{RUN}/dvclive/metrics.json": "{}\n", f"{RUN}/.gitignore": "/adapters\n"}.items():  # fmt: skip
+    for rel, text in {
+        "README.md": "# tiny\n",
+        "src/pkg/__init__.py": "",
+        "src/pkg/lib.py": "X = 1\n",
+        "src/pkg/lib/core.py": "Y = 2\n",
+        "src/pkg/lib-a.txt": "dash\n",
+        "params.yaml": "seeds: [0]\n",
+        "matrix.yaml": "rl:\n  updates: 1\n",
+        "data/repofix/manifest.jsonl": '{"instance_id": "t-001"}\n',
+        "data/repofix/manifest.lock.json": '{"n_tasks": 1}\n',
+        "reports/summary.md": "# summary\n",
+        "reports/summary/success.svg": "<svg/>\n",
+        "reports/base_model.json": "{}\n",
+        f"{RUN}/report.json": '{"method": "pappo"}\n',
+        f"{RUN}/metrics.json": '{"success": 0.5}\n',
+        f"{RUN}/dvclive/metrics.json": "{}\n",
+        f"{RUN}/.gitignore": "/adapters\n",
+    }.items():
         write(root, rel, text)
     write(root, "run.sh", "#!/bin/sh\necho hi\n").chmod(0o755)
     os.symlink("README.md", root / "link")
@@ -150,10 +256,18 @@ def repo(tmp_path: Path) -> Path:
     write(root, "reports/summary.json", summary().model_dump_json(indent=2))
     md5 = hashlib.md5((root / RUN / "report.json").read_bytes()).hexdigest()
     weights = hashlib.md5((root / RUN / "adapters/adapter_model.safetensors").read_bytes()).hexdigest()
-    manifest = json.dumps([{"md5": weights, "relpath": "adapter_model.safetensors"}], sort_keys=True)  # DVC's .dir
-    outs = [{"path": f"{RUN}/report.json", "md5": md5},
-            {"path": f"{RUN}/adapters", "md5": hashlib.md5(manifest.encode()).hexdigest() + ".dir"}]
-    write(root, "dvc.lock", yaml.safe_dump({"schema": "2.0", "stages": {"train@0-pappo": {"cmd": "x", "outs": outs}}}))
+    manifest = json.dumps(
+        [{"md5": weights, "relpath": "adapter_model.safetensors"}], sort_keys=True
+    )  # DVC's .dir
+    outs = [
+        {"path": f"{RUN}/report.json", "md5": md5},
+        {"path": f"{RUN}/adapters", "md5": hashlib.md5(manifest.encode()).hexdigest() + ".dir"},
+    ]
+    write(
+        root,
+        "dvc.lock",
+        yaml.safe_dump({"schema": "2.0", "stages": {"train@0-pappo": {"cmd": "x", "outs": outs}}}),
+    )
     shutil.copy(ROOT / "CITATION.cff", root / "CITATION.cff")
     shutil.copy(ROOT / ".zenodo.json", root / ".zenodo.json")
     git(root, "add", "-A")
@@ -167,7 +281,13 @@ def entries(zip_path: Path) -> dict[str, bytes]:
         return {i.filename: zf.read(i) for i in zf.infolist()}
 
 
-def rewrite(src: Path, dst: Path, change: str | None = None, drop: str | None = None, add: dict[str, bytes] | None = None) -> Path:
+def rewrite(
+    src: Path,
+    dst: Path,
+    change: str | None = None,
+    drop: str | None = None,
+    add: dict[str, bytes] | None = None,
+) -> Path:
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
         for info in zin.infolist():
             data = zin.read(info)
@@ -192,15 +312,32 @@ def test_bundle_is_reproducible_complete_and_verifies(repo: Path, tmp_path: Path
     assert verify_bundle(first.path) == []
     files = entries(first.path)
     assert list(files) == sorted(files)
-    for name in ("params.yaml", "matrix.yaml", "dvc.lock", "data/repofix/manifest.jsonl", "data/repofix/manifest.lock.json",
-                 "CITATION.cff", ".zenodo.json", "receipts/audit.json", "reports/summary.json", "reports/summary/success.svg",
-                 f"{RUN}/receipt.json", f"{RUN}/adapters/adapter_model.safetensors", "source/src/pkg/lib/core.py",
-                 "RELEASE_NOTES.md", "BUNDLE.json", "SHA256SUMS"):  # fmt: skip
+    for name in (
+        "params.yaml",
+        "matrix.yaml",
+        "dvc.lock",
+        "data/repofix/manifest.jsonl",
+        "data/repofix/manifest.lock.json",
+        "CITATION.cff",
+        ".zenodo.json",
+        "receipts/audit.json",
+        "reports/summary.json",
+        "reports/summary/success.svg",
+        f"{RUN}/receipt.json",
+        f"{RUN}/adapters/adapter_model.safetensors",
+        "source/src/pkg/lib/core.py",
+        "RELEASE_NOTES.md",
+        "BUNDLE.json",
+        "SHA256SUMS",
+    ):
         assert name in files, name
     with zipfile.ZipFile(first.path) as zf:
         infos = {i.filename: i for i in zf.infolist()}
     assert {i.date_time for i in infos.values()} == {(1980, 1, 1, 0, 0, 0)}
-    assert infos["source/run.sh"].external_attr >> 16 == 0o100755 and infos["params.yaml"].external_attr >> 16 == 0o100644
+    assert (
+        infos["source/run.sh"].external_attr >> 16 == 0o100755
+        and infos["params.yaml"].external_attr >> 16 == 0o100644
+    )
     assert infos["source/link"].external_attr >> 16 == 0o120777 and files["source/link"] == b"README.md"
     sums = files["SHA256SUMS"].decode().splitlines()
     assert sums == sorted(sums, key=lambda s: s[66:]) and len(sums) == len(files) - 1
@@ -214,7 +351,10 @@ def test_the_bundle_records_the_tuning_history_read_from_git(repo: Path, tmp_pat
     record = History.model_validate_json(entries(info.path)["history.json"])
     seeds = yaml.safe_load((repo / "params.yaml").read_text())["seeds"]
     assert record == read_history(repo, seeds, []) and verify_bundle(info.path) == []
-    assert any("history.json" in p for p in verify_bundle(rewrite(info.path, tmp_path / "t.zip", change="history.json")))
+    assert any(
+        "history.json" in p
+        for p in verify_bundle(rewrite(info.path, tmp_path / "t.zip", change="history.json"))
+    )
 
 
 def test_swh_ids_match_git(repo: Path, bundle: Path) -> None:
@@ -225,7 +365,11 @@ def test_swh_ids_match_git(repo: Path, bundle: Path) -> None:
     assert meta["swhid_dir"] == f"swh:1:dir:{tree}"
     assert meta["created"] == "2026-01-02T03:04:05+00:00"
     with zipfile.ZipFile(bundle) as zf:  # independently of build_bundle: from the zip's source/ entries
-        source = {i.filename[7:]: (i.external_attr >> 16, zf.read(i)) for i in zf.infolist() if i.filename.startswith("source/")}
+        source = {
+            i.filename[7:]: (i.external_attr >> 16, zf.read(i))
+            for i in zf.infolist()
+            if i.filename.startswith("source/")
+        }
     assert git_tree_id(source) == tree
 
 
@@ -236,7 +380,10 @@ def test_every_changed_entry_is_named(bundle: Path, tmp_path: Path) -> None:
             continue
         problems = verify_bundle(rewrite(bundle, tmp_path / "t.zip", change=name))
         assert any(name in p for p in problems), (name, problems)
-    assert any("source/" in p and "swh:1:dir" in p for p in verify_bundle(rewrite(bundle, tmp_path / "t.zip", change="source/run.sh")))
+    assert any(
+        "source/" in p and "swh:1:dir" in p
+        for p in verify_bundle(rewrite(bundle, tmp_path / "t.zip", change="source/run.sh"))
+    )
     sums = entries(bundle)["SHA256SUMS"].decode()
     first = sums.splitlines()[0][66:]
     tampered = ("0" if sums[0] != "0" else "1") + sums[1:]
@@ -269,17 +416,31 @@ def test_a_corrupted_download_names_the_entry(bundle: Path, tmp_path: Path) -> N
 def test_release_notes_state_every_claim_with_numbers(bundle: Path) -> None:
     notes = entries(bundle)["RELEASE_NOTES.md"].decode()
     row = next(line for line in notes.splitlines() if line.startswith("| pappo-beats-best-baseline"))
-    assert "DOES NOT HOLD" in row and "+0.042 [-0.125, +0.208]" in row and "1/3" in row and "pappo vs grpo" in row
+    assert (
+        "DOES NOT HOLD" in row
+        and "+0.042 [-0.125, +0.208]" in row
+        and "1/3" in row
+        and "pappo vs grpo" in row
+    )
     row = next(line for line in notes.splitlines() if line.startswith("| pappo-fewer-failed-edits-than-ppo"))
     assert "| HOLDS |" in row and "+0.031 [+0.010, +0.050]" in row
     assert "pappo-beats-best-baseline DOES NOT HOLD: 95% interval" in notes
-    assert "| pappo | 1 | 0.500 [0.400, 0.600] |" in notes and "| pappo | grpo | +0.050 [-0.100, +0.200] | 1/1 |" in notes
+    assert (
+        "| pappo | 1 | 0.500 [0.400, 0.600] |" in notes
+        and "| pappo | grpo | +0.050 [-0.100, +0.200] | 1/1 |" in notes
+    )
     assert "1 of 2 pre-registered claims hold" in notes and "pipeline check" in notes
 
 
-@pytest.mark.parametrize("case, expected", [
-    ("missing", "audit.json is missing"), ("integrity", "integrity_ok is false"),
-    ("head", "but HEAD is"), ("dirty", "working tree is dirty")])  # fmt: skip
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("missing", "audit.json is missing"),
+        ("integrity", "integrity_ok is false"),
+        ("head", "but HEAD is"),
+        ("dirty", "working tree is dirty"),
+    ],
+)
 def test_release_refuses_and_says_why(repo: Path, tmp_path: Path, case: str, expected: str) -> None:
     audit = repo / "receipts" / "audit.json"
     if case == "missing":
@@ -316,7 +477,7 @@ class FakeZenodo(ThreadingHTTPServer):
         self.sleep: dict[str, float] = {}
         self.bad_checksum = False
 
-    def handle_error(self, request, client_address) -> None:  # type: ignore[no-untyped-def]
+    def handle_error(self, request, client_address) -> None:
         pass  # a client that timed out closed its socket: expected here
 
     def steps(self) -> list[str]:
@@ -329,7 +490,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
 
-    def _send(self, code: int, body: dict | None) -> None:  # type: ignore[type-arg]
+    def _send(self, code: int, body: dict | None) -> None:
         raw = json.dumps(body).encode() if body is not None else b""
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
@@ -361,9 +522,13 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(201, {"id": 7, "links": {"bucket": f"{srv.base}/api/files/b1"}})
         if step == "upload":
             md5 = "0" * 32 if srv.bad_checksum else hashlib.md5(body).hexdigest()
-            return self._send(201, {"key": self.path.rsplit("/", 1)[1], "size": len(body), "checksum": f"md5:{md5}"})
+            return self._send(
+                201, {"key": self.path.rsplit("/", 1)[1], "size": len(body), "checksum": f"md5:{md5}"}
+            )
         if step == "metadata":
-            return self._send(200, {"id": 7, "state": "unsubmitted", "metadata": json.loads(body)["metadata"]})
+            return self._send(
+                200, {"id": 7, "state": "unsubmitted", "metadata": json.loads(body)["metadata"]}
+            )
         if step == "publish":
             return self._send(202, {"id": 7, "state": "done", "submitted": True, "doi": "10.5072/zenodo.7"})
         return self._send(204, None)
@@ -372,7 +537,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def zen() -> FakeZenodo:  # type: ignore[misc]
+def zen() -> FakeZenodo:
     server = FakeZenodo()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -389,11 +554,16 @@ def zipfile_path(tmp_path: Path) -> Path:
 META = {"title": "t", "upload_type": "software", "version": "0.1.0"}
 
 
-def test_full_upload_creates_uploads_sets_metadata_then_publishes(zen: FakeZenodo, zipfile_path: Path) -> None:
+def test_full_upload_creates_uploads_sets_metadata_then_publishes(
+    zen: FakeZenodo, zipfile_path: Path
+) -> None:
     out = upload(zipfile_path, META, zen.base, TOKEN, publish=True, timeout=5)
     assert out["doi"] == "10.5072/zenodo.7"
     assert zen.steps() == ["create", "upload", "metadata", "publish"]
-    assert zen.seen[1][1:3] == ("PUT", "/api/files/b1/pappo-evidence-0.1.0.zip") and zen.seen[1][3] == zipfile_path.read_bytes()
+    assert (
+        zen.seen[1][1:3] == ("PUT", "/api/files/b1/pappo-evidence-0.1.0.zip")
+        and zen.seen[1][3] == zipfile_path.read_bytes()
+    )
     assert json.loads(zen.seen[2][3]) == {"metadata": META} and zen.seen[2][2] == "/api/deposit/depositions/7"
 
 
@@ -402,7 +572,9 @@ def test_without_publish_a_complete_draft_is_left(zen: FakeZenodo, zipfile_path:
     assert zen.steps() == ["create", "upload", "metadata"] and out["state"] == "unsubmitted"
 
 
-def test_a_refused_token_is_a_clear_error_and_nothing_more_happens(zen: FakeZenodo, zipfile_path: Path) -> None:
+def test_a_refused_token_is_a_clear_error_and_nothing_more_happens(
+    zen: FakeZenodo, zipfile_path: Path
+) -> None:
     with pytest.raises(PappoError, match="401") as e:
         upload(zipfile_path, META, zen.base, "wrong-token-xyz", publish=True, timeout=5)
     assert "ZENODO_TOKEN" in str(e.value) and "create the draft" in str(e.value)
@@ -438,11 +610,18 @@ def test_a_failed_publish_deletes_the_draft(zen: FakeZenodo, zipfile_path: Path)
     assert zen.steps() == ["create", "upload", "metadata", "publish", "delete"]
 
 
-def test_the_token_is_never_shown(zen: FakeZenodo, zipfile_path: Path, caplog: pytest.LogCaptureFixture,
-                                  capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_the_token_is_never_shown(
+    zen: FakeZenodo, zipfile_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
     caplog.set_level(logging.DEBUG)
     shown = []
-    for step, code in (("create", 500), ("upload", 400), ("metadata", 500), ("publish", 403), ("delete", 500)):
+    for step, code in (
+        ("create", 500),
+        ("upload", 400),
+        ("metadata", 500),
+        ("publish", 403),
+        ("delete", 500),
+    ):
         zen.fail = {step: code, "metadata": 500} if step == "delete" else {step: code}
         with pytest.raises(PappoError) as e:
             upload(zipfile_path, META, zen.base, TOKEN, publish=True, timeout=5)

@@ -27,12 +27,24 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_lock_pins_everything_and_the_cpu_torch():
-    lines = [ln for ln in (ROOT / "requirements.lock").read_text().splitlines() if ln and not ln.startswith("#")]
+    lines = [
+        ln for ln in (ROOT / "requirements.lock").read_text().splitlines() if ln and not ln.startswith("#")
+    ]
     assert all(re.match(r"^[A-Za-z0-9_.\-\[\]]+==[^=\s]+$", ln) for ln in lines), "unpinned line"
     assert "torch==2.13.0" in lines
     names = {ln.split("==")[0].lower() for ln in lines}
-    assert {"transformers", "peft", "pydantic", "jsonschema", "dvc", "dvclive", "typer", "rich",
-            "pytest", "hypothesis"} <= names  # fmt: skip
+    assert {
+        "transformers",
+        "peft",
+        "pydantic",
+        "jsonschema",
+        "dvc",
+        "dvclive",
+        "typer",
+        "rich",
+        "pytest",
+        "hypothesis",
+    } <= names
 
 
 def test_dvc_config_committed_without_analytics():

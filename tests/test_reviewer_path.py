@@ -32,8 +32,18 @@ pytestmark = pytest.mark.slow  # a real dvc repro of the fixture pipeline: ~2.5 
 def published(root: Path) -> Path:
     """A repository whose committed evidence is a real `dvc repro` of the fixture pipeline."""
     repo = root / "published"
-    for rel in ("dvc.yaml", ".dvc/config", ".dvcignore", "src/pappo", "pyproject.toml", "requirements.lock", "schemas",
-                "CITATION.cff", ".zenodo.json", ".gitignore"):
+    for rel in (
+        "dvc.yaml",
+        ".dvc/config",
+        ".dvcignore",
+        "src/pappo",
+        "pyproject.toml",
+        "requirements.lock",
+        "schemas",
+        "CITATION.cff",
+        ".zenodo.json",
+        ".gitignore",
+    ):
         src, dst = ROOT / rel, repo / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         if src.is_dir():
@@ -44,14 +54,22 @@ def published(root: Path) -> Path:
         shutil.copytree(FIXTURES / name, repo / "data" / name, ignore=shutil.ignore_patterns("*.lock.json"))
     params = fixture_params_raw()
     for name in ("repofix", "warmup"):
-        params["tasks"][name] = {k: v.replace("tests/fixtures/", "data/") for k, v in params["tasks"][name].items()}
+        params["tasks"][name] = {
+            k: v.replace("tests/fixtures/", "data/") for k, v in params["tasks"][name].items()
+        }
     params["seeds"] = [0]  # one seed: every stage still runs, in half the time
     for claim in params["claims"]:
         claim["min_seed_wins"] = 1
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     (repo / "matrix.yaml").write_text(yaml.safe_dump({"rl": params["rl"]}, sort_keys=False))
-    for cmd in (("git", "init", "-q"), ("git", "add", "-A"), (*COMMIT, "code"), ("dvc", "repro"), ("git", "add", "-A"),
-                (*COMMIT, "evidence")):
+    for cmd in (
+        ("git", "init", "-q"),
+        ("git", "add", "-A"),
+        (*COMMIT, "code"),
+        ("dvc", "repro"),
+        ("git", "add", "-A"),
+        (*COMMIT, "evidence"),
+    ):
         done = sh(*cmd, cwd=repo)
         assert done.returncode == 0, (cmd, done.stdout[-3000:], done.stderr[-3000:])
     return repo
@@ -82,14 +100,24 @@ def test_a_fresh_clone_gets_the_published_runs_from_the_bundle(world: dict[str, 
     done = sh("pappo", "evidence", "import", str(bundle), cwd=fresh)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "imported the evidence of" in done.stdout
-    for rel in (f"{RUN}/report.json", f"{RUN}/adapters", "reports/experiment/pappo/report.json", "models/base",
-                "receipts/audit.json", "data/warmup/manifest.lock.json"):
+    for rel in (
+        f"{RUN}/report.json",
+        f"{RUN}/adapters",
+        "reports/experiment/pappo/report.json",
+        "models/base",
+        "receipts/audit.json",
+        "data/warmup/manifest.lock.json",
+    ):
         assert sh("diff", "-r", str(repo / rel), str(fresh / rel), cwd=fresh).returncode == 0, rel
     status = sh("dvc", "status", "dvc.yaml", cwd=fresh)
-    assert status.returncode == 0 and "Data and pipelines are up to date" in status.stdout, status.stdout + status.stderr
+    assert status.returncode == 0 and "Data and pipelines are up to date" in status.stdout, (
+        status.stdout + status.stderr
+    )
     assert sh("git", "status", "--porcelain", cwd=fresh).stdout == ""
     audit = sh("pappo", "audit", cwd=fresh)
-    assert audit.returncode == 2 and "integrity: OK" in audit.stdout, audit.stdout + audit.stderr  # the claim: no GPU
+    assert audit.returncode == 2 and "integrity: OK" in audit.stdout, (
+        audit.stdout + audit.stderr
+    )  # the claim: no GPU
     assert "claim pappo-beats-best-baseline: does NOT hold" in audit.stdout
     rep = sh("pappo", "reproduce", "--sample", "1", "--out", str(fresh.parent / "clone-rep.json"), cwd=fresh)
     assert rep.returncode == 0, rep.stdout[-3000:] + rep.stderr[-3000:]
@@ -101,15 +129,22 @@ def test_a_fresh_clone_gets_the_published_runs_from_the_bundle(world: dict[str, 
     mine.chmod(0o644)
     mine.write_text("{}\n")
     kept = sh("pappo", "evidence", "import", str(bundle), cwd=fresh)
-    assert kept.returncode == 1 and f"(first: {RUN}/metrics.json)" in kept.stderr and mine.read_text() == "{}\n"
+    assert (
+        kept.returncode == 1 and f"(first: {RUN}/metrics.json)" in kept.stderr and mine.read_text() == "{}\n"
+    )
     forced = sh("pappo", "evidence", "import", "--force", str(bundle), cwd=fresh)
-    assert forced.returncode == 0 and mine.read_bytes() == (repo / RUN / "metrics.json").read_bytes(), forced.stderr
+    assert forced.returncode == 0 and mine.read_bytes() == (repo / RUN / "metrics.json").read_bytes(), (
+        forced.stderr
+    )
 
 
 def test_import_refuses_another_commit_and_a_changed_bundle(world: dict[str, Path], tmp_path: Path) -> None:
     fresh = clone(world, "other")
     (fresh / "NOTE.md").write_text("later\n")
-    assert sh("git", "add", "NOTE.md", cwd=fresh).returncode == 0 and sh(*COMMIT, "later", cwd=fresh).returncode == 0
+    assert (
+        sh("git", "add", "NOTE.md", cwd=fresh).returncode == 0
+        and sh(*COMMIT, "later", cwd=fresh).returncode == 0
+    )
     commit = json.loads(zipfile.ZipFile(world["bundle"]).read("BUNDLE.json"))["commit"]
     moved = sh("pappo", "evidence", "import", str(world["bundle"]), cwd=fresh)
     assert moved.returncode == 1 and f"run `git checkout {commit}`" in moved.stderr, moved.stderr
@@ -120,11 +155,15 @@ def test_import_refuses_another_commit_and_a_changed_bundle(world: dict[str, Pat
             zout.writestr(info, zin.read(info) + (b" " if info.filename == f"{RUN}/report.json" else b""))
     refused = sh("pappo", "evidence", "import", str(changed), cwd=fresh)
     assert refused.returncode == 1 and f"{RUN}/report.json: sha256" in refused.stderr, refused.stderr
-    assert not (fresh / "reports" / "runs").exists() and not (fresh / ".dvc" / "cache").exists()  # nothing written
+    assert (
+        not (fresh / "reports" / "runs").exists() and not (fresh / ".dvc" / "cache").exists()
+    )  # nothing written
 
 
 def unpacked(world: dict[str, Path], name: str) -> Path:
-    return unpack(world["bundle"], world["root"] / name)  # as `unzip` does: modes kept (the tree id covers them)
+    return unpack(
+        world["bundle"], world["root"] / name
+    )  # as `unzip` does: modes kept (the tree id covers them)
 
 
 def test_the_unpacked_bundle_alone_is_audited_and_reproduced(world: dict[str, Path]) -> None:
@@ -141,7 +180,17 @@ def test_the_unpacked_bundle_alone_is_audited_and_reproduced(world: dict[str, Pa
     zipped = sh("pappo", "audit", "--bundle", str(world["bundle"]), cwd=world["root"])
     assert zipped.returncode == 2 and "integrity: OK" in zipped.stdout, zipped.stdout + zipped.stderr
     out = world["root"] / "bundle-rep.json"
-    rep = sh("pappo", "reproduce", "--bundle", str(folder), "--runs", "0/base", "--out", str(out), cwd=world["root"])
+    rep = sh(
+        "pappo",
+        "reproduce",
+        "--bundle",
+        str(folder),
+        "--runs",
+        "0/base",
+        "--out",
+        str(out),
+        cwd=world["root"],
+    )
     assert rep.returncode == 0, rep.stdout[-3000:] + rep.stderr[-3000:]
     found = json.loads(out.read_text())
     assert found["code_from"] == "bundle source" and found["runs"][0]["identical"] and found["reproduced"]
@@ -157,11 +206,16 @@ def test_the_unpacked_bundle_alone_is_audited_and_reproduced(world: dict[str, Pa
 def _resum(folder: Path) -> None:
     """SHA256SUMS and BUNDLE.json's swhid_dir made to match the folder's files again."""
     meta = json.loads((folder / "BUNDLE.json").read_text())
-    source = {p.relative_to(folder / "source").as_posix(): (0o100644 | (p.stat().st_mode & 0o111), p.read_bytes())
-              for p in (folder / "source").rglob("*") if p.is_file()}
+    source = {
+        p.relative_to(folder / "source").as_posix(): (0o100644 | (p.stat().st_mode & 0o111), p.read_bytes())
+        for p in (folder / "source").rglob("*")
+        if p.is_file()
+    }
     meta["swhid_dir"] = f"swh:1:dir:{git_tree_id(source)}"
     (folder / "BUNDLE.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    names = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != "SHA256SUMS")
+    names = sorted(
+        p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != "SHA256SUMS"
+    )
     sums = "".join(f"{hashlib.sha256((folder / n).read_bytes()).hexdigest()}  {n}\n" for n in names)
     (folder / "SHA256SUMS").write_text(sums)
 
@@ -177,7 +231,9 @@ def test_a_tampered_bundle_with_consistent_hashes_is_caught(world: dict[str, Pat
     report["final_eval"] = report["evals"][-1]["result"]
     (folder / RUN / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     receipt = json.loads((folder / RUN / "receipt.json").read_text())  # the receipt's hash,
-    receipt["outputs"]["files"]["report.json"] = hashlib.sha256((folder / RUN / "report.json").read_bytes()).hexdigest()
+    receipt["outputs"]["files"]["report.json"] = hashlib.sha256(
+        (folder / RUN / "report.json").read_bytes()
+    ).hexdigest()
     (folder / RUN / "receipt.json").write_text(json.dumps(receipt, indent=2, sort_keys=True) + "\n")
     lock = yaml.safe_load((folder / "dvc.lock").read_text())  # dvc.lock's md5s, in both copies,
     for out in lock["stages"]["train@0-pappo"]["outs"]:

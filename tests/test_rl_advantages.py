@@ -88,8 +88,9 @@ def turn_batches(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Ten
 
 
 # -- naive references ---------------------------------------------------------------------------
-def naive_gae(r: list[float], v: list[float], m: list[bool], gamma: float,
-              lam: float) -> tuple[list[float], list[float]]:  # fmt: skip
+def naive_gae(
+    r: list[float], v: list[float], m: list[bool], gamma: float, lam: float
+) -> tuple[list[float], list[float]]:
     """A_i = sum_j (gamma lam)^(j-i) delta_j over the masked steps of one row (explicit sum)."""
     steps = [t for t in range(len(m)) if m[t]]
     nxt = [v[steps[i + 1]] if i + 1 < len(steps) else 0.0 for i in range(len(steps))]
@@ -128,15 +129,20 @@ def test_token_gae_equals_naive_loop(batch: Batch, gamma: float, lam: float) -> 
 
 @PROP
 @given(token_batches(max_rows=1), UNIT, UNIT, st.integers(0, 40), st.integers(1, 5), FLOAT)
-def test_token_gae_skips_an_inserted_tool_span(batch: Batch, gamma: float, lam: float, at: int, k: int,
-                                               junk: float) -> None:  # fmt: skip
+def test_token_gae_skips_an_inserted_tool_span(
+    batch: Batch, gamma: float, lam: float, at: int, k: int, junk: float
+) -> None:
     adv, ret = token_gae(batch.rewards, batch.values, batch.mask, gamma, lam)
     at = min(at, batch.mask.shape[1])
 
     def insert(x: torch.Tensor, fill: float | bool) -> torch.Tensor:
         return torch.cat([x[:, :at], torch.full((1, k), fill, dtype=x.dtype), x[:, at:]], dim=1)
 
-    mask2, values2, rewards2 = insert(batch.mask, False), insert(batch.values, junk), insert(batch.rewards, 0.0)
+    mask2, values2, rewards2 = (
+        insert(batch.mask, False),
+        insert(batch.values, junk),
+        insert(batch.rewards, 0.0),
+    )
     adv2, ret2 = token_gae(rewards2, values2, mask2, gamma, lam)
     close(adv2[mask2], adv[batch.mask])
     close(ret2[mask2], ret[batch.mask])
@@ -201,8 +207,9 @@ def test_token_gae_keeps_dtype_and_empty_rows() -> None:
 # -- turn_gae and its agreement with token_gae ---------------------------------------------------
 @PROP
 @given(turn_batches(), UNIT, UNIT)
-def test_turn_gae_equals_naive_loop(tb: tuple[torch.Tensor, torch.Tensor, torch.Tensor], gamma: float,
-                                    lam: float) -> None:  # fmt: skip
+def test_turn_gae_equals_naive_loop(
+    tb: tuple[torch.Tensor, torch.Tensor, torch.Tensor], gamma: float, lam: float
+) -> None:
     rewards, values, mask = tb
     adv, ret = turn_gae(rewards, values, mask, gamma, lam)
     want_adv, want_ret = naive_batch_gae(rewards, values, mask, gamma, lam)
@@ -236,7 +243,9 @@ def test_turn_and_token_gae_agree_hand_built() -> None:
 
 @PROP
 @given(turn_batches(), UNIT, UNIT, st.data())
-def test_turn_and_token_gae_agree_one_token_per_turn(tb, gamma: float, lam: float, data: st.DataObject) -> None:
+def test_turn_and_token_gae_agree_one_token_per_turn(
+    tb, gamma: float, lam: float, data: st.DataObject
+) -> None:
     rewards, values, tmask = tb
     b, n = rewards.shape
     spans, layouts = [], []
@@ -351,7 +360,9 @@ def test_pappo_two_turn_episode_by_hand() -> None:
     terminal, process = torch.tensor([1.0], dtype=F64), torch.tensor([[0.5, -0.2]], dtype=F64)
     r_pappo = pappo_turn_rewards(terminal, process, mask, prior)
     close(r_pappo, torch.tensor([[0.25, 0.9]], dtype=F64), 1e-12)
-    ppo_adv, _ = turn_gae(pappo_turn_rewards(terminal, torch.zeros_like(process), mask, 0.0), values, mask, gamma, lam)
+    ppo_adv, _ = turn_gae(
+        pappo_turn_rewards(terminal, torch.zeros_like(process), mask, 0.0), values, mask, gamma, lam
+    )
     pappo_adv, _ = turn_gae(r_pappo, values, mask, gamma, lam)
     # terminal only: delta2 = 1 - 0.6 = 0.4; delta1 = 0.9*0.6 - 0.4 = 0.14; A1 = 0.14 + 0.72*0.4
     close(ppo_adv, torch.tensor([[0.428, 0.4]], dtype=F64), 1e-12)
@@ -363,14 +374,17 @@ def test_pappo_two_turn_episode_by_hand() -> None:
 
 @PROP
 @given(turn_batches(), st.data(), UNIT, UNIT, st.floats(0.0, 2.0))
-def test_pappo_minus_ppo_is_gae_of_process_term(tb, data: st.DataObject, gamma: float, lam: float,
-                                                prior: float) -> None:  # fmt: skip
+def test_pappo_minus_ppo_is_gae_of_process_term(
+    tb, data: st.DataObject, gamma: float, lam: float, prior: float
+) -> None:
     process, values, mask = tb
     b = process.shape[0]
     terminal = torch.tensor(data.draw(st.lists(UNIT, min_size=b, max_size=b)), dtype=F64)
     terminal = torch.where(mask.any(dim=1), terminal, 0.0)
     pappo = turn_gae(pappo_turn_rewards(terminal, process, mask, prior), values, mask, gamma, lam)
-    plain = turn_gae(pappo_turn_rewards(terminal, torch.zeros_like(process), mask, prior), values, mask, gamma, lam)
+    plain = turn_gae(
+        pappo_turn_rewards(terminal, torch.zeros_like(process), mask, prior), values, mask, gamma, lam
+    )
     term = turn_gae(prior * process, torch.zeros_like(values), mask, gamma, lam)
     close(pappo[0] - plain[0], term[0])
     close(pappo[1] - plain[1], term[1])
@@ -417,7 +431,9 @@ def test_terminal_token_rewards_equal_naive_loop(batch: Batch, data: st.DataObje
 
 
 # -- GRPO -----------------------------------------------------------------------------------------
-def naive_grpo(scores: list[float], groups: list[int], valid: list[bool], norm: bool, eps: float) -> list[float]:
+def naive_grpo(
+    scores: list[float], groups: list[int], valid: list[bool], norm: bool, eps: float
+) -> list[float]:
     out = []
     for s, g, ok in zip(scores, groups, valid):
         members = [x for x, h, v in zip(scores, groups, valid) if h == g and v]
@@ -430,12 +446,19 @@ def naive_grpo(scores: list[float], groups: list[int], valid: list[bool], norm: 
 
 
 @PROP
-@given(st.lists(st.tuples(st.sampled_from([0.0, 0.5, 1.0, -1.0]) | FLOAT, st.integers(0, 3), st.booleans()),
-                min_size=1, max_size=16), st.booleans())  # fmt: skip
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0.0, 0.5, 1.0, -1.0]) | FLOAT, st.integers(0, 3), st.booleans()),
+        min_size=1,
+        max_size=16,
+    ),
+    st.booleans(),
+)
 def test_grpo_equals_naive_loop(items: list[tuple[float, int, bool]], norm: bool) -> None:
     scores, groups, valid = (list(x) for x in zip(*items))
-    out = grpo_advantages(torch.tensor(scores, dtype=F64), torch.tensor(groups) * 7 - 3, norm,
-                          valid=torch.tensor(valid))  # fmt: skip
+    out = grpo_advantages(
+        torch.tensor(scores, dtype=F64), torch.tensor(groups) * 7 - 3, norm, valid=torch.tensor(valid)
+    )
     close(out, torch.tensor(naive_grpo(scores, groups, valid, norm, 1e-6), dtype=F64))
 
 
@@ -489,10 +512,14 @@ def test_masked_whiten_moments(batch: Batch, shift_mean: bool) -> None:
             assert out[on].var().item() == pytest.approx(1.0, rel=1e-5)
 
 
-def naive_whiten(x: list[float], m: list[bool], mean: float, var: float, shift_mean: bool,
-                 eps: float = 1e-8) -> list[float]:  # fmt: skip
+def naive_whiten(
+    x: list[float], m: list[bool], mean: float, var: float, shift_mean: bool, eps: float = 1e-8
+) -> list[float]:
     """Element by element: (x - mean) / sqrt(var + eps) (+ mean) on the mask, 0 elsewhere."""
-    return [(v - mean) / math.sqrt(var + eps) + (0.0 if shift_mean else mean) if on else 0.0 for v, on in zip(x, m)]
+    return [
+        (v - mean) / math.sqrt(var + eps) + (0.0 if shift_mean else mean) if on else 0.0
+        for v, on in zip(x, m)
+    ]
 
 
 @PROP
@@ -510,18 +537,28 @@ def test_masked_whiten_equals_naive_loop(batch: Batch, shift_mean: bool) -> None
 
 @PROP
 @given(token_batches(), FLOAT, st.floats(0.0, 4.0), st.booleans())
-def test_whiten_with_moments_equals_naive_loop(batch: Batch, mean: float, var: float, shift_mean: bool) -> None:
+def test_whiten_with_moments_equals_naive_loop(
+    batch: Batch, mean: float, var: float, shift_mean: bool
+) -> None:
     # any moments, not only x's own: the trainer passes moments all-reduced over ranks
-    out = whiten_with_moments(batch.values, batch.mask, torch.tensor(mean, dtype=F64), torch.tensor(var, dtype=F64),
-                              shift_mean=shift_mean)  # fmt: skip
-    want = naive_whiten(batch.values.reshape(-1).tolist(), batch.mask.reshape(-1).tolist(), mean, var, shift_mean)
+    out = whiten_with_moments(
+        batch.values,
+        batch.mask,
+        torch.tensor(mean, dtype=F64),
+        torch.tensor(var, dtype=F64),
+        shift_mean=shift_mean,
+    )
+    want = naive_whiten(
+        batch.values.reshape(-1).tolist(), batch.mask.reshape(-1).tolist(), mean, var, shift_mean
+    )
     close(out, torch.tensor(want, dtype=F64).reshape(batch.mask.shape))
 
 
 @PROP
 @given(token_batches(), st.booleans(), st.sampled_from([torch.float32, F64]))
-def test_whiten_with_moments_fed_masked_whitens_moments_is_masked_whiten(batch: Batch, shift_mean: bool,
-                                                                        dtype: torch.dtype) -> None:  # fmt: skip
+def test_whiten_with_moments_fed_masked_whitens_moments_is_masked_whiten(
+    batch: Batch, shift_mean: bool, dtype: torch.dtype
+) -> None:
     x, on = batch.values.to(dtype), batch.mask
     n = int(on.sum())
     if n < 2:

@@ -37,12 +37,31 @@ def launch(mode: str, out: Path, processes: int, **env: str) -> list[dict]:
         cmd = [sys.executable, str(WORKER)]
     else:
         accelerate = Path(sys.executable).with_name("accelerate")
-        cmd = [str(accelerate), "launch", "--multi_gpu", "--num_processes", str(processes), "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
-               str(WORKER)]  # fmt: skip
+        cmd = [
+            str(accelerate),
+            "launch",
+            "--multi_gpu",
+            "--num_processes",
+            str(processes),
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--dynamo_backend",
+            "no",
+            "--main_process_port",
+            str(_free_port()),
+            str(WORKER),
+        ]
     full_env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "", **env}
-    proc = subprocess.run([*cmd, "--mode", mode, "--out", str(out)], cwd=ROOT, env=full_env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [*cmd, "--mode", mode, "--out", str(out)],
+        cwd=ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(processes)]
 
@@ -117,8 +136,12 @@ def test_shards_partition_in_rank_order(n: int, world: int):
 
 
 def test_merge_stats_sums_shares_and_bounds_ratios():
-    merged = merge_stats([{"actor/pg_loss": 0.25, "actor/ratio_min": 0.9, "actor/ratio_max": 1.2},
-                          {"actor/pg_loss": 0.5, "actor/ratio_min": 0.7, "actor/ratio_max": 1.1}])  # fmt: skip
+    merged = merge_stats(
+        [
+            {"actor/pg_loss": 0.25, "actor/ratio_min": 0.9, "actor/ratio_max": 1.2},
+            {"actor/pg_loss": 0.5, "actor/ratio_min": 0.7, "actor/ratio_max": 1.1},
+        ]
+    )
     assert merged == {"actor/pg_loss": 0.75, "actor/ratio_min": 0.7, "actor/ratio_max": 1.2}
 
 

@@ -62,8 +62,11 @@ def naive_gppo(lp, old, adv, mask, geometry, topology, delta, mode):
     for b in range(B):
         for t in range(T):
             if mask[b][t]:
-                w = {"token-mean": 1.0 / total, "seq-mean-token-sum": 1.0 / rows,
-                     "seq-mean-token-mean": 1.0 / (rows * n_rows[b])}[mode]
+                w = {
+                    "token-mean": 1.0 / total,
+                    "seq-mean-token-sum": 1.0 / rows,
+                    "seq-mean-token-mean": 1.0 / (rows * n_rows[b]),
+                }[mode]
                 weights[b][t] = w
     loss, grad, clipped, ratios = 0.0, [[0.0] * T for _ in range(B)], 0, []
     for b in range(B):
@@ -85,7 +88,9 @@ def one_token_grad(r: float, mu: float, adv: float, geometry: str, topology: str
     """(gradient of gppo_loss w.r.t. log_prob, in_region) for a single policy token with ratio r."""
     old = torch.tensor([[math.log(mu)]], dtype=F64)
     lp = (old + math.log(r)).requires_grad_(True)
-    tok = gppo_token_loss(lp, old, torch.tensor([[adv]], dtype=F64), torch.ones(1, 1), geometry, topology, delta)
+    tok = gppo_token_loss(
+        lp, old, torch.tensor([[adv]], dtype=F64), torch.ones(1, 1), geometry, topology, delta
+    )
     tok.loss.sum().backward()  # one token: the token-mean loss
     return lp.grad.item(), bool(tok.in_region.item())
 
@@ -133,7 +138,9 @@ def test_region_boundary(geometry, topology):
     edges = 0
     for mu in MUS:
         for delta in DELTAS:
-            lo, hi = (x.item() for x in ratio_interval(torch.tensor(mu, dtype=F64), geometry, topology, delta))
+            lo, hi = (
+                x.item() for x in ratio_interval(torch.tensor(mu, dtype=F64), geometry, topology, delta)
+            )
             assert 0.0 <= lo < 1.0 < hi
             r_max = 1.0 / mu if topology == "binary" else math.inf
             if hi < r_max * (1 - 1e-12):
@@ -189,7 +196,9 @@ def test_matches_naive_loop(geometry, topology, data, delta, mode):
     lp, old, adv, mask = data
     m = torch.tensor(mask, dtype=torch.float32)
     # garbage at masked positions must not reach the loss or the gradient
-    lp_t = torch.where(m > 0, torch.tensor(lp, dtype=F64), torch.tensor(math.nan, dtype=F64)).requires_grad_(True)
+    lp_t = torch.where(m > 0, torch.tensor(lp, dtype=F64), torch.tensor(math.nan, dtype=F64)).requires_grad_(
+        True
+    )
     old_t = torch.where(m > 0, torch.tensor(old, dtype=F64), torch.tensor(math.inf, dtype=F64))
     adv_t = torch.where(m > 0, torch.tensor(adv, dtype=F64), torch.tensor(math.nan, dtype=F64))
     loss, stats = gppo_loss(lp_t, old_t, adv_t, m, geometry, topology, delta, loss_agg_mode=mode)
@@ -208,7 +217,9 @@ def test_empty_mask_gives_zero_loss_and_zero_grad():
     loss, stats = gppo_loss(lp, zeros, torch.ones(2, 3), zeros, "chi2", "atomic", 0.04)
     loss.backward()
     assert loss.item() == 0.0 and torch.equal(lp.grad, torch.zeros_like(lp))
-    assert stats["pg_clipfrac"].item() == 0.0 and stats["ratio_min"].item() == stats["ratio_max"].item() == 1.0
+    assert (
+        stats["pg_clipfrac"].item() == 0.0 and stats["ratio_min"].item() == stats["ratio_max"].item() == 1.0
+    )
 
 
 # --- (d) relationships derived from the definitions ------------------------------------------------
@@ -235,10 +246,13 @@ def _random_batch(seed, B=8, T=16):
 
 
 @pytest.mark.parametrize("mode", LOSS_AGG_MODES)
-@pytest.mark.parametrize("geometry,delta,lo,hi", [
-    ("tv", 0.1, 0.8, 1.2),  # tv/mc, delta = eps/2  <=>  PPO clip(r, 1 - eps, 1 + eps) with eps = 0.2
-    ("two_sided_log", 0.2, math.exp(-0.2), math.exp(0.2)),  # asymmetric (DAPO-like) clip in log space
-])
+@pytest.mark.parametrize(
+    "geometry,delta,lo,hi",
+    [
+        ("tv", 0.1, 0.8, 1.2),  # tv/mc, delta = eps/2  <=>  PPO clip(r, 1 - eps, 1 + eps) with eps = 0.2
+        ("two_sided_log", 0.2, math.exp(-0.2), math.exp(0.2)),  # asymmetric (DAPO-like) clip in log space
+    ],
+)
 def test_mc_geometries_are_ppo_clips(mode, geometry, delta, lo, hi):
     lp, old, adv, mask = _random_batch(1)
     lp_a = lp.clone().requires_grad_(True)
@@ -284,15 +298,18 @@ def _args():
     return x, x, x, torch.ones(2, 3)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"geometry": "js"}, r"geometry='js'.*'tv', 'chi2', 'hellinger', 'kl', 'two_sided_log'"),
-    ({"topology": "exact"}, r"topology='exact'.*'mc', 'atomic', 'binary'"),
-    ({"delta": 0.0}, r"delta=0.0 .*> 0"),
-    ({"delta": -0.1}, r"delta=-0.1 "),
-    ({"delta": math.nan}, r"delta=nan "),
-    ({"delta": math.inf}, r"delta=inf "),
-    ({"loss_agg_mode": "seq-sum"}, r"loss_agg_mode='seq-sum'.*token-mean"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"geometry": "js"}, r"geometry='js'.*'tv', 'chi2', 'hellinger', 'kl', 'two_sided_log'"),
+        ({"topology": "exact"}, r"topology='exact'.*'mc', 'atomic', 'binary'"),
+        ({"delta": 0.0}, r"delta=0.0 .*> 0"),
+        ({"delta": -0.1}, r"delta=-0.1 "),
+        ({"delta": math.nan}, r"delta=nan "),
+        ({"delta": math.inf}, r"delta=inf "),
+        ({"loss_agg_mode": "seq-sum"}, r"loss_agg_mode='seq-sum'.*token-mean"),
+    ],
+)
 def test_bad_config_raises(kwargs, match):
     base = {"geometry": "tv", "topology": "mc", "delta": 0.1}
     base.update(kwargs)

@@ -44,22 +44,48 @@ from pappo.tasks.store import TaskStore
 from test_env_episode import FakeGrader
 
 K, FIX_AT = 4, 3  # candidates shown; where every episode's board shows the fix
-TINY = TinyModelParams(vocab_size=1024, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048, seed=0)  # fmt: skip
+TINY = TinyModelParams(
+    vocab_size=1024,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=2048,
+    seed=0,
+)
 BREAK = os.environ.get("PAPPO_BREAK_LEARNING", "")  # "", flip_sign, no_reward, no_update
 SFT_STEPS = 100  # enough for the call format
 
 
 def learning_params(fx_params: Params) -> Params:
-    env = fx_params.env.model_copy(update={"actions": "candidates", "max_turns": 2,
-                                           "candidates": fx_params.env.candidates.model_copy(update={"k": K})})  # fmt: skip
-    rl = fx_params.rl.model_copy(update={
-        "updates": 8, "tasks_per_update": 4, "group_size": 8, "ppo_epochs": 2, "minibatches": 2,
-        "micro_batch_size": 16, "actor_lr": 0.0 if BREAK == "no_update" else 0.004, "critic_lr": 0.005,
-        "critic_warmup_steps": 2, "kl_coef": 0.0, "lam": 1.0, "target_kl": None, "local_prior": 0.5,
-    })  # fmt: skip
-    rollout = fx_params.rollout.model_copy(update={"batch_size": 32, "max_new_tokens_per_turn": 24,
-                                                   "max_tokens_per_episode": 1000})  # fmt: skip
+    env = fx_params.env.model_copy(
+        update={
+            "actions": "candidates",
+            "max_turns": 2,
+            "candidates": fx_params.env.candidates.model_copy(update={"k": K}),
+        }
+    )
+    rl = fx_params.rl.model_copy(
+        update={
+            "updates": 8,
+            "tasks_per_update": 4,
+            "group_size": 8,
+            "ppo_epochs": 2,
+            "minibatches": 2,
+            "micro_batch_size": 16,
+            "actor_lr": 0.0 if BREAK == "no_update" else 0.004,
+            "critic_lr": 0.005,
+            "critic_warmup_steps": 2,
+            "kl_coef": 0.0,
+            "lam": 1.0,
+            "target_kl": None,
+            "local_prior": 0.5,
+        }
+    )
+    rollout = fx_params.rollout.model_copy(
+        update={"batch_size": 32, "max_new_tokens_per_turn": 24, "max_tokens_per_episode": 1000}
+    )
     return fx_params.model_copy(update={"env": env, "rl": rl, "rollout": rollout})
 
 
@@ -74,7 +100,9 @@ def board_seeds(params: Params, store: TaskStore) -> dict[str, int]:
             if board_of(env) == (K, FIX_AT):
                 out[tid] = seed
                 break
-    assert sorted(out) == sorted(store.tasks), f"no board with the fix at [{FIX_AT}] for {set(store.tasks) - set(out)}"
+    assert sorted(out) == sorted(store.tasks), (
+        f"no board with the fix at [{FIX_AT}] for {set(store.tasks) - set(out)}"
+    )
     return out
 
 
@@ -88,12 +116,16 @@ class ApplyThenSubmit:
 
 
 @pytest.fixture(scope="module")
-def start(tmp_path_factory: pytest.TempPathFactory) -> tuple[Params, TaskStore, ChatCodec, dict[str, int], dict]:
+def start(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Params, TaskStore, ChatCodec, dict[str, int], dict]:
     """Params, tasks, codec, board seeds, and the SFT weights every run starts from."""
     params = learning_params(fixture_params(tmp_path_factory.mktemp("learns")))
     store = TaskStore.from_params(params, "repofix")
     seeds = board_seeds(params, store)
-    tokenizer = train_tokenizer([*protocol_files(), *warmup_files(FIXTURES / "warmup" / "repos")], TINY.vocab_size)
+    tokenizer = train_tokenizer(
+        [*protocol_files(), *warmup_files(FIXTURES / "warmup" / "repos")], TINY.vocab_size
+    )
     codec = ChatCodec(tokenizer, tools_for("candidates"))
     transcripts = []
     for tid, seed in seeds.items():
@@ -105,9 +137,10 @@ def start(tmp_path_factory: pytest.TempPathFactory) -> tuple[Params, TaskStore, 
             transcripts.append(env.transcript)
     model = build_tiny_model(TINY, tokenizer)
     examples = [sft.encode_episode(codec, t) for t in transcripts]
-    sft.train(model, examples, sft.Schedule(steps=SFT_STEPS, batch_size=8, lr=0.006, max_len=1000), codec.pad_id, 0)
+    sft.train(
+        model, examples, sft.Schedule(steps=SFT_STEPS, batch_size=8, lr=0.006, max_len=1000), codec.pad_id, 0
+    )
     return params, store, codec, seeds, {k: v.clone() for k, v in model.state_dict().items()}
-
 
 
 def break_loop(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -121,6 +154,7 @@ def break_loop(monkeypatch: pytest.MonkeyPatch) -> None:
 
         monkeypatch.setattr(Trainer, "advantages", flipped)
     if BREAK == "no_reward":
+
         def unrewarded(*args: Any, **kwargs: Any) -> rl_batch.RolloutBatch:
             b = rl_batch.from_trajectories(*args, **kwargs)
             b.terminal, b.process = torch.zeros_like(b.terminal), torch.zeros_like(b.process)
@@ -130,16 +164,22 @@ def break_loop(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("method", ["ppo", "pappo"])
-def test_ppo_and_pappo_learns_to_apply_the_fix(method: str, start, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def test_ppo_and_pappo_learns_to_apply_the_fix(
+    method: str, start, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     params, store, codec, seeds, weights = start
     break_loop(monkeypatch)
     # every episode of a task shows the board of its chosen seed (the trainer draws one per episode)
-    monkeypatch.setattr(trainer_mod, "task_env", lambda st, tid, env, seed=0: task_env(st, tid, env, seeds[tid]))
+    monkeypatch.setattr(
+        trainer_mod, "task_env", lambda st, tid, env, seed=0: task_env(st, tid, env, seeds[tid])
+    )
     model = build_tiny_model(TINY, codec.tokenizer)
     model.load_state_dict(weights)
     torch.manual_seed(0)
     ac = ActorCritic(model, LoraParams(rank=8, alpha=16.0))
-    history = Trainer(method, params, ac, codec, store, sorted(store.tasks), FakeGrader(), tmp_path, seed=0).run()  # type: ignore[arg-type]
+    history = Trainer(
+        method, params, ac, codec, store, sorted(store.tasks), FakeGrader(), tmp_path, seed=0
+    ).run()
     curve = [r["rollout"]["success"] for r in history]
     first, last = curve[0], sum(curve[-2:]) / 2
     print(f"{method} {BREAK or 'intact'}: training success per update {[round(c, 2) for c in curve]}")

@@ -98,7 +98,9 @@ def batches(draw, names: tuple[str, ...], lo: float = -3.0, hi: float = 3.0, min
     min_abs: nonzero floats smaller than this are left out (their squares would underflow).
     """
     b, t = draw(st.integers(1, 4)), draw(st.integers(1, 8))
-    floats = st.floats(lo, hi, allow_nan=False, allow_infinity=False).filter(lambda x: x == 0 or abs(x) >= min_abs)
+    floats = st.floats(lo, hi, allow_nan=False, allow_infinity=False).filter(
+        lambda x: x == 0 or abs(x) >= min_abs
+    )
 
     def grid(elems):
         return draw(st.lists(st.lists(elems, min_size=t, max_size=t), min_size=b, max_size=b))
@@ -133,7 +135,11 @@ def test_chapter_gradient_table(sign, expected, clip_side):
     ratios = torch.tensor([[0.5, 0.79, 1.0, 1.1, 1.3, 2.0]])
     logp = ratios.log().requires_grad_()
     loss, stats = policy_loss(
-        logp, torch.zeros(1, 6), torch.full((1, 6), sign), torch.ones(1, 6), loss_agg_mode="seq-mean-token-sum"
+        logp,
+        torch.zeros(1, 6),
+        torch.full((1, 6), sign),
+        torch.ones(1, 6),
+        loss_agg_mode="seq-mean-token-sum",
     )
     (grad,) = torch.autograd.grad(loss, logp)
     assert_close(-grad[0], torch.tensor(expected))
@@ -154,8 +160,12 @@ def test_chapter_dual_clip(c, loss_expected, grad_expected, lower):
     """docs/design.md, dual clip: three bad tokens with ratios 2, 5, 20 (A = -1), summed over one row."""
     logp = torch.tensor([[2.0, 5.0, 20.0]]).log().requires_grad_()
     loss, stats = policy_loss(
-        logp, torch.zeros(1, 3), torch.tensor([[-1.0]]), torch.ones(1, 3),
-        clip_ratio_c=c, loss_agg_mode="seq-mean-token-sum",
+        logp,
+        torch.zeros(1, 3),
+        torch.tensor([[-1.0]]),
+        torch.ones(1, 3),
+        clip_ratio_c=c,
+        loss_agg_mode="seq-mean-token-sum",
     )
     (grad,) = torch.autograd.grad(loss, logp)
     assert_close(loss, torch.tensor(loss_expected))
@@ -169,7 +179,9 @@ def test_chapter_value_clip_formula():
     before the clip takes over."""
     v = torch.tensor([[1.0, 0.0, 0.5]], requires_grad=True)
     old, ret = torch.zeros(1, 3), torch.tensor([[0.0, 1.0, 1.0]])
-    loss, stats = value_loss(v, old, ret, torch.ones(1, 3), cliprange_value=0.2, loss_agg_mode="seq-mean-token-sum")
+    loss, stats = value_loss(
+        v, old, ret, torch.ones(1, 3), cliprange_value=0.2, loss_agg_mode="seq-mean-token-sum"
+    )
     # token 0: max(1, 0.2^2)=1; token 1: max(1, 1)=1 (no move); token 2: max(0.25, 0.8^2)=0.64 (clipped)
     assert_close(loss, torch.tensor(0.5 * (1.0 + 1.0 + 0.64)))
     assert_close(stats["vf_clipfrac"], torch.tensor(1 / 3))
@@ -204,7 +216,10 @@ def test_policy_loss_matches_naive(d, wide, mode, low, high, c):
     loss, stats = policy_loss(lp, t64(olp), t64(d["adv"]), mask_tensor(d), low, high, c, mode)
     (grad,) = torch.autograd.grad(loss, lp)
 
-    toks = [[naive_pg_token(a, b, e, low, high, c) for a, b, e in zip(*rows)] for rows in zip(d["lp"], olp, d["adv"])]
+    toks = [
+        [naive_pg_token(a, b, e, low, high, c) for a, b, e in zip(*rows)]
+        for rows in zip(d["lp"], olp, d["adv"])
+    ]
     w = naive_weights(d["mask"], mode)
     assert_close(loss, t64(naive_agg([[x[0] for x in r] for r in toks], d["mask"], mode)))
     assert_close(grad, t64([[wi * x[1] for wi, x in zip(rw, r)] for rw, r in zip(w, toks)]))
@@ -228,7 +243,9 @@ def test_policy_loss_matches_naive(d, wide, mode, low, high, c):
 
 
 @HYP
-@given(d=batches(("v", "old", "ret")), mode=st.sampled_from(LOSS_AGG_MODES), c=st.sampled_from([None, 0.1, 0.5]))
+@given(
+    d=batches(("v", "old", "ret")), mode=st.sampled_from(LOSS_AGG_MODES), c=st.sampled_from([None, 0.1, 0.5])
+)
 def test_value_loss_matches_naive(d, mode, c):
     def token(v, o, r):
         sq = (v - r) ** 2
@@ -259,8 +276,12 @@ def test_kl_penalty_matches_naive(d, est):
 def test_explained_variance_matches_naive(d):
     """Exact rational arithmetic; NaN iff Var(R) is within rounding noise of 0: at most
     max((8 eps)^2, 64 eps64) * (mean(R^2) + mean((R - V)^2)), as `explained_variance_from_moments`."""
-    pairs = [(Fraction(v), Fraction(r)) for rv, rr, rm in zip(d["v"], d["ret"], d["mask"])
-             for v, r, m in zip(rv, rr, rm) if m]
+    pairs = [
+        (Fraction(v), Fraction(r))
+        for rv, rr, rm in zip(d["v"], d["ret"], d["mask"])
+        for v, r, m in zip(rv, rr, rm)
+        if m
+    ]
 
     def pvar(xs):
         mu = sum(xs) / len(xs)
@@ -272,7 +293,9 @@ def test_explained_variance_matches_naive(d):
         assert torch.isnan(got)
         return
     var_r, mean_sq = pvar([r for _, r in pairs]), sum(r * r + (r - v) ** 2 for v, r in pairs) / len(pairs)
-    eps = Fraction(torch.finfo(F64).eps)  # the kernel's floor: max((8 eps)^2, 64 eps64), eps of the values' dtype
+    eps = Fraction(
+        torch.finfo(F64).eps
+    )  # the kernel's floor: max((8 eps)^2, 64 eps64), eps of the values' dtype
     noise = max((8 * eps) ** 2, 64 * eps) * mean_sq
     assume(not noise / 100 < var_r < noise * 100)  # too close to the threshold for float64 to decide
     expected = 1 - pvar([r - v for v, r in pairs]) / var_r if var_r > noise else math.nan
@@ -292,7 +315,9 @@ def test_entropy_matches_naive(logits):
 
 
 def test_entropy_known_values_and_minus_inf_logits():
-    logits = torch.tensor([[[0.0, 0.0, 0.0, 0.0], [5.0, -math.inf, -math.inf, -math.inf]]], requires_grad=True)
+    logits = torch.tensor(
+        [[[0.0, 0.0, 0.0, 0.0], [5.0, -math.inf, -math.inf, -math.inf]]], requires_grad=True
+    )
     ent = entropy_from_logits(logits)
     assert_close(ent, torch.tensor([[math.log(4), 0.0]]))
     ent.sum().backward()
@@ -377,13 +402,13 @@ def test_dual_clip_must_exceed_one(c):
 def test_unknown_modes_and_knobs_raise():
     x, m = torch.zeros(1, 2), torch.ones(1, 2)
     with pytest.raises(ValueError, match="loss_agg_mode='seq-mean'.*token-mean"):
-        agg_loss(x, m, "seq-mean")  # type: ignore[arg-type]
+        agg_loss(x, m, "seq-mean")
     with pytest.raises(ValueError, match="loss_agg_mode"):
-        policy_loss(x, x, x, m, loss_agg_mode="token_mean")  # type: ignore[arg-type]
+        policy_loss(x, x, x, m, loss_agg_mode="token_mean")
     with pytest.raises(ValueError, match="loss_agg_mode"):
-        value_loss(x, x, x, m, loss_agg_mode="sum")  # type: ignore[arg-type]
+        value_loss(x, x, x, m, loss_agg_mode="sum")
     with pytest.raises(ValueError, match="estimator='k4'"):
-        kl_penalty(x, x, "k4")  # type: ignore[arg-type]
+        kl_penalty(x, x, "k4")
     with pytest.raises(ValueError, match="clip_ratio_low"):
         policy_loss(x, x, x, m, clip_ratio_low=-0.1)
     with pytest.raises(ValueError, match="cliprange_value"):

@@ -125,11 +125,15 @@ def test_weighted_policy_loss_and_gradient_match_a_naive_loop(d, mode, level, is
     loss, _ = policy_loss(lp, t64(olp), t64(d["adv"]), mask, 0.2, 0.28, c, mode, rollout_is_weights=w)
     (grad,) = torch.autograd.grad(loss, lp)
 
-    ws = [[naive_is_weight(rd, rm, j, level, is_mode, 2.0) for j in range(len(rd))]
-          for rd, rm in zip(mis, d["mask"])]
+    ws = [
+        [naive_is_weight(rd, rm, j, level, is_mode, 2.0) for j in range(len(rd))]
+        for rd, rm in zip(mis, d["mask"])
+    ]
     assert_close(w, t64(ws))
-    toks = [[naive_pg_token(a, b, e, 0.2, 0.28, c) for a, b, e in zip(*rows)]
-            for rows in zip(d["lp"], olp, d["adv"])]
+    toks = [
+        [naive_pg_token(a, b, e, 0.2, 0.28, c) for a, b, e in zip(*rows)]
+        for rows in zip(d["lp"], olp, d["adv"])
+    ]
     agg = naive_weights(d["mask"], mode)
     weighted = [[wi * x[0] for wi, x in zip(rw, r)] for rw, r in zip(ws, toks)]
     assert_close(loss, t64(naive_agg(weighted, d["mask"], mode)))
@@ -138,8 +142,9 @@ def test_weighted_policy_loss_and_gradient_match_a_naive_loop(d, mode, level, is
 
 
 @HYP
-@given(d=batches(("lp", "delta", "adv")), mode=st.sampled_from(LOSS_AGG_MODES),
-       c=st.sampled_from([None, 1.5]))
+@given(
+    d=batches(("lp", "delta", "adv")), mode=st.sampled_from(LOSS_AGG_MODES), c=st.sampled_from([None, 1.5])
+)
 def test_correction_off_leaves_the_loss_bit_for_bit(d, mode, c):
     olp = [[lp - 0.5 * dl for lp, dl in zip(r1, r2)] for r1, r2 in zip(d["lp"], d["delta"])]
     lp = t64(d["lp"]).requires_grad_()
@@ -275,8 +280,15 @@ def test_logits_fp32_agrees_across_decoder_and_trainer_in_bfloat16():
 def actor_critic_in(dtype: torch.dtype, logits_fp32: bool = False) -> ActorCritic:
     """test_rl_trainer's tiny actor-critic with its base in `dtype` (peft keeps LoRA in float32)."""
     torch.manual_seed(0)
-    cfg = Qwen2Config(vocab_size=264, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024)
+    cfg = Qwen2Config(
+        vocab_size=264,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+    )
     base = AutoModelForCausalLM.from_config(cfg).to(dtype)
     return ActorCritic(base, LoraParams(rank=4, alpha=8.0), logits_fp32)
 
@@ -302,7 +314,9 @@ def test_float16_trains_with_loss_scaling_and_float32_adapters(fx_params: Params
     assert fp16_gap < bf16_record["freeze"]["rollout/logprob_gap_mean"]
 
 
-def test_float16_overflow_skips_the_step_lowers_the_scale_and_a_resume_keeps_it(fx_params: Params, tmp_path: Path):
+def test_float16_overflow_skips_the_step_lowers_the_scale_and_a_resume_keeps_it(
+    fx_params: Params, tmp_path: Path
+):
     ac = actor_critic_in(torch.float16)
     t = trainer("grpo", in_dtype(fx_params, "float16"), tmp_path, ac=ac)
     t.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**60)  # the scaled loss overflows float16 for sure

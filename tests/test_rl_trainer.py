@@ -38,32 +38,73 @@ class CoinGrader:
             ok = (k * 7919) % 5 < 2
             outcomes = {t: "passed" if ok or i else "failed" for i, t in enumerate(tests)}
             infra = "worker crashed" if k in self.infra else None
-            out.append(Grade(task.instance_id, ok and not infra, outcomes, 0 if ok else 1, False, [], infra, [],
-                             None, 0.0, "fake"))  # fmt: skip
+            out.append(
+                Grade(
+                    task.instance_id,
+                    ok and not infra,
+                    outcomes,
+                    0 if ok else 1,
+                    False,
+                    [],
+                    infra,
+                    [],
+                    None,
+                    0.0,
+                    "fake",
+                )
+            )
         return out
 
 
-def small_params(fx_params: Params, **rl) -> Params:  # type: ignore[no-untyped-def]
-    base = {"updates": 1, "tasks_per_update": 2, "group_size": 2, "ppo_epochs": 1, "minibatches": 2,
-            "micro_batch_size": 2, "critic_warmup_steps": 0, "target_kl": None}  # fmt: skip
-    return fx_params.model_copy(update={
-        "rl": fx_params.rl.model_copy(update={**base, **rl}),
-        "env": fx_params.env.model_copy(update={"max_turns": 3}),
-        "rollout": fx_params.rollout.model_copy(update={"max_new_tokens_per_turn": 10, "max_tokens_per_episode": 300}),
-    })  # fmt: skip
+def small_params(fx_params: Params, **rl) -> Params:
+    base = {
+        "updates": 1,
+        "tasks_per_update": 2,
+        "group_size": 2,
+        "ppo_epochs": 1,
+        "minibatches": 2,
+        "micro_batch_size": 2,
+        "critic_warmup_steps": 0,
+        "target_kl": None,
+    }
+    return fx_params.model_copy(
+        update={
+            "rl": fx_params.rl.model_copy(update={**base, **rl}),
+            "env": fx_params.env.model_copy(update={"max_turns": 3}),
+            "rollout": fx_params.rollout.model_copy(
+                update={"max_new_tokens_per_turn": 10, "max_tokens_per_episode": 300}
+            ),
+        }
+    )
 
 
 def actor_critic(seed: int = 0) -> ActorCritic:
     torch.manual_seed(seed)
-    cfg = Qwen2Config(vocab_size=264, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024)  # fmt: skip
+    cfg = Qwen2Config(
+        vocab_size=264,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+    )
     return ActorCritic(AutoModelForCausalLM.from_config(cfg), LoraParams(rank=4, alpha=8.0))
 
 
-def trainer(method: str, params: Params, out: Path, grader=None, ac=None) -> Trainer:  # type: ignore[no-untyped-def]
+def trainer(method: str, params: Params, out: Path, grader=None, ac=None) -> Trainer:
     store = TaskStore.from_params(params, "repofix")
-    return Trainer(method, params, ac or actor_critic(), ByteCodec(), store, sorted(store.tasks),  # type: ignore[arg-type]
-                   grader or CoinGrader(), out, seed=0)  # fmt: skip
+    return Trainer(
+        method,
+        params,
+        ac or actor_critic(),
+        ByteCodec(),
+        store,
+        sorted(store.tasks),
+        grader or CoinGrader(),
+        out,
+        seed=0,
+    )
 
 
 def snapshot(params: list[torch.nn.Parameter]) -> list[torch.Tensor]:
@@ -88,8 +129,15 @@ def test_ppo_ratios_start_at_one_then_move_and_the_clip_binds(fx_params: Params,
     assert max(s["actor/pg_clipfrac"] for s in steps) > 0
     assert len(steps) == 6 * 2 and record["epochs_used"] == 6
     assert moved(actor, t.ac.policy_parameters()) and moved(critic, t.ac.critic_parameters())
-    for key in ("actor/pg_clipfrac_lower", "actor/ppo_kl", "actor/entropy", "actor/grad_norm",
-                "critic/vf_explained_var", "critic/vf_clipfrac", "critic/value_loss"):  # fmt: skip
+    for key in (
+        "actor/pg_clipfrac_lower",
+        "actor/ppo_kl",
+        "actor/entropy",
+        "actor/grad_norm",
+        "critic/vf_explained_var",
+        "critic/vf_clipfrac",
+        "critic/value_loss",
+    ):
         assert all(key in s for s in steps), key
     assert record["freeze"]["rollout/logprob_gap_max"] < 1e-4  # sampler vs trainer on the same ids
     assert (tmp_path / "checkpoint" / "state.json").is_file()
@@ -111,11 +159,11 @@ def test_cosine_schedule_anneals_the_actor_rate_and_constant_keeps_it(fx_params:
     steps: list[float] = []
     real_step = t.actor_opt.step
 
-    def step(*a, **k):  # type: ignore[no-untyped-def]
+    def step(*a, **k):
         steps.append(t.actor_opt.param_groups[0]["lr"])  # the rate the optimizer really steps with
         return real_step(*a, **k)
 
-    t.actor_opt.step = step  # type: ignore[method-assign]
+    t.actor_opt.step = step
     history = t.run()
     rates = [r["actor/lr"] for r in history]
     assert rates[0] == 0.05 and rates[0] > rates[1] > rates[2] > 0.1 * 0.05
@@ -157,7 +205,9 @@ def test_the_critic_reads_the_rewards_so_far_only_when_told(fx_params: Params, t
     t = trainer("ppo", small_params(fx_params, critic_lr=0.05, critic_sees_rewards=sees), tmp_path)
     trajs, groups, index = t.rollouts(0)
     batch = from_trajectories(trajs, groups, 0, index)
-    assert batch.rewards_so_far.abs().sum() > 0  # the random policy's parse errors: later turns follow rewards
+    assert (
+        batch.rewards_so_far.abs().sum() > 0
+    )  # the random policy's parse errors: later turns follow rewards
     t.optimise(batch, 0)
     weight = float(t.ac.reward_head.weight.detach())
     assert (weight != 0.0) == sees  # never stepped (no gradient) unless the critic reads them
@@ -199,13 +249,13 @@ def test_killed_run_resumes_to_the_same_adapters_and_history(fx_params: Params, 
     crashed = trainer("pappo", params, tmp_path / "run")
     real_update = crashed.update
 
-    def dies_in_second(u: int):  # type: ignore[no-untyped-def]
+    def dies_in_second(u: int):
         if u == 1:
             crashed.rollouts(u)  # work done, then the process dies before the checkpoint
             raise KeyboardInterrupt("killed")
         return real_update(u)
 
-    crashed.update = dies_in_second  # type: ignore[method-assign]
+    crashed.update = dies_in_second
     with pytest.raises(KeyboardInterrupt):
         crashed.run()
     # A fresh process with another init. The sandbox is stateless; the test double counts calls,

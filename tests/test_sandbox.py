@@ -36,11 +36,13 @@ def pool():
 
 
 def test_outcomes_per_test_and_failure_details(pool: SandboxPool):
-    run = pool.run(suite(
-        "def test_ok():\n    assert add(1, 2) == 3\n"
-        "def test_wrong():\n    assert add(2, 2) == 5\n"
-        "def test_crash():\n    add(1, 'a')\n"
-    ))  # fmt: skip
+    run = pool.run(
+        suite(
+            "def test_ok():\n    assert add(1, 2) == 3\n"
+            "def test_wrong():\n    assert add(2, 2) == 5\n"
+            "def test_crash():\n    add(1, 'a')\n"
+        )
+    )
     assert run.outcomes == {
         "tests/test_pkg.py::test_crash": "failed",
         "tests/test_pkg.py::test_ok": "passed",
@@ -57,12 +59,14 @@ def test_outcomes_per_test_and_failure_details(pool: SandboxPool):
 def test_failure_texts_mask_memory_addresses_which_differ_from_run_to_run(pool: SandboxPool):
     """Seen in lrucache-003: the same wrong edit, graded in two pools, showed two addresses; the
     policy reads the failure text, so the same seed trained differently. A hex literal stays."""
-    run = pool.run(suite(
-        "class Box:\n    pass\n"
-        "def test_in():\n    assert 'long' in [Box()]\n"
-        "def test_raise():\n    raise ValueError(repr(Box()))\n"
-        "def test_hex():\n    raise ValueError('flag 0x10 set')\n"
-    ))  # fmt: skip
+    run = pool.run(
+        suite(
+            "class Box:\n    pass\n"
+            "def test_in():\n    assert 'long' in [Box()]\n"
+            "def test_raise():\n    raise ValueError(repr(Box()))\n"
+            "def test_hex():\n    raise ValueError('flag 0x10 set')\n"
+        )
+    )
     f = run.failures
     assert f["tests/test_pkg.py::test_in"]["compare"]["right"] == "[<test_pkg.Box object at 0x...>]"
     assert f["tests/test_pkg.py::test_raise"]["message"] == "<test_pkg.Box object at 0x...>"
@@ -70,16 +74,23 @@ def test_failure_texts_mask_memory_addresses_which_differ_from_run_to_run(pool: 
 
 
 def test_requested_ids_missing_and_skipped(pool: SandboxPool):
-    run = pool.run(suite("import pytest\n@pytest.mark.skip\ndef test_skip():\n    pass\n"),
-                   ["tests/test_pkg.py::test_skip", "tests/test_pkg.py::test_gone"])  # fmt: skip
-    assert run.outcomes == {"tests/test_pkg.py::test_gone": "missing", "tests/test_pkg.py::test_skip": "skipped"}
+    run = pool.run(
+        suite("import pytest\n@pytest.mark.skip\ndef test_skip():\n    pass\n"),
+        ["tests/test_pkg.py::test_skip", "tests/test_pkg.py::test_gone"],
+    )
+    assert run.outcomes == {
+        "tests/test_pkg.py::test_gone": "missing",
+        "tests/test_pkg.py::test_skip": "skipped",
+    }
     assert run.failing() == sorted(run.outcomes)  # skipped and missing never count as passing
 
 
 def test_printed_success_and_exit_zero_do_not_pass(pool: SandboxPool):
     """A run that prints a pytest success line and exits 0 early has no outcome: the test fails."""
-    run = pool.run(suite("import os\ndef test_ok():\n    print('1 passed')\n    os._exit(0)\n"),
-                   ["tests/test_pkg.py::test_ok"])  # fmt: skip
+    run = pool.run(
+        suite("import os\ndef test_ok():\n    print('1 passed')\n    os._exit(0)\n"),
+        ["tests/test_pkg.py::test_ok"],
+    )
     assert run.outcomes == {"tests/test_pkg.py::test_ok": "missing"}
     assert run.ended_early and run.infra_error is None  # the policy's doing, not a sandbox fault
 
@@ -92,15 +103,19 @@ def test_collection_error_in_one_module_keeps_the_others(pool: SandboxPool):
 
 
 def test_conftest_and_ini_in_workspace_are_ignored(pool: SandboxPool):
-    files = {**suite("def test_wrong():\n    assert add(2, 2) == 5\n"),
-             "tests/conftest.py": b"import pytest\n@pytest.hookimpl(hookwrapper=True)\n"
-             b"def pytest_runtest_makereport(item, call):\n    o = yield\n    o.get_result().outcome = 'passed'\n",
-             "pytest.ini": b"[pytest]\naddopts = -p no:python\n"}  # fmt: skip
+    files = {
+        **suite("def test_wrong():\n    assert add(2, 2) == 5\n"),
+        "tests/conftest.py": b"import pytest\n@pytest.hookimpl(hookwrapper=True)\n"
+        b"def pytest_runtest_makereport(item, call):\n    o = yield\n    o.get_result().outcome = 'passed'\n",
+        "pytest.ini": b"[pytest]\naddopts = -p no:python\n",
+    }
     assert pool.run(files).outcomes == {"tests/test_pkg.py::test_wrong": "failed"}
 
 
 def test_hanging_test_times_out_alone(pool: SandboxPool):
-    run = pool.run(suite("def test_hang():\n    while True:\n        pass\ndef test_ok():\n    assert add(1, 1) == 2\n"))
+    run = pool.run(
+        suite("def test_hang():\n    while True:\n        pass\ndef test_ok():\n    assert add(1, 1) == 2\n")
+    )
     assert run.outcomes == {"tests/test_pkg.py::test_hang": "timeout", "tests/test_pkg.py::test_ok": "passed"}
 
 
@@ -108,8 +123,10 @@ def test_run_timeout_ends_the_run():
     limits = FAST.model_copy(update={"timeout_s": 2.0, "test_timeout_s": 1.0})
     with SandboxPool(limits, workers=1) as p:
         start = time.monotonic()
-        run = p.run(suite("import time\ntime.sleep(60)  # at collection: no per-test alarm\n"),
-                    ["tests/test_pkg.py::test_a"])  # fmt: skip
+        run = p.run(
+            suite("import time\ntime.sleep(60)  # at collection: no per-test alarm\n"),
+            ["tests/test_pkg.py::test_a"],
+        )
     assert run.timed_out and run.outcomes == {"tests/test_pkg.py::test_a": "timeout"}
     assert time.monotonic() - start < limits.timeout_s + 3
 
@@ -141,9 +158,11 @@ def test_paths_outside_the_workspace_are_refused(pool: SandboxPool, path: str):
 
 def test_forged_channel_records_are_tampering(pool: SandboxPool):
     """Bytes written to the result pipe without the run's key are detected, never counted."""
-    forge = ("import os\nfor fd in range(3, 20):\n    try:\n"
-             "        os.write(fd, b'{\"kind\": \"outcome\", \"nodeid\": \"tests/test_pkg.py::test_a\", '\n"
-             "                 b'\"outcome\": \"passed\", \"seq\": 1}\\tbeef\\n')\n    except OSError:\n        pass\n")  # fmt: skip
+    forge = (
+        "import os\nfor fd in range(3, 20):\n    try:\n"
+        '        os.write(fd, b\'{"kind": "outcome", "nodeid": "tests/test_pkg.py::test_a", \'\n'
+        '                 b\'"outcome": "passed", "seq": 1}\\tbeef\\n\')\n    except OSError:\n        pass\n'
+    )
     run = pool.run(suite("def test_a():\n    assert add(1, 1) == 3\n", pkg=forge))
     assert run.tamper and "forged" in run.tamper[0]
     assert run.outcomes.get("tests/test_pkg.py::test_a") != "passed"
@@ -158,8 +177,9 @@ def test_replacing_runner_machinery_is_tampering(pool: SandboxPool):
 
 def test_replacing_the_failure_text_masker_is_tampering(pool: SandboxPool):
     """The masker rewrites every failure text the policy reads; code that swaps it is caught."""
-    patch = ("import pappo.sandbox.pytest_plugin as p\n"
-             "p._mask_addresses = lambda repl, text: 'all tests pass'\n")
+    patch = (
+        "import pappo.sandbox.pytest_plugin as p\np._mask_addresses = lambda repl, text: 'all tests pass'\n"
+    )
     run = pool.run(suite("def test_a():\n    assert add(1, 1) == 3\n", pkg=patch))
     assert any("_mask_addresses" in t for t in run.tamper), run.tamper
     assert "passed" not in run.outcomes.values()
@@ -168,11 +188,16 @@ def test_replacing_the_failure_text_masker_is_tampering(pool: SandboxPool):
 def test_rebinding_a_captured_function_of_the_plugin_is_tampering(pool: SandboxPool):
     """Code under test that rebinds the plugin's captured json.dumps would forge an authenticated
     pass: the integrity scan watches every callable global of the plugin, captured ones too."""
-    patch = ("import pappo.sandbox.pytest_plugin as p\n_d = p._dumps\n"
-             "def f(o, **k):\n    return _d({**o, 'outcome': 'passed'} if o.get('kind') == 'outcome' else o, **k)\n"
-             "p._dumps = f\n")  # fmt: skip
+    patch = (
+        "import pappo.sandbox.pytest_plugin as p\n_d = p._dumps\n"
+        "def f(o, **k):\n    return _d({**o, 'outcome': 'passed'} if o.get('kind') == 'outcome' else o, **k)\n"
+        "p._dumps = f\n"
+    )
     run = pool.run(suite("def test_a():\n    assert add(1, 1) == 3\n", pkg=patch))
-    assert run.tamper and run.outcomes.get("tests/test_pkg.py::test_a") != "passed", (run.outcomes, run.tamper)
+    assert run.tamper and run.outcomes.get("tests/test_pkg.py::test_a") != "passed", (
+        run.outcomes,
+        run.tamper,
+    )
 
 
 def test_worker_crash_is_an_infra_error_and_the_worker_is_replaced():
@@ -195,7 +220,9 @@ def test_worker_crash_is_an_infra_error_and_the_worker_is_replaced():
 def test_fallback_isolation_is_logged_and_still_grades(caplog: pytest.LogCaptureFixture):
     caplog.set_level(logging.WARNING, logger="pappo.sandbox")
     with SandboxPool(FAST.model_copy(update={"isolation": "rlimits"}), workers=1) as p:
-        run = p.run(suite("def test_a():\n    assert add(1, 1) == 2\ndef test_b():\n    assert add(1, 1) == 3\n"))
+        run = p.run(
+            suite("def test_a():\n    assert add(1, 1) == 2\ndef test_b():\n    assert add(1, 1) == 3\n")
+        )
         hang = p.run(suite("def test_h():\n    while True:\n        pass\n"))
     assert p.isolation == "rlimits" and run.isolation == "rlimits"
     assert run.outcomes == {"tests/test_pkg.py::test_a": "passed", "tests/test_pkg.py::test_b": "failed"}
@@ -206,33 +233,37 @@ def test_fallback_isolation_is_logged_and_still_grades(caplog: pytest.LogCapture
 @needs_namespaces
 def test_namespaces_are_used_where_available(pool: SandboxPool):
     assert pool.isolation == "namespaces"
-    probe = ("import os, socket\ndef test_env():\n    assert os.getpid() == 1\n    assert os.getuid() != 0\n"
-             "    try:\n        socket.socket(socket.AF_UNIX)\n        assert False, 'AF_UNIX allowed'\n"
-             "    except PermissionError:\n        pass\n"
-             "    assert os.listdir('/proc') and sorted(p for p in os.listdir('/proc') if p.isdigit()) == ['1']\n")  # fmt: skip
+    probe = (
+        "import os, socket\ndef test_env():\n    assert os.getpid() == 1\n    assert os.getuid() != 0\n"
+        "    try:\n        socket.socket(socket.AF_UNIX)\n        assert False, 'AF_UNIX allowed'\n"
+        "    except PermissionError:\n        pass\n"
+        "    assert os.listdir('/proc') and sorted(p for p in os.listdir('/proc') if p.isdigit()) == ['1']\n"
+    )
     run = pool.run(suite(probe))
     assert run.outcomes == {"tests/test_pkg.py::test_env": "passed"}, run.failures
 
 
 @needs_namespaces
-def test_nothing_outlives_a_killed_runner(tmp_path):  # type: ignore[no-untyped-def]
+def test_nothing_outlives_a_killed_runner(tmp_path):
     """SIGKILL the process that owns the pool mid-run: worker, run and its daemons all go away."""
     marker = f"zzkill{os.getpid()}"
-    body = (f"import subprocess, sys, time\ndef test_a():\n"
-            f"    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'], start_new_session=True)\n"
-            f"    time.sleep(60)\n")  # fmt: skip
+    body = (
+        f"import subprocess, sys, time\ndef test_a():\n"
+        f"    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'], start_new_session=True)\n"
+        f"    time.sleep(60)\n"
+    )
     script = tmp_path / "owner.py"
     script.write_text(
         "import sys\nfrom pappo.config import SandboxParams\nfrom pappo.sandbox.pool import SandboxPool\n"
         f"pool = SandboxPool(SandboxParams(timeout_s=120, test_timeout_s=100, workers=1))\n"
         "print(pool._all[0].proc.pid, flush=True)\n"
         f"pool.run({suite(body)!r})\n"
-    )  # fmt: skip
+    )
     import subprocess
     import sys
 
     owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
-    worker = int(owner.stdout.readline())  # type: ignore[union-attr]
+    worker = int(owner.stdout.readline())
 
     def alive(match: str | int) -> bool:
         if isinstance(match, str):
@@ -266,24 +297,32 @@ def test_hung_worker_is_an_infra_error(monkeypatch: pytest.MonkeyPatch):
         run = p.run(suite("def test_a():\n    assert add(1, 1) == 2\n"), ["tests/test_pkg.py::test_a"])
         assert run.infra_error and "hung" in run.infra_error and time.monotonic() - start < 10
         assert run.outcomes == {"tests/test_pkg.py::test_a": "missing"}
-        assert p.run(suite("def test_a():\n    assert add(1, 1) == 2\n")).passing() == ["tests/test_pkg.py::test_a"]
+        assert p.run(suite("def test_a():\n    assert add(1, 1) == 2\n")).passing() == [
+            "tests/test_pkg.py::test_a"
+        ]
         assert p._all[0].proc.pid != hung
 
 
 def test_library_module_named_like_a_test_is_not_tampering(pool: SandboxPool):
     """pytest rewrites any imported `test_*.py`; only files under tests/ must match the trusted copy."""
-    files = {**suite("from pkg.test_helpers import twice\ndef test_a():\n    assert twice(2) == 4\n"),
-             "pkg/test_helpers.py": b"def twice(x):\n    return 2 * x\n"}  # fmt: skip
+    files = {
+        **suite("from pkg.test_helpers import twice\ndef test_a():\n    assert twice(2) == 4\n"),
+        "pkg/test_helpers.py": b"def twice(x):\n    return 2 * x\n",
+    }
     run = pool.run(files)
     assert run.outcomes == {"tests/test_pkg.py::test_a": "passed"} and run.tamper == []
 
 
 def test_test_file_changed_during_the_run_is_tampering():
     """Rewriting a not-yet-imported test file from library code is caught (fallback: no read-only tests)."""
-    evil = ("import pathlib\np = pathlib.Path('tests/test_z.py')\n"
-            "try:\n    p.write_text('def test_b():\\n    pass\\n')\nexcept OSError:\n    pass\n")  # fmt: skip
-    files = {**suite("def test_a():\n    assert add(1, 1) == 2\n", pkg=evil),
-             "tests/test_z.py": b"def test_b():\n    assert False\n"}  # fmt: skip
+    evil = (
+        "import pathlib\np = pathlib.Path('tests/test_z.py')\n"
+        "try:\n    p.write_text('def test_b():\\n    pass\\n')\nexcept OSError:\n    pass\n"
+    )
+    files = {
+        **suite("def test_a():\n    assert add(1, 1) == 2\n", pkg=evil),
+        "tests/test_z.py": b"def test_b():\n    assert False\n",
+    }
     with SandboxPool(FAST.model_copy(update={"isolation": "rlimits"}), workers=1) as p:
         run = p.run(files)
     assert any("test file tests/test_z.py" in t for t in run.tamper), run.tamper
@@ -307,7 +346,7 @@ with SandboxPool(SandboxParams(workers=1, isolation="rlimits")) as p:
 """
 
 
-def test_auto_fails_closed_where_no_namespace_is_possible(unprivileged_home, tmp_path):  # type: ignore[no-untyped-def]
+def test_auto_fails_closed_where_no_namespace_is_possible(unprivileged_home, tmp_path):
     """An ordinary account on a machine without user namespaces: no silent fallback, a clear way out."""
     pool = as_user(unprivileged_home, ["-c", FAIL_CLOSED_POOL], no_userns=True)
     assert pool.returncode == 0, pool.stderr[-2000:]
@@ -316,15 +355,23 @@ def test_auto_fails_closed_where_no_namespace_is_possible(unprivileged_home, tmp
     assert "user namespaces" in lines["auto"]  # the cause, named
     assert lines["rlimits"].startswith("rlimits ")  # asked for explicitly, it runs and says so
     params = write_params(fixture_params(tmp_path), unprivileged_home / "params.yaml")
-    task_id = json.loads(Path(fixture_params(tmp_path).tasks.repofix.manifest).read_text().splitlines()[0])["instance_id"]
-    cli = as_user(unprivileged_home, ["-m", "pappo.cli", "run-tests", "--task", task_id, "--params", str(params)],
-                  no_userns=True)  # fmt: skip
+    task_id = json.loads(Path(fixture_params(tmp_path).tasks.repofix.manifest).read_text().splitlines()[0])[
+        "instance_id"
+    ]
+    cli = as_user(
+        unprivileged_home,
+        ["-m", "pappo.cli", "run-tests", "--task", task_id, "--params", str(params)],
+        no_userns=True,
+    )
     assert cli.returncode == 1 and "cannot contain untrusted code" in cli.stderr, cli.stderr[-2000:]
     assert "sandbox.isolation: rlimits" in cli.stderr and cli.stdout == ""
 
 
 def _add_checks(*pairs: tuple[int, int]) -> dict:
-    calls = [{"kind": "function", "target": "pkg:add", "args": [["int", a], ["int", b]], "kwargs": []} for a, b in pairs]
+    calls = [
+        {"kind": "function", "target": "pkg:add", "args": [["int", a], ["int", b]], "kwargs": []}
+        for a, b in pairs
+    ]
     return {"roots": ["pkg"], "checks": calls, "always": True}
 
 
@@ -365,8 +412,11 @@ def test_prefault_reads_only_writable_private_mappings():
         "7f00004000-7f00006000 rw-p 00000000 00:00 0\n"
     )
     assert prefault.writable_private(maps) == [
-        (0x55D0C000, 0x55D0E000), (0x55D0F000, 0x55D30000), (0x7FFC000000, 0x7FFC021000), (0x7F00004000, 0x7F00006000)
-    ]  # fmt: skip
+        (0x55D0C000, 0x55D0E000),
+        (0x55D0F000, 0x55D30000),
+        (0x7FFC000000, 0x7FFC021000),
+        (0x7F00004000, 0x7F00006000),
+    ]
 
 
 def test_prefault_keeps_memory_as_it_was_and_yields_to_the_run():

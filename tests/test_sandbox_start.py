@@ -17,7 +17,9 @@ def test_a_worker_that_cannot_import_pydantic_reports_its_traceback(tmp_path: Pa
     fake = tmp_path / "pydantic"
     fake.mkdir()
     # shadows the real package on the worker's path only: pappo.io imports pydantic first thing
-    (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'pydantic' (stand-in)\")\n")
+    (fake / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'pydantic' (stand-in)\")\n"
+    )
     real = pool.worker_env
 
     def broken() -> dict[str, str]:

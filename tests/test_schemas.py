@@ -26,9 +26,14 @@ def test_drift_is_detected(tmp_path):
     assert drift(tmp_path) == [str(path)]
 
 
-@pytest.mark.parametrize("manifest", [
-    ROOT / "data/repofix/manifest.jsonl", ROOT / "data/warmup/manifest.jsonl",
-    FIXTURES / "repofix/manifest.jsonl"])  # fmt: skip
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        ROOT / "data/repofix/manifest.jsonl",
+        ROOT / "data/warmup/manifest.jsonl",
+        FIXTURES / "repofix/manifest.jsonl",
+    ],
+)
 def test_manifest_lines_conform_to_task_schema(manifest):
     schema = json.loads((ROOT / "schemas" / "task.schema.json").read_text())
     for line in manifest.read_text().splitlines():

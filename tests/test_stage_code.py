@@ -37,14 +37,24 @@ def test_the_modules_really_loaded_are_all_dependencies(stage: str):
     """Import what the command imports, in a fresh interpreter: every pappo file in sys.modules is a
     dependency (the static list is generous: lazy imports count without running)."""
     cli = ROOT / "src" / "pappo" / "cli.py"
-    start = sorted(sc._imports(sc.command_function(cli, sc.stage_command(DVC, stage)), "pappo") | {"pappo.cli"})
-    code = ("import importlib, json, sys\n"
-            f"for name in {start!r}:\n"
-            "    try:\n        importlib.import_module(name)\n    except ModuleNotFoundError:\n        pass\n"
-            "print(json.dumps(sorted(m.__file__ for n, m in sys.modules.items() if n.split('.')[0] == 'pappo' "
-            "and getattr(m, '__file__', None))))")  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                         env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})  # fmt: skip
+    start = sorted(
+        sc._imports(sc.command_function(cli, sc.stage_command(DVC, stage)), "pappo") | {"pappo.cli"}
+    )
+    code = (
+        "import importlib, json, sys\n"
+        f"for name in {start!r}:\n"
+        "    try:\n        importlib.import_module(name)\n    except ModuleNotFoundError:\n        pass\n"
+        "print(json.dumps(sorted(m.__file__ for n, m in sys.modules.items() if n.split('.')[0] == 'pappo' "
+        "and getattr(m, '__file__', None))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     loaded = {Path(f).resolve().relative_to(ROOT).as_posix() for f in json.loads(out.stdout)}
     assert loaded and loaded <= code_deps(stage), sorted(loaded - code_deps(stage))
@@ -59,7 +69,9 @@ def test_training_code_is_not_a_dependency_of_the_summary_and_summary_code_not_o
 
 def test_a_train_receipt_binds_the_train_stage_code_and_the_environment():
     paths = sc.stage_code(ROOT, "train")
-    assert set(paths) == {d for d in DVC["stages"]["train"]["deps"] if d.startswith("src/")} | set(sc.ENVIRONMENT)
+    assert set(paths) == {d for d in DVC["stages"]["train"]["deps"] if d.startswith("src/")} | set(
+        sc.ENVIRONMENT
+    )
     with pytest.raises(ValueError, match="no stage"):
         sc.stage_code(ROOT, "nope")
 
@@ -67,10 +79,26 @@ def test_a_train_receipt_binds_the_train_stage_code_and_the_environment():
 def test_imports_found_include_relative_lazy_and_by_name(tmp_path: Path):
     pkg = tmp_path / "pappo" / "sub"
     pkg.mkdir(parents=True)
-    for rel in ("pappo/__init__.py", "pappo/sub/__init__.py", "pappo/sub/b.py", "pappo/c.py", "pappo/d.py", "pappo/e.py"):
+    for rel in (
+        "pappo/__init__.py",
+        "pappo/sub/__init__.py",
+        "pappo/sub/b.py",
+        "pappo/c.py",
+        "pappo/d.py",
+        "pappo/e.py",
+    ):
         (tmp_path / rel).write_text("")
-    (pkg / "a.py").write_text("from . import b\ndef f():\n    import pappo.c\n"
-                              "RUN = ['python', '-m', 'pappo.d']\nfrom ..e import thing\n")  # fmt: skip
+    (pkg / "a.py").write_text(
+        "from . import b\ndef f():\n    import pappo.c\n"
+        "RUN = ['python', '-m', 'pappo.d']\nfrom ..e import thing\n"
+    )
     files = {p.relative_to(tmp_path).as_posix() for p in sc.closure(tmp_path, {"pappo.sub.a"})}
-    assert files == {"pappo/__init__.py", "pappo/sub/__init__.py", "pappo/sub/a.py", "pappo/sub/b.py",
-                     "pappo/c.py", "pappo/d.py", "pappo/e.py"}  # fmt: skip
+    assert files == {
+        "pappo/__init__.py",
+        "pappo/sub/__init__.py",
+        "pappo/sub/a.py",
+        "pappo/sub/b.py",
+        "pappo/c.py",
+        "pappo/d.py",
+        "pappo/e.py",
+    }

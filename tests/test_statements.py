@@ -36,8 +36,15 @@ TESTS = {"tests/test_shop.py": TEST_SRC}
 
 
 def failure(line: int, exc: str = "AssertionError", message: str = "", compare=None) -> dict:
-    return {"exc_type": exc, "message": message, "test_file": "tests/test_shop.py", "test_line": line,
-            "def_line": line - 2, "compare": compare, "raised_in_test_file": True}  # fmt: skip
+    return {
+        "exc_type": exc,
+        "message": message,
+        "test_file": "tests/test_shop.py",
+        "test_line": line,
+        "def_line": line - 2,
+        "compare": compare,
+        "raised_in_test_file": True,
+    }
 
 
 def test_assert_equal_names_function_input_expected_and_actual():
@@ -50,7 +57,11 @@ def test_assert_equal_names_function_input_expected_and_actual():
 
 
 def test_literal_on_the_left_is_expected():
-    f = {"tests/test_shop.py::test_reversed_literal": failure(13, compare={"op": "==", "left": "7", "right": "6"})}
+    f = {
+        "tests/test_shop.py::test_reversed_literal": failure(
+            13, compare={"op": "==", "left": "7", "right": "6"}
+        )
+    }
     assert "`total([(7, 1)])` gives `6`, but it should be `7`." in problem_statement(TESTS, list(f), f)
 
 
@@ -62,18 +73,28 @@ def test_method_named_from_setup_when_observed_side_has_no_api():
 
 
 def test_missing_exception_and_crash():
-    f = {"tests/test_shop.py::test_refuses_negative": failure(26, "Failed", "DID NOT RAISE <class 'ValueError'>")}
+    f = {
+        "tests/test_shop.py::test_refuses_negative": failure(
+            26, "Failed", "DID NOT RAISE <class 'ValueError'>"
+        )
+    }
     text = problem_statement(TESTS, list(f), f)
     assert "I expected `ValueError` to be raised here, but no error was raised." in text
     crash = {"tests/test_shop.py::test_total": failure(8, "ZeroDivisionError", "division by zero")}
-    assert "crashes with `ZeroDivisionError: division by zero`" in problem_statement(TESTS, list(crash), crash)
+    assert "crashes with `ZeroDivisionError: division by zero`" in problem_statement(
+        TESTS, list(crash), crash
+    )
 
 
 def test_two_cases_at_most_and_deterministic():
     f = {
         "tests/test_shop.py::test_total": failure(8, compare={"op": "==", "left": "9", "right": "10"}),
-        "tests/test_shop.py::test_reversed_literal": failure(13, compare={"op": "==", "left": "7", "right": "6"}),
-        "tests/test_shop.py::test_refuses_negative": failure(26, "Failed", "DID NOT RAISE <class 'ValueError'>"),
+        "tests/test_shop.py::test_reversed_literal": failure(
+            13, compare={"op": "==", "left": "7", "right": "6"}
+        ),
+        "tests/test_shop.py::test_refuses_negative": failure(
+            26, "Failed", "DID NOT RAISE <class 'ValueError'>"
+        ),
     }
     text = problem_statement(TESTS, sorted(f), f)
     assert text.count("To reproduce:") == 2 and "DID NOT RAISE" not in text
@@ -81,9 +102,11 @@ def test_two_cases_at_most_and_deterministic():
 
 
 def test_snippet_includes_test_helpers_and_their_imports():
-    src = ('from shop import Cart\nfrom other import unused\n\nPRICE = 3\n\n\ndef make_cart():\n'
-           '    cart = Cart()\n    cart.add("pear", PRICE)\n    return cart\n\n\n'
-           'def test_total():\n    """A cart with one pear costs 3."""\n    assert make_cart().total() == 3\n')  # fmt: skip
+    src = (
+        "from shop import Cart\nfrom other import unused\n\nPRICE = 3\n\n\ndef make_cart():\n"
+        '    cart = Cart()\n    cart.add("pear", PRICE)\n    return cart\n\n\n'
+        'def test_total():\n    """A cart with one pear costs 3."""\n    assert make_cart().total() == 3\n'
+    )
     f = {"tests/test_shop.py::test_total": failure(15, compare={"op": "==", "left": "0", "right": "3"})}
     text = problem_statement({"tests/test_shop.py": src}, list(f), f)
     assert "from shop import Cart" in text and "def make_cart():" in text and "PRICE = 3" in text

@@ -28,11 +28,11 @@ class _Loud:
     def __repr__(self) -> str:
         raise AssertionError("__repr__ called")
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self):
         raise AssertionError("__iter__ called")
 
     @property
-    def __class__(self):  # type: ignore[no-untyped-def]
+    def __class__(self):
         raise AssertionError("__class__ read")
 
 
@@ -44,8 +44,8 @@ class _Meta(type):
         return hash(int)
 
 
-class _LoudList(list):  # type: ignore[type-arg]
-    def __iter__(self):  # type: ignore[no-untyped-def]
+class _LoudList(list):
+    def __iter__(self):
         raise AssertionError("__iter__ called")
 
 
@@ -103,18 +103,18 @@ def test_instrumented_asserts_record_types_and_keep_pytest_messages():
         "def test_a():\n    assert f(1) == 1\n    assert f('a') != f('b') == 'b'\n"
         "    assert f(1) == 1 and f([2]) == [2.0], 'msg'\n    assert not (f(3) == 4)\n    if f(5) == 5:\n        pass\n"
         "def test_b():\n    assert f(2) == 3\n"
-    )  # fmt: skip
+    )
     ns, n = _instrumented(src)
     assert n == 7  # test_a: one, two (chained), two (`and`), one (`not`), not the `if`; test_b: one
     typed.reset()
-    ns["test_a"]()  # type: ignore[operator]
+    ns["test_a"]()
     assert ns["calls"] == [1, "a", "b", 1, [2], 3, 5]  # every operand evaluated once
     seen = typed.collected()
     assert len(seen) == 6 and ["list[int]", "list[float]"] in [p for ps in seen.values() for p in ps]
     assert all(site.startswith("tests/test_x.py:") for site in seen)
     typed.reset()
     with pytest.raises(AssertionError) as e:
-        ns["test_b"]()  # type: ignore[operator]
+        ns["test_b"]()
     assert "assert 2 == 3" in str(e.value)  # pytest's own explanation, untouched
     assert list(typed.collected().values()) == [[["int", "int"]]]
 
@@ -150,15 +150,19 @@ def _task(tests: list[str]) -> Task:
 @pytest.mark.parametrize("body", ["return a + b + 1", "return _Any()", "return _Int(a + b + 1)"])
 def test_typed_assertions_in_the_sandbox(body: str):
     """The grade of a tree whose visible tests pass only through a rigged `==` is not a success."""
-    tests = {"tests/test_pkg.py": b"from pkg import add\n\ndef test_add():\n    assert add(1, 2) == 3\n\n"
-                                  b"def test_more():\n    assert [add(2, 2)] == [4]\n"}  # fmt: skip
+    tests = {
+        "tests/test_pkg.py": b"from pkg import add\n\ndef test_add():\n    assert add(1, 2) == 3\n\n"
+        b"def test_more():\n    assert [add(2, 2)] == [4]\n"
+    }
     clean = {"pkg/__init__.py": (PKG + "def add(a, b):\n    return a + b\n").encode(), **tests}
     cand = {"pkg/__init__.py": (PKG + f"def add(a, b):\n    {body}\n").encode(), **tests}
     with SandboxPool(FAST) as pool:
         table, run = pool.run(clean).types, pool.run(cand)
     task = _task(sorted(table))
-    assert table == {"tests/test_pkg.py::test_add": {"tests/test_pkg.py:4:0": [["int", "int"]]},
-                     "tests/test_pkg.py::test_more": {"tests/test_pkg.py:7:1": [["list[int]", "list[int]"]]}}
+    assert table == {
+        "tests/test_pkg.py::test_add": {"tests/test_pkg.py:4:0": [["int", "int"]]},
+        "tests/test_pkg.py::test_more": {"tests/test_pkg.py:7:1": [["list[int]", "list[int]"]]},
+    }
     suite = HiddenSuite("pkg-001", ["pkg", "test_pkg"], [], "0" * 64, expected=[], typed_asserts=table)
     g = _grade(task, run, [], suite)
     assert not g.success and not g.visible_pass

@@ -105,12 +105,20 @@ def _retarget(ls: list[str], k: int, old: bytes, new: bytes, path: str, extra: t
 
 
 def test_bug_that_breaks_no_test(tmp_path: Path):
-    edit = lambda ls: _retarget(ls, 0, b'"""Numeric helpers."""', b'"""Numeric helpers!"""', "tinycalc/core.py")  # noqa: E731
+    edit = lambda ls: _retarget(
+        ls, 0, b'"""Numeric helpers."""', b'"""Numeric helpers!"""', "tinycalc/core.py"
+    )  # noqa: E731
     assert_fails(tmp_path, edit, "task tinycalc-001: the bug breaks no listed test")
 
 
 def test_test_that_times_out(tmp_path: Path):
-    edit = lambda ls: _retarget(ls, 0, b"    total = start\n", b"    total = start\n    while True:\n        pass\n", "tinycalc/core.py")  # noqa: E731
+    edit = lambda ls: _retarget(
+        ls,
+        0,
+        b"    total = start\n",
+        b"    total = start\n    while True:\n        pass\n",
+        "tinycalc/core.py",
+    )  # noqa: E731
     params_file, params = corrupt(tmp_path, edit)
     fast = params.model_copy(update={"sandbox": params.sandbox.model_copy(update={"test_timeout_s": 1.0})})
     code, out = run_validate(write_params(fast, params_file))
@@ -124,8 +132,14 @@ def test_flaky_test(tmp_path: Path):
     module = "import random as _random\n_BROKEN = _random.SystemRandom().random() < 0.5\n"
 
     def edit(ls: list[str]) -> None:
-        _retarget(ls, 0, b'"""Numeric helpers."""\n', b'"""Numeric helpers."""\n' + module.encode(), "tinycalc/core.py",
-                  extra=(b"    total = start\n", b"    total = start + int(_BROKEN)\n"))  # fmt: skip
+        _retarget(
+            ls,
+            0,
+            b'"""Numeric helpers."""\n',
+            b'"""Numeric helpers."""\n' + module.encode(),
+            "tinycalc/core.py",
+            extra=(b"    total = start\n", b"    total = start + int(_BROKEN)\n"),
+        )
 
     params_file, params = corrupt(tmp_path, edit)
     many = params.model_copy(update={"validate_": params.validate_.model_copy(update={"repeats": 16})})
@@ -160,7 +174,7 @@ def test_bad_params_file(tmp_path: Path, field: str, value: object, needle: str)
     assert code == 1 and "params.yaml: invalid params" in out and needle in out, out
 
 
-def _edit_hidden(tmp_path: Path, edit) -> Path:  # type: ignore[no-untyped-def]
+def _edit_hidden(tmp_path: Path, edit) -> Path:
     params = fixture_params(tmp_path, copy_data=True)
     path = Path(params.tasks.repofix.manifest).with_name("manifest.hidden_checks.jsonl")
     lines = path.read_text().splitlines()

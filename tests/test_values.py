@@ -59,11 +59,20 @@ class RigInt(int):
 
 
 values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5) | st.binary(max_size=5),
-    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
-    | st.dictionaries(st.text(max_size=3), inner, max_size=3) | st.frozensets(st.integers(), max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=5)
+    | st.binary(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+        | st.frozensets(st.integers(), max_size=4)
+    ),
     max_leaves=12,
-)  # fmt: skip
+)
 
 
 @given(values)
@@ -77,12 +86,27 @@ def test_builtin_values_round_trip_with_their_exact_types(v: object):
 def test_family_objects_enums_and_stdlib_values_round_trip():
     for v in (Point(1, 2.5), Color.RED, Fraction(3, 4), [Point(0, 0.0)], {"k": (Color.RED, None)}):
         assert encode(decode(encode(v, ROOTS)), ROOTS) == encode(v, ROOTS)
-    assert encode(Point(1, 2.5), ROOTS) == ["obj", f"{__name__}:Point", [["x", ["int", 1]], ["y", ["float", "2.5"]]]]
+    assert encode(Point(1, 2.5), ROOTS) == [
+        "obj",
+        f"{__name__}:Point",
+        [["x", ["int", 1]], ["y", ["float", "2.5"]]],
+    ]
 
 
-@pytest.mark.parametrize("v", [RigInt(3), [1, RigInt(2)], {"a": RigInt(1)}, type("S", (str,), {})("x"),
-                               type("L", (list,), {})([1]), type("T", (tuple,), {})((1,)),
-                               type("D", (dict,), {})(a=1), type("F", (float,), {})(1.0), object()])  # fmt: skip
+@pytest.mark.parametrize(
+    "v",
+    [
+        RigInt(3),
+        [1, RigInt(2)],
+        {"a": RigInt(1)},
+        type("S", (str,), {})("x"),
+        type("L", (list,), {})([1]),
+        type("T", (tuple,), {})((1,)),
+        type("D", (dict,), {})(a=1),
+        type("F", (float,), {})(1.0),
+        object(),
+    ],
+)
 def test_subclasses_of_builtins_and_foreign_objects_do_not_encode(v: object):
     with pytest.raises(Unencodable):
         encode(v, ROOTS)

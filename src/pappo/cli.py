@@ -13,8 +13,11 @@ from pappo.io import PappoError
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 ParamsOpt = typer.Option(Path("params.yaml"), "--params", help="Path of params.yaml.")
-MatrixOpt = typer.Option(Path("matrix.yaml"), "--matrix", help="The seed matrix's `rl` section (matrix.yaml): "
-                                                               "the published runs' configuration.")  # fmt: skip
+MatrixOpt = typer.Option(
+    Path("matrix.yaml"),
+    "--matrix",
+    help="The seed matrix's `rl` section (matrix.yaml): the published runs' configuration.",
+)
 
 
 def _params(path: Path, matrix: Path | None = None) -> Params:
@@ -67,8 +70,9 @@ def synthesize(
         tasks = []
         try:
             for family in list_families(sp.repos):
-                new = synthesize_family(sp.repos, family, params.synthesis, params.sandbox,
-                                        params.tasks.tasks_per_family, usage)  # fmt: skip
+                new = synthesize_family(
+                    sp.repos, family, params.synthesis, params.sandbox, params.tasks.tasks_per_family, usage
+                )
                 typer.echo(f"{name}/{family}: " + ", ".join(f"{t.operator}[{t.difficulty}]" for t in new))
                 tasks += new
         except PappoError as e:
@@ -96,7 +100,7 @@ def _sets(task_set: str) -> list[str]:
     return ["repofix", "warmup"] if task_set == "all" else [task_set]
 
 
-def _built(what: str, params: Params, name: str, build_set) -> list:  # type: ignore[no-untyped-def,type-arg]
+def _built(what: str, params: Params, name: str, build_set) -> list:
     """`build_set(manifest, repos, sandbox)` for one task set; stops on any problem, naming each."""
     sp = getattr(params.tasks, name)
     try:
@@ -119,7 +123,9 @@ def _build_hidden(params: Params, name: str) -> None:
     manifest = getattr(params.tasks, name).manifest
     items = _built("hidden checks", params, name, build_set)
     write_hidden(hidden_path(manifest), items)
-    typer.echo(f"wrote {hidden_path(manifest)}: {len(items)} tasks, checks per task {_spread([len(h.checks) for h in items])}")
+    typer.echo(
+        f"wrote {hidden_path(manifest)}: {len(items)} tasks, checks per task {_spread([len(h.checks) for h in items])}"
+    )
     for h in items:
         if h.uncovered:
             typer.echo(f"  {h.instance_id}: the bug is not covered by hidden checks: {h.uncovered}")
@@ -146,8 +152,10 @@ def _build_candidates(params: Params, name: str) -> None:
     items = _built("candidate edits", params, name, build_set)
     write_candidates(candidates_path(manifest), items)
     short = [c for c in items if c.shortfall]
-    typer.echo(f"wrote {candidates_path(manifest)}: {len(items)} tasks, wrong edits per task "
-               f"{_spread([len(c.edits) - 1 for c in items])}; {len(short)} with fewer than {MAX_WRONG}")  # fmt: skip
+    typer.echo(
+        f"wrote {candidates_path(manifest)}: {len(items)} tasks, wrong edits per task "
+        f"{_spread([len(c.edits) - 1 for c in items])}; {len(short)} with fewer than {MAX_WRONG}"
+    )
     for c in short:
         typer.echo(f"  {c.instance_id}: {c.shortfall}")
 
@@ -165,7 +173,7 @@ def validate(params_path: Path = ParamsOpt) -> None:
         Path(getattr(params.tasks, name).lock).unlink(missing_ok=True)  # never leave a stale lock
     for name in ("repofix", "warmup"):
         try:
-            locks[name] = validate_set(name, params)  # type: ignore[arg-type]
+            locks[name] = validate_set(name, params)
         except ValidationFailed as e:
             problems += [f"[{name}] {m}" for m in e.errors]
         except PappoError as e:
@@ -179,15 +187,19 @@ def validate(params_path: Path = ParamsOpt) -> None:
     typer.echo(f"sandbox isolation: {default_pool(params.sandbox).isolation}")
     for name, done in locks.items():
         write_lock(done.lock, getattr(params.tasks, name).lock)
-        typer.echo(f"{name}: {done.lock.n_tasks} tasks in {len(done.lock.families)} families valid "
-                   f"({done.n_runs} sandboxed runs, slowest {done.slowest_run_s:.2f} s); "
-                   f"wrote {getattr(params.tasks, name).lock}")  # fmt: skip
+        typer.echo(
+            f"{name}: {done.lock.n_tasks} tasks in {len(done.lock.families)} families valid "
+            f"({done.n_runs} sandboxed runs, slowest {done.slowest_run_s:.2f} s); "
+            f"wrote {getattr(params.tasks, name).lock}"
+        )
 
 
-def _overlap(bench: dict, warm: dict) -> list[str]:  # type: ignore[type-arg]
+def _overlap(bench: dict, warm: dict) -> list[str]:
     same_name = sorted(set(bench) & set(warm))
     bench_hashes = {v.tree_sha256: k for k, v in bench.items()}
-    same_tree = sorted(f"{k} = {bench_hashes[v.tree_sha256]}" for k, v in warm.items() if v.tree_sha256 in bench_hashes)
+    same_tree = sorted(
+        f"{k} = {bench_hashes[v.tree_sha256]}" for k, v in warm.items() if v.tree_sha256 in bench_hashes
+    )
     out = [f"warm-up family {f} is also a benchmark family; rename or remove it" for f in same_name]
     return out + [f"warm-up family has the same tree as a benchmark family: {s}" for s in same_tree]
 
@@ -229,13 +241,11 @@ def tasks_doc(
     typer.echo(f"{doc}: {'updated' if changed else 'up to date'}")
 
 
-
-
-def _find_task(params: Params, instance_id: str):  # type: ignore[no-untyped-def]
+def _find_task(params: Params, instance_id: str):
     """(store, task) for an id from the benchmark or the warm-up set."""
     from pappo.tasks.store import TaskStore
 
-    stores = [TaskStore.from_params(params, s) for s in ("repofix", "warmup")]  # type: ignore[arg-type]
+    stores = [TaskStore.from_params(params, s) for s in ("repofix", "warmup")]
     for store in stores:
         if instance_id in store.tasks:
             return store, store.task(instance_id)
@@ -274,8 +284,9 @@ def run_tests_cmd(
 @app.command()
 def play(
     task_id: str = typer.Option(..., "--task", help="instance_id, e.g. semverlib-001."),
-    agent: str = typer.Option("oracle", "--agent", help="oracle, noisy or submit (env.actions candidates: "
-                              "also random, systematic)."),
+    agent: str = typer.Option(
+        "oracle", "--agent", help="oracle, noisy or submit (env.actions candidates: also random, systematic)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the noisy agent (and of the candidates' order)."),
     params_path: Path = ParamsOpt,
 ) -> None:
@@ -296,12 +307,23 @@ def play(
         store, task = _find_task(params, task_id)
         _require_sandbox(params)
         buggy, view = store.buggy(task), params.env.view_max_lines
-        bot = (OracleAgent(task, buggy, view_max_lines=view) if agent == "oracle"
-               else NoisyAgent(task, buggy, seed=seed, view_max_lines=view) if agent == "noisy"
-               else SubmitAgent())  # fmt: skip
+        bot = (
+            OracleAgent(task, buggy, view_max_lines=view)
+            if agent == "oracle"
+            else NoisyAgent(task, buggy, seed=seed, view_max_lines=view)
+            if agent == "noisy"
+            else SubmitAgent()
+        )
         with SandboxPool(params.sandbox) as pool:
-            env = RepairEnv(task, store.clean(task), buggy, params.env, functools.partial(grade_many, pool, hidden=store.hidden),
-                            candidates=store.candidates[task.instance_id] if in_candidates else None, seed=seed)  # fmt: skip
+            env = RepairEnv(
+                task,
+                store.clean(task),
+                buggy,
+                params.env,
+                functools.partial(grade_many, pool, hidden=store.hidden),
+                candidates=store.candidates[task.instance_id] if in_candidates else None,
+                seed=seed,
+            )
             if in_candidates:
                 from pappo.env.candidate_agents import make_candidate_agent
 
@@ -310,10 +332,17 @@ def play(
             metrics, transcript = play_episode(env, bot)
     except PappoError as e:
         _fail(str(e))
-    out = {"instance_id": task.instance_id, "agent": agent, "seed": seed, "metrics": metrics.to_json(),
-           "per_turn_rewards": env.per_turn_rewards, "terminal_reward": env.terminal_reward,
-           "events": [vars(e) for e in env.events], "transcript": transcript,
-           "final_grade": env.final_grade.to_json() if env.final_grade else None}  # fmt: skip
+    out = {
+        "instance_id": task.instance_id,
+        "agent": agent,
+        "seed": seed,
+        "metrics": metrics.to_json(),
+        "per_turn_rewards": env.per_turn_rewards,
+        "terminal_reward": env.terminal_reward,
+        "events": [vars(e) for e in env.events],
+        "transcript": transcript,
+        "final_grade": env.final_grade.to_json() if env.final_grade else None,
+    }
     typer.echo(json.dumps(out, indent=2))
 
 
@@ -340,14 +369,29 @@ def headroom(
             env = env.model_copy(update={"candidates": env.candidates.model_copy(update={"k": k})})
         if max_turns is not None:
             env = env.model_copy(update={"max_turns": max_turns})
-        result = measure(params, type(env).model_validate(env.model_dump()), seed, episodes,
-                         progress=lambda line: typer.echo(line, err=True))  # fmt: skip
+        result = measure(
+            params,
+            type(env).model_validate(env.model_dump()),
+            seed,
+            episodes,
+            progress=lambda line: typer.echo(line, err=True),
+        )
     except PappoError as e:
         _fail(str(e))
     if out is not None:
         atomic_write_json(out, result)
-    typer.echo(json.dumps({**result, "agents": {n: {k2: v for k2, v in a.items() if k2 != "per_task_success"}
-                                                for n, a in result["agents"].items()}}, indent=2))  # fmt: skip
+    typer.echo(
+        json.dumps(
+            {
+                **result,
+                "agents": {
+                    n: {k2: v for k2, v in a.items() if k2 != "per_task_success"}
+                    for n, a in result["agents"].items()
+                },
+            },
+            indent=2,
+        )
+    )
 
 
 @app.command("base-model")
@@ -373,8 +417,10 @@ def profile(
     matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
     gpu_memory_gib: float = typer.Option(
-        None, help="GPU size to check the predicted peak memory against (default: the CUDA device's, if "
-        "model.device is cuda and one is here)."),
+        None,
+        help="GPU size to check the predicted peak memory against (default: the CUDA device's, if "
+        "model.device is cuda and one is here).",
+    ),
 ) -> None:
     """Merge a params profile into params.yaml and its `rl` into matrix.yaml (validated; written
     atomically, comments dropped), so the published matrix and the experiment run the profile alike.
@@ -396,10 +442,15 @@ def profile(
         return
     header = f"# params.yaml with {overlay} merged in by `pappo profile` (field docs: src/pappo/config.py)\n"
     dumped = merged.model_dump(mode="json", by_alias=True)
-    atomic_write_text(matrix, f"# matrix.yaml: params.yaml's rl with {overlay} merged in by `pappo profile`\n"
-                              + yaml.safe_dump({"rl": dumped["rl"]}, sort_keys=False))  # fmt: skip
+    atomic_write_text(
+        matrix,
+        f"# matrix.yaml: params.yaml's rl with {overlay} merged in by `pappo profile`\n"
+        + yaml.safe_dump({"rl": dumped["rl"]}, sort_keys=False),
+    )
     atomic_write_text(params_path, header + yaml.safe_dump(dumped, sort_keys=False))
-    typer.echo(f"wrote {params_path} and {matrix}: model {merged.model.id}@{merged.model.revision or '(unpinned)'} on {merged.model.device}")
+    typer.echo(
+        f"wrote {params_path} and {matrix}: model {merged.model.id}@{merged.model.revision or '(unpinned)'} on {merged.model.device}"
+    )
 
 
 @app.command()
@@ -420,10 +471,14 @@ def numerics(
         return
     try:
         data = json.loads(against.read_text())
-        theirs = NumericsInfo.model_validate(data["determinism"]["numerics"] if "determinism" in data else data["numerics"])
+        theirs = NumericsInfo.model_validate(
+            data["determinism"]["numerics"] if "determinism" in data else data["numerics"]
+        )
     except (OSError, ValueError, KeyError, TypeError) as e:
-        _fail(f"{against}: no numerics to compare with ({type(e).__name__}: {e}); pass --against a receipt.json "
-              "or reports/base_model.json written by this version")  # fmt: skip
+        _fail(
+            f"{against}: no numerics to compare with ({type(e).__name__}: {e}); pass --against a receipt.json "
+            "or reports/base_model.json written by this version"
+        )
         return
     kind, why = comparison(here, theirs)
     typer.echo(f"{against}: {theirs.describe()}")
@@ -434,12 +489,22 @@ def numerics(
 def train(
     method: str = typer.Option(..., help="base, rft, grpo, ppo or pappo."),
     seed: int = typer.Option(..., help="Seed: its split (from the manifest lock) and its sampling."),
-    out: Path = typer.Option(..., help="Run folder: report.json, metrics.json, adapters/, dvclive/, receipt.json."),
-    base: Path = typer.Option(Path("models/base"), help="Base checkpoint folder (the base_model stage's output)."),
-    reuse: Path = typer.Option(None, help="A run folder (the single-seed experiment's) copied instead of training "
-                                          "when it holds this very run: same method, seed, params, code, checkpoint."),
-    matrix: Path = typer.Option(None, "--matrix", help="A run of the seed matrix: take `rl` from this file "
-                                                       "(matrix.yaml) instead of params.yaml."),
+    out: Path = typer.Option(
+        ..., help="Run folder: report.json, metrics.json, adapters/, dvclive/, receipt.json."
+    ),
+    base: Path = typer.Option(
+        Path("models/base"), help="Base checkpoint folder (the base_model stage's output)."
+    ),
+    reuse: Path = typer.Option(
+        None,
+        help="A run folder (the single-seed experiment's) copied instead of training "
+        "when it holds this very run: same method, seed, params, code, checkpoint.",
+    ),
+    matrix: Path = typer.Option(
+        None,
+        "--matrix",
+        help="A run of the seed matrix: take `rl` from this file (matrix.yaml) instead of params.yaml.",
+    ),
     params_path: Path = ParamsOpt,
 ) -> None:
     """Train one method on one seed from the base checkpoint and evaluate it on the held-out families."""
@@ -464,13 +529,17 @@ def train(
     if report is None:  # a rank other than 0 of a multi-process run: rank 0 reports
         return
     s = report.final_eval.success
-    typer.echo(f"{method} seed {seed}: held-out success {s.mean:.2f} [{s.lo:.2f}, {s.hi:.2f}] on "
-               f"{report.final_eval.n_tasks} tasks; {report.budget.episodes_used} training episodes; wrote {out}")  # fmt: skip
+    typer.echo(
+        f"{method} seed {seed}: held-out success {s.mean:.2f} [{s.lo:.2f}, {s.hi:.2f}] on "
+        f"{report.final_eval.n_tasks} tasks; {report.budget.episodes_used} training episodes; wrote {out}"
+    )
 
 
 @app.command()
 def experiment(
-    out: Path = typer.Option(Path("reports/experiment"), help="Folder of the single-seed experiment (replaced per method)."),
+    out: Path = typer.Option(
+        Path("reports/experiment"), help="Folder of the single-seed experiment (replaced per method)."
+    ),
     runs: Path = typer.Option(Path("reports/runs"), help="Seed matrix runs, reused when identical."),
     base: Path = typer.Option(Path("models/base"), help="Base checkpoint folder."),
     params_path: Path = ParamsOpt,
@@ -485,19 +554,30 @@ def experiment(
         _fail(str(e))
         return
     for method, m in metrics.items():
-        typer.echo(f"{method:6s} seed {params.seed}: held-out success {m['success']:.2f} "
-                   f"[{m['success_lo']:.2f}, {m['success_hi']:.2f}], pass@k {m['pass_at_k']:.2f}")  # fmt: skip
+        typer.echo(
+            f"{method:6s} seed {params.seed}: held-out success {m['success']:.2f} "
+            f"[{m['success_lo']:.2f}, {m['success_hi']:.2f}], pass@k {m['pass_at_k']:.2f}"
+        )
 
 
 @app.command()
 def audit(
-    bundle: Path = typer.Option(None, "--bundle", help="Audit an evidence bundle (the zip or its unpacked "
-                                "folder) instead of this checkout; run in an unpacked bundle, that bundle."),
+    bundle: Path = typer.Option(
+        None,
+        "--bundle",
+        help="Audit an evidence bundle (the zip or its unpacked "
+        "folder) instead of this checkout; run in an unpacked bundle, that bundle.",
+    ),
     runs: Path = typer.Option(Path("reports/runs"), help="Seed matrix runs."),
     base: Path = typer.Option(Path("models/base"), help="Base checkpoint folder."),
-    out: Path = typer.Option(None, help="Write the verdict (JSON) here; default: print it, write nothing "
-                                        "(receipts/audit.json is the audit stage's DVC output)."),
-    stage: bool = typer.Option(False, help="DVC stage mode: exit 0 when only claims fail (integrity still exits 1)."),
+    out: Path = typer.Option(
+        None,
+        help="Write the verdict (JSON) here; default: print it, write nothing "
+        "(receipts/audit.json is the audit stage's DVC output).",
+    ),
+    stage: bool = typer.Option(
+        False, help="DVC stage mode: exit 0 when only claims fail (integrity still exits 1)."
+    ),
     matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
 ) -> None:
@@ -523,7 +603,9 @@ def audit(
     if out is not None:
         atomic_write_json(out, verdict.model_dump(mode="json"))
     typer.echo(verdict.verdict)
-    where = f"verdict written to {out}" if out is not None else "verdict not written; pass --out FILE to keep it"
+    where = (
+        f"verdict written to {out}" if out is not None else "verdict not written; pass --out FILE to keep it"
+    )
     typer.echo(f"{where}; exit code {verdict.exit_code}")
     code = verdict.exit_code
     raise typer.Exit(code=0 if stage and code == 2 else code)
@@ -532,7 +614,9 @@ def audit(
 @app.command()
 def report(
     runs: Path = typer.Option(Path("reports/runs"), help="Seed matrix runs."),
-    out: Path = typer.Option(Path("reports"), help="Writes summary.json, summary.md and summary/ (plots) here."),
+    out: Path = typer.Option(
+        Path("reports"), help="Writes summary.json, summary.md and summary/ (plots) here."
+    ),
     params_path: Path = ParamsOpt,
 ) -> None:
     """Summarise every method over the seeds: intervals, seed-level comparisons, power, budgets, plots."""
@@ -550,13 +634,21 @@ def report(
 
 @app.command()
 def reproduce(
-    bundle: Path = typer.Option(None, "--bundle", help="Re-run from an evidence bundle (zip or unpacked "
-                                "folder): its source/ and published runs, no repository needed."),
+    bundle: Path = typer.Option(
+        None,
+        "--bundle",
+        help="Re-run from an evidence bundle (zip or unpacked "
+        "folder): its source/ and published runs, no repository needed.",
+    ),
     runs: str = typer.Option(None, help="Runs to re-run, e.g. 0/ppo,1/grpo."),
     sample: int = typer.Option(None, help="Re-run a seeded sample of K runs of the matrix instead."),
-    base: bool = typer.Option(False, "--base", help="Rebuild the base model too (the runs then train from it)."),
+    base: bool = typer.Option(
+        False, "--base", help="Rebuild the base model too (the runs then train from it)."
+    ),
     out: Path = typer.Option(Path("reproduction.json"), help="Where to write the Reproduction (JSON)."),
-    scratch: Path = typer.Option(None, help="Folder for the scratch clone (default: a new temporary folder, removed)."),
+    scratch: Path = typer.Option(
+        None, help="Folder for the scratch clone (default: a new temporary folder, removed)."
+    ),
     matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
 ) -> None:
@@ -588,15 +680,27 @@ def reproduce(
 @app.command()
 def release(
     out: Path = typer.Option(Path("dist"), "--out", help="Folder of the bundle (git-ignored)."),
-    audit_path: Path = typer.Option(None, "--audit", help="A verdict of HEAD to use; default: audit HEAD now into OUT/audit.json."),
+    audit_path: Path = typer.Option(
+        None, "--audit", help="A verdict of HEAD to use; default: audit HEAD now into OUT/audit.json."
+    ),
     runs: Path = typer.Option(Path("reports/runs"), help="Seed matrix runs (for the audit)."),
     base: Path = typer.Option(Path("models/base"), help="Base checkpoint folder (for the audit)."),
-    upload: bool = typer.Option(False, "--upload", help="Deposit the bundle on Zenodo (token from ZENODO_TOKEN)."),
-    sandbox: bool = typer.Option(False, "--sandbox", help="Use https://sandbox.zenodo.org instead of zenodo.org."),
-    publish: bool = typer.Option(False, "--publish", help="With --upload: publish (mints a DOI; cannot be undone)."),
+    upload: bool = typer.Option(
+        False, "--upload", help="Deposit the bundle on Zenodo (token from ZENODO_TOKEN)."
+    ),
+    sandbox: bool = typer.Option(
+        False, "--sandbox", help="Use https://sandbox.zenodo.org instead of zenodo.org."
+    ),
+    publish: bool = typer.Option(
+        False, "--publish", help="With --upload: publish (mints a DOI; cannot be undone)."
+    ),
     timeout: float = typer.Option(120.0, help="Seconds to wait for each Zenodo answer."),
-    record: Path = typer.Option(None, "--record", help="Also write what was built (zip, sha256, commit, SWHIDs) "
-                                                       "here: the release stage's committed output."),
+    record: Path = typer.Option(
+        None,
+        "--record",
+        help="Also write what was built (zip, sha256, commit, SWHIDs) "
+        "here: the release stage's committed output.",
+    ),
     matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
 ) -> None:
@@ -618,8 +722,10 @@ def release(
             atomic_write_json(audit_path, verdict.model_dump(mode="json"))
             typer.echo(verdict.verdict)
         info = build_bundle(root, out, audit_path)
-        typer.echo(f"wrote {info.path} (sha256 {info.sha256}, {info.n_entries} entries)\n"
-                   f"{info.swhid_rev}\n{info.swhid_dir}")
+        typer.echo(
+            f"wrote {info.path} (sha256 {info.sha256}, {info.n_entries} entries)\n"
+            f"{info.swhid_rev}\n{info.swhid_dir}"
+        )
         for claim, holds in info.claims.items():
             typer.echo(f"claim {claim}: {'HOLDS' if holds else 'DOES NOT HOLD'}")
         if record is not None:
@@ -628,7 +734,9 @@ def release(
             meta = zenodo.load_metadata(root)
             answer = zenodo.upload(info.path, meta, zenodo.base_url(sandbox), token, publish, timeout)
             link = (answer.get("links") or {}).get("html", "")
-            typer.echo(f"zenodo deposition {answer.get('id')}: {'published, doi ' + str(answer.get('doi')) if publish else 'draft ready for review'} {link}")
+            typer.echo(
+                f"zenodo deposition {answer.get('id')}: {'published, doi ' + str(answer.get('doi')) if publish else 'draft ready for review'} {link}"
+            )
     except PappoError as e:
         _fail(str(e))
 
@@ -651,9 +759,11 @@ def evidence_import(
     except PappoError as e:
         _fail(str(e))
         return
-    typer.echo(f"imported the evidence of {done.commit}: {done.outs} DVC outputs ({done.files} files) "
-               f"checked out, {done.tracked} git-tracked outputs the same as the bundle's; next: "
-               "`dvc status`, `pappo audit`, `pappo reproduce --sample 2`")
+    typer.echo(
+        f"imported the evidence of {done.commit}: {done.outs} DVC outputs ({done.files} files) "
+        f"checked out, {done.tracked} git-tracked outputs the same as the bundle's; next: "
+        "`dvc status`, `pappo audit`, `pappo reproduce --sample 2`"
+    )
 
 
 @app.command("verify-bundle")

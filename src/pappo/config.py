@@ -38,9 +38,7 @@ class SynthesisParams(_Section):
     """`pappo synthesize`: how bugs are searched for (its outputs are committed)."""
 
     seed: int = Field(0, description="Seed of the candidate order and of task selection.")
-    max_candidates: int = Field(
-        40, ge=5, description="Mutants evaluated per family before selection."
-    )
+    max_candidates: int = Field(40, ge=5, description="Mutants evaluated per family before selection.")
     min_operator_kinds: int = Field(3, ge=1, description="Distinct operators required per family.")
     max_fail_fraction: float = Field(
         0.6, gt=0, le=1, description="Reject mutants failing more than this share of tests."
@@ -103,16 +101,23 @@ class RewardParams(_Section):
 class CandidatesParams(_Section):
     """`env.actions: candidates`: the agent picks among locked candidate edits (docs/tasks.md)."""
 
-    k: int = Field(8, ge=2, le=12, description="Candidate edits shown per episode: the fix and k-1 validated-wrong "
-                   "ones (12 are stored per task: tasks/candidates.py MAX_WRONG; fewer where a task has fewer).")  # fmt: skip
+    k: int = Field(
+        8,
+        ge=2,
+        le=12,
+        description="Candidate edits shown per episode: the fix and k-1 validated-wrong "
+        "ones (12 are stored per task: tasks/candidates.py MAX_WRONG; fewer where a task has fewer).",
+    )
 
 
 class EnvParams(_Section):
     """The tool-using repair environment (docs/design.md, "Environment")."""
 
     actions: Literal["free", "candidates"] = Field(
-        "free", description="free: view/search/str_replace/run_tests/submit on the files; candidates: "
-        "apply/revert/view/run_tests/submit over k numbered candidate edits (env/candidate_board.py).")
+        "free",
+        description="free: view/search/str_replace/run_tests/submit on the files; candidates: "
+        "apply/revert/view/run_tests/submit over k numbered candidate edits (env/candidate_board.py).",
+    )
     candidates: CandidatesParams = CandidatesParams()
 
     max_turns: int = Field(12, ge=2, description="Assistant turns before the episode is cut.")
@@ -151,26 +156,40 @@ class TinyModelParams(_Section):
 class ModelParams(_Section):
     """Which policy checkpoint: the built tiny model, or a pinned Hugging Face hub checkpoint."""
 
-    profile: Literal["tiny", "hub"] = Field("tiny", description="tiny: built on CPU; hub: `id` at `revision`.")
+    profile: Literal["tiny", "hub"] = Field(
+        "tiny", description="tiny: built on CPU; hub: `id` at `revision`."
+    )
     id: str = Field("Qwen/Qwen2.5-Coder-7B-Instruct", description="Hub repository id (hub profile).")
     revision: str = Field("", description="Hub commit, 40 hex characters (hub profile).")
     allow_unpinned: bool = Field(False, description="Accept a branch or tag as revision (never for results).")
     local_files_only: bool = Field(True, description="Never download; the checkpoint must be in cache_dir.")
     cache_dir: Path | None = Field(None, description="Hub cache (hub layout); None: the default HF cache.")
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
-        "float32", description="Weights and compute dtype. float16 (Qi et al. 2025, arXiv 2510.26788: far less "
+        "float32",
+        description="Weights and compute dtype. float16 (Qi et al. 2025, arXiv 2510.26788: far less "
         "sampler/trainer mismatch than bfloat16) trains with dynamic loss scaling (torch.amp.GradScaler); the "
-        "LoRA adapters and the value head keep float32 master weights either way.")
+        "LoRA adapters and the value head keep float32 master weights either way.",
+    )
     logits_fp32: bool = Field(
-        False, description="lm_head and log-softmax in float32 on both sides (rollout decoder and trainer "
-        "forward), whatever `dtype`: removes the largest share of the bf16/fp16 log-prob gap (docs/rl.md).")
-    device: Literal["cpu", "cuda"] = Field("cpu", description="Where the model runs; cuda: one GPU per process.")
-    gradient_checkpointing: bool = Field(False, description="Recompute activations in the backward (large models).")
+        False,
+        description="lm_head and log-softmax in float32 on both sides (rollout decoder and trainer "
+        "forward), whatever `dtype`: removes the largest share of the bf16/fp16 log-prob gap (docs/rl.md).",
+    )
+    device: Literal["cpu", "cuda"] = Field(
+        "cpu", description="Where the model runs; cuda: one GPU per process."
+    )
+    gradient_checkpointing: bool = Field(
+        False, description="Recompute activations in the backward (large models)."
+    )
     tiny: TinyModelParams = TinyModelParams()
 
     @model_validator(mode="after")
     def _pinned(self) -> "ModelParams":
-        if self.profile == "hub" and not self.allow_unpinned and not re.fullmatch(r"[0-9a-f]{40}", self.revision):
+        if (
+            self.profile == "hub"
+            and not self.allow_unpinned
+            and not re.fullmatch(r"[0-9a-f]{40}", self.revision)
+        ):
             raise ValueError(
                 f"model.revision {self.revision!r} is not a 40-hex commit: pin the checkpoint to the "
                 "commit you ran (see its hub page, 'Files and versions'), or set model.allow_unpinned "
@@ -187,8 +206,9 @@ class LoraParams(_Section):
     dropout: float = Field(0.0, ge=0, lt=1, description="Dropout on the adapter input.")
     target_modules: list[str] = Field(
         ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
-        min_length=1, description="Linear layers that get an adapter (Qwen2 names).",
-    )  # fmt: skip
+        min_length=1,
+        description="Linear layers that get an adapter (Qwen2 names).",
+    )
 
 
 class RolloutParams(_Section):
@@ -200,14 +220,16 @@ class RolloutParams(_Section):
     max_new_tokens_per_turn: int = Field(192, ge=8, description="Longest assistant turn.")
     max_tokens_per_episode: int = Field(3072, ge=64, description="Prompt + all turns + observations.")
     kv_cache: Literal["grow", "static"] = Field(
-        "grow", description="grow: the KV cache's capacity doubles as it fills (old and new buffers alive "
+        "grow",
+        description="grow: the KV cache's capacity doubles as it fills (old and new buffers alive "
         "while it grows); static: allocated once at max_tokens_per_episode positions per row (no growth copies, "
-        "a smaller peak: pappo.policy.memory). The same tokens and log-probs either way."
+        "a smaller peak: pappo.policy.memory). The same tokens and log-probs either way.",
     )
     calls: Literal["sampled", "constrained"] = Field(
-        "sampled", description="sampled: every token of a turn is drawn from the policy; constrained (candidates mode, "
+        "sampled",
+        description="sampled: every token of a turn is drawn from the policy; constrained (candidates mode, "
         "rl.loss_tokens decisions): the call's format is forced and the policy draws only its choices (the tool, the "
-        "candidate id) among the valid ones (policy/constrained.py)."
+        "candidate id) among the valid ones (policy/constrained.py).",
     )
 
 
@@ -215,7 +237,9 @@ class BaseModelParams(_Section):
     """`pappo base-model` (tiny profile): pre-training, SFT on warm-up demonstrations, evaluation."""
 
     seed: int = Field(0, description="Seed of data order, demonstrations and evaluation sampling.")
-    corpus_mb: float = Field(4.0, gt=0, description="Standard-library source used (tokenizer and pre-training).")
+    corpus_mb: float = Field(
+        4.0, gt=0, description="Standard-library source used (tokenizer and pre-training)."
+    )
     pretrain_steps: int = Field(60, ge=0, description="Causal-LM steps on the source corpus.")
     pretrain_seq_len: int = Field(256, ge=16, description="Tokens per pre-training window.")
     sft_steps: int = Field(300, ge=0, description="Supervised steps on demonstration episodes.")
@@ -224,8 +248,10 @@ class BaseModelParams(_Section):
     max_len: int = Field(2048, ge=64, description="Longest training sequence; longer ones are cut.")
     demos_per_task: int = Field(6, ge=1, description="Noisy demonstration episodes per warm-up task.")
     demo_agent: Literal["oracle", "grounded"] = Field(
-        "oracle", description="Demonstrator: the noisy oracle (knows where the bug is; p_* set its "
-        "mistakes) or the transcript-only procedure of env/grounded.py (search, view, flip, test, undo).")
+        "oracle",
+        description="Demonstrator: the noisy oracle (knows where the bug is; p_* set its "
+        "mistakes) or the transcript-only procedure of env/grounded.py (search, view, flip, test, undo).",
+    )
     p_wrong_edit: float = Field(0.15, ge=0, le=1, description="Noisy demonstrator: wrong-edit rate.")
     p_failed_edit: float = Field(0.15, ge=0, le=1, description="Noisy demonstrator: failed-edit rate.")
     p_repeated_test: float = Field(0.15, ge=0, le=1, description="Noisy demonstrator: repeated-test rate.")
@@ -239,7 +265,9 @@ class GppoParams(_Section):
     geometry: Literal["tv", "chi2", "hellinger", "kl", "two_sided_log"] = Field(
         "tv", description="f-divergence of the region."
     )
-    topology: Literal["mc", "atomic", "binary"] = Field("binary", description="Estimator of the divergence per token.")
+    topology: Literal["mc", "atomic", "binary"] = Field(
+        "binary", description="Estimator of the divergence per token."
+    )
     delta: float = Field(0.1, gt=0, description="Radius of the region.")
 
 
@@ -254,24 +282,35 @@ class RLParams(_Section):
     actor_lr: float = Field(2e-3, gt=0, description="AdamW learning rate of the policy LoRA.")
     critic_lr: float = Field(5e-3, gt=0, description="AdamW learning rate of the critic LoRA and value head.")
     critic_sees_rewards: bool = Field(
-        False, description="ppo/pappo: the critic also reads the process rewards received before each turn "
-        "(one learned weight; the policy does not read them), not only the token context.")
+        False,
+        description="ppo/pappo: the critic also reads the process rewards received before each turn "
+        "(one learned weight; the policy does not read them), not only the token context.",
+    )
     lr_scheduler_type: Literal["constant", "cosine"] = Field(
-        "constant", description="Actor learning rate per update u of U: constant, or cosine annealed "
-        "actor_lr x (m + (1 - m) (1 + cos(pi u / U)) / 2), m = min_lr_ratio (verl's knob names).")
-    min_lr_ratio: float = Field(0.0, ge=0, le=1, description="cosine: the floor of the annealed rate, a fraction of actor_lr.")
+        "constant",
+        description="Actor learning rate per update u of U: constant, or cosine annealed "
+        "actor_lr x (m + (1 - m) (1 + cos(pi u / U)) / 2), m = min_lr_ratio (verl's knob names).",
+    )
+    min_lr_ratio: float = Field(
+        0.0, ge=0, le=1, description="cosine: the floor of the annealed rate, a fraction of actor_lr."
+    )
     grad_clip: float = Field(1.0, gt=0, description="Max global grad norm, per model.")
     clip_ratio_low: float = Field(0.2, ge=0, description="PPO clip: ratio floor 1 - clip_ratio_low.")
-    clip_ratio_high: float = Field(0.28, ge=0, description="PPO clip: ratio ceiling 1 + clip_ratio_high (DAPO's clip-higher).")
-    clip_ratio_c: float | None = Field(3.0, description="Dual-clip bound for negative advantages (> 1), or null.")
+    clip_ratio_high: float = Field(
+        0.28, ge=0, description="PPO clip: ratio ceiling 1 + clip_ratio_high (DAPO's clip-higher)."
+    )
+    clip_ratio_c: float | None = Field(
+        3.0, description="Dual-clip bound for negative advantages (> 1), or null."
+    )
     cliprange_value: float | None = Field(0.2, description="Value clipping around the old values, or null.")
     loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = Field(
         "token-mean", description="How per-token losses become one number."
     )
     loss_tokens: Literal["response", "decisions"] = Field(
-        "response", description="Tokens the actor loss (and rft's NLL) is taken over: every sampled token, or only "
+        "response",
+        description="Tokens the actor loss (and rft's NLL) is taken over: every sampled token, or only "
         "those that spell the tool call's name and argument values (the agent's choices; format tokens get no policy "
-        "gradient, only the KL anchor's when kl_coef > 0)."
+        "gradient, only the KL anchor's when kl_coef > 0).",
     )
     kl_coef: float = Field(0.0, ge=0, description="Weight of KL(policy || base) in the actor loss.")
     kl_estimator: Literal["k1", "k2", "k3"] = Field("k3", description="Per-token KL estimator.")
@@ -281,20 +320,30 @@ class RLParams(_Section):
     gppo: GppoParams = GppoParams()
     gamma: float = Field(1.0, ge=0, le=1, description="Discount per step (token for ppo, turn for pappo).")
     lam: float = Field(0.95, ge=0, le=1, description="GAE lambda per step.")
-    whiten_advantages: bool = Field(True, description="ppo/pappo: whiten advantages over the batch's policy tokens.")
+    whiten_advantages: bool = Field(
+        True, description="ppo/pappo: whiten advantages over the batch's policy tokens."
+    )
     grpo_norm_by_std: bool = Field(True, description="grpo: divide by the group std (false: Dr. GRPO).")
     local_prior: float = Field(0.5, ge=0, description="pappo: weight of the patch-aware process rewards.")
-    critic_warmup_steps: int = Field(2, ge=0, description="Critic-only steps on the base policy's first batch.")
+    critic_warmup_steps: int = Field(
+        2, ge=0, description="Critic-only steps on the base policy's first batch."
+    )
     rft_epochs: int = Field(2, ge=1, description="rft: passes over the successful episodes of an update.")
     micro_batch_size: int = Field(8, ge=1, description="Sequences per forward pass (gradient accumulation).")
     rollout_is_level: Literal["none", "token", "sequence"] = Field(
-        "none", description="Correct the PPO loss for the sampler/trainer log-prob mismatch (verl's name; "
+        "none",
+        description="Correct the PPO loss for the sampler/trainer log-prob mismatch (verl's name; "
         "rl/mismatch.py, docs/rl.md): none; token, one ratio exp(old_log_prob - sampler_log_prob) per token; "
-        "sequence, the product over the sequence's tokens.")
+        "sequence, the product over the sequence's tokens.",
+    )
     rollout_is_mode: Literal["truncate", "mask"] = Field(
-        "truncate", description="truncate: weight min(ratio, C) (TIS, Yao et al. 2025); mask: weight ratio, or 0 "
-        "where it is outside [1/C, C] (MIS). C = rollout_is_threshold.")
-    rollout_is_threshold: float = Field(2.0, gt=1, description="C, the cap of the importance ratio (verl's name).")
+        "truncate",
+        description="truncate: weight min(ratio, C) (TIS, Yao et al. 2025); mask: weight ratio, or 0 "
+        "where it is outside [1/C, C] (MIS). C = rollout_is_threshold.",
+    )
+    rollout_is_threshold: float = Field(
+        2.0, gt=1, description="C, the cap of the importance ratio (verl's name)."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> "RLParams":
@@ -309,8 +358,10 @@ class RLParams(_Section):
             )
         if self.rollout_is_level != "none" and self.trust_region != "clip":
             # the weights multiply the clipped surrogate's per-token loss; gppo aggregates its own
-            raise ValueError(f"rl.rollout_is_level {self.rollout_is_level} weights the PPO clip loss; with "
-                             "rl.trust_region gppo set rollout_is_level: none, or trust_region: clip")
+            raise ValueError(
+                f"rl.rollout_is_level {self.rollout_is_level} weights the PPO clip loss; with "
+                "rl.trust_region gppo set rollout_is_level: none, or trust_region: clip"
+            )
         return self
 
 
@@ -319,7 +370,9 @@ class EvalParams(_Section):
 
     samples: int = Field(2, ge=0, description="Episodes per task at the training temperature (K of pass@K).")
     n_boot: int = Field(2000, ge=100, description="Bootstrap resamples of the 95% intervals over tasks.")
-    every: int = Field(1, ge=0, description="Evaluate after every `every`-th update and after the last (0: the last only).")
+    every: int = Field(
+        1, ge=0, description="Evaluate after every `every`-th update and after the last (0: the last only)."
+    )
 
 
 class ClaimParams(_Section):
@@ -329,13 +382,17 @@ class ClaimParams(_Section):
     metric: Literal["success", "pass_at_k", "failed_edit_rate", "tool_cost", "repeated_test_rate"] = Field(
         description="Held-out metric of the final evaluation."
     )
-    method: Literal["base", "rft", "grpo", "ppo", "pappo"] = Field(description="The method the claim is about.")
+    method: Literal["base", "rft", "grpo", "ppo", "pappo"] = Field(
+        description="The method the claim is about."
+    )
     baseline: Literal["best_non_ppo", "base", "rft", "grpo", "ppo", "pappo"] = Field(
         "best_non_ppo", description="What it is compared with; best_non_ppo = the best of base, rft, grpo."
     )
     direction: Literal["higher", "lower"] = Field("higher", description="Which way is better for the metric.")
     min_delta: float = Field(0.0, ge=0, description="Smallest mean improvement over seeds that counts.")
-    min_seed_wins: int = Field(1, ge=0, description="Seeds on which the method must beat the baseline by min_delta.")
+    min_seed_wins: int = Field(
+        1, ge=0, description="Seeds on which the method must beat the baseline by min_delta."
+    )
     ci_rule: Literal["lower_bound_above_zero", "none"] = Field(
         "lower_bound_above_zero", description="The paired 95% interval of the improvement must exclude 0."
     )
@@ -345,16 +402,29 @@ class ClaimParams(_Section):
 class NumericsParams(_Section):
     """CPU numerics pinned before torch loads (src/pappo/numerics.py, docs/numerics.md)."""
 
-    pin: bool = Field(True, description="Pin the settings below in every command that trains or evaluates; "
-                      "false: the machine chooses (recorded, and runs are then bitwise comparable only with "
-                      "runs of the same fingerprint).")  # fmt: skip
-    threads: int = Field(2, ge=1, le=256, description="Intra-op threads of torch, OpenMP and MKL (reductions "
-                         "are split by it, so it is part of the result; not the machine's core count).")  # fmt: skip
-    cpu_capability: Literal["avx2", "default"] = Field("avx2", description="ATEN_CPU_CAPABILITY: ATen's vector "
-                                                       "kernels (avx2: any x86-64 with AVX2; default: scalar-width, slower).")  # fmt: skip
+    pin: bool = Field(
+        True,
+        description="Pin the settings below in every command that trains or evaluates; "
+        "false: the machine chooses (recorded, and runs are then bitwise comparable only with "
+        "runs of the same fingerprint).",
+    )
+    threads: int = Field(
+        2,
+        ge=1,
+        le=256,
+        description="Intra-op threads of torch, OpenMP and MKL (reductions "
+        "are split by it, so it is part of the result; not the machine's core count).",
+    )
+    cpu_capability: Literal["avx2", "default"] = Field(
+        "avx2",
+        description="ATEN_CPU_CAPABILITY: ATen's vector "
+        "kernels (avx2: any x86-64 with AVX2; default: scalar-width, slower).",
+    )
     mkl_cbwr: Literal["COMPATIBLE,STRICT", "COMPATIBLE", "AVX2,STRICT", "AVX2", "AUTO"] = Field(
-        "COMPATIBLE,STRICT", description="MKL_CBWR: MKL's code branch. COMPATIBLE is the one MKL documents as the same on "
-        "Intel and non-Intel CPUs; AVX2 holds across Intel CPUs only (MKL runs AUTO on others).")  # fmt: skip
+        "COMPATIBLE,STRICT",
+        description="MKL_CBWR: MKL's code branch. COMPATIBLE is the one MKL documents as the same on "
+        "Intel and non-Intel CPUs; AVX2 holds across Intel CPUs only (MKL runs AUTO on others).",
+    )
 
 
 class ValidateParams(_Section):
@@ -366,10 +436,15 @@ class ValidateParams(_Section):
 class Params(_Section):
     """Root of params.yaml."""
 
-    seed: int = Field(0, description="Seed of the single-seed experiment (`dvc exp run -S seed=N`): one of "
-                      "dev_seeds (the experiment refuses a published seed).")
-    seeds: list[int] = Field(description="Published (confirmatory) seeds: the full matrix, run once per "
-                             "configuration chosen on dev_seeds; each gets its own split.")
+    seed: int = Field(
+        0,
+        description="Seed of the single-seed experiment (`dvc exp run -S seed=N`): one of "
+        "dev_seeds (the experiment refuses a published seed).",
+    )
+    seeds: list[int] = Field(
+        description="Published (confirmatory) seeds: the full matrix, run once per "
+        "configuration chosen on dev_seeds; each gets its own split."
+    )
     dev_seeds: list[int] = Field(
         default_factory=list,
         description="Tuning seeds of the single-seed experiment, disjoint from seeds; each gets its own "
@@ -385,7 +460,9 @@ class Params(_Section):
     base_model: BaseModelParams = BaseModelParams()
     rl: RLParams = RLParams()
     eval: EvalParams = EvalParams()
-    claims: list[ClaimParams] = Field(default_factory=list, description="Pre-registered claims (pappo audit).")
+    claims: list[ClaimParams] = Field(
+        default_factory=list, description="Pre-registered claims (pappo audit)."
+    )
     numerics: NumericsParams = NumericsParams()
     validate_: ValidateParams = Field(ValidateParams(), alias="validate")
 
@@ -409,18 +486,29 @@ class Params(_Section):
             raise ValueError(f"claims: ids {ids} must be unique; rename the duplicate")
         for c in self.claims:
             if c.min_seed_wins > len(self.seeds):
-                raise ValueError(f"claims {c.id}: min_seed_wins {c.min_seed_wins} exceeds the {len(self.seeds)} seeds")
+                raise ValueError(
+                    f"claims {c.id}: min_seed_wins {c.min_seed_wins} exceeds the {len(self.seeds)} seeds"
+                )
             if c.baseline == c.method:
-                raise ValueError(f"claims {c.id}: method and baseline are both {c.method}; compare two methods")
-        if self.rollout.calls == "constrained" and (self.env.actions, self.rl.loss_tokens) != ("candidates", "decisions"):
+                raise ValueError(
+                    f"claims {c.id}: method and baseline are both {c.method}; compare two methods"
+                )
+        if self.rollout.calls == "constrained" and (self.env.actions, self.rl.loss_tokens) != (
+            "candidates",
+            "decisions",
+        ):
             # a forced token has probability 1 under the constraint: training on it would teach nothing real
-            raise ValueError(f"rollout.calls constrained needs env.actions candidates and rl.loss_tokens decisions "
-                             f"(got {self.env.actions}, {self.rl.loss_tokens}); set them or rollout.calls: sampled")  # fmt: skip
+            raise ValueError(
+                f"rollout.calls constrained needs env.actions candidates and rl.loss_tokens decisions "
+                f"(got {self.env.actions}, {self.rl.loss_tokens}); set them or rollout.calls: sampled"
+            )
         if self.model.gradient_checkpointing and self.lora.dropout > 0:
             # checkpointing needs train mode, in which LoRA dropout would also perturb the frozen
             # old log-probs, so the first PPO ratios would not be 1
-            raise ValueError(f"model.gradient_checkpointing needs lora.dropout 0 (it is {self.lora.dropout}); "
-                             "set lora.dropout: 0.0 or turn checkpointing off")  # fmt: skip
+            raise ValueError(
+                f"model.gradient_checkpointing needs lora.dropout 0 (it is {self.lora.dropout}); "
+                "set lora.dropout: 0.0 or turn checkpointing off"
+            )
         return self
 
 
@@ -485,8 +573,10 @@ def load_matrix_params(params_path: Path, matrix_path: Path) -> Params:
     params = load_params(params_path)
     raw = _yaml_mapping(matrix_path)
     if set(raw) != {"rl"}:
-        raise PappoError(f"{matrix_path}: holds the seed matrix's `rl` section and nothing else; found "
-                         f"{sorted(raw)}: move other sections to {params_path}")  # fmt: skip
+        raise PappoError(
+            f"{matrix_path}: holds the seed matrix's `rl` section and nothing else; found "
+            f"{sorted(raw)}: move other sections to {params_path}"
+        )
     try:
         rl = RLParams.model_validate(raw["rl"])
     except ValidationError as e:

@@ -31,13 +31,33 @@ if TYPE_CHECKING:
     from pappo.config import NumericsParams
 
 # MKL's branch codes (mkl_service.h), for reading back the branch MKL actually runs.
-_MKL_BRANCHES = {0: "OFF", 1: "BRANCH_OFF", 2: "AUTO", 3: "COMPATIBLE", 4: "SSE2", 6: "SSSE3", 7: "SSE4_1",
-                 8: "SSE4_2", 9: "AVX", 10: "AVX2", 11: "AVX512_MIC", 12: "AVX512", 13: "AVX512_MIC_E1",
-                 14: "AVX512_E1"}  # fmt: skip
+_MKL_BRANCHES = {
+    0: "OFF",
+    1: "BRANCH_OFF",
+    2: "AUTO",
+    3: "COMPATIBLE",
+    4: "SSE2",
+    6: "SSSE3",
+    7: "SSE4_1",
+    8: "SSE4_2",
+    9: "AVX",
+    10: "AVX2",
+    11: "AVX512_MIC",
+    12: "AVX512",
+    13: "AVX512_MIC_E1",
+    14: "AVX512_E1",
+}
 _MKL_STRICT = 0x10000
 _ONEDNN_ISA = {"avx2": "AVX2", "default": "SSE41"}
-PINNED_ENV = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-              "MKL_DYNAMIC", "CUBLAS_WORKSPACE_CONFIG")  # fmt: skip
+PINNED_ENV = (
+    "ATEN_CPU_CAPABILITY",
+    "MKL_CBWR",
+    "ONEDNN_MAX_CPU_ISA",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "MKL_DYNAMIC",
+    "CUBLAS_WORKSPACE_CONFIG",
+)
 
 
 class NumericsInfo(BaseModel):
@@ -45,23 +65,42 @@ class NumericsInfo(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     pinned: bool = Field(description="True when the requested pin is what torch and MKL actually run.")
-    requested: dict[str, str] = Field(description="Environment the pin asked for ({} when numerics.pin is false).")
-    cpu_capability: str = Field(description="torch.backends.cpu.get_cpu_capability(): ATen's vector kernels in use.")
-    mkl_branch: str = Field(description="MKL's code branch in use (mkl_cbwr_get), ',STRICT' when strict; 'n/a' without MKL.")
+    requested: dict[str, str] = Field(
+        description="Environment the pin asked for ({} when numerics.pin is false)."
+    )
+    cpu_capability: str = Field(
+        description="torch.backends.cpu.get_cpu_capability(): ATen's vector kernels in use."
+    )
+    mkl_branch: str = Field(
+        description="MKL's code branch in use (mkl_cbwr_get), ',STRICT' when strict; 'n/a' without MKL."
+    )
     threads: int = Field(ge=1, description="torch.get_num_threads().")
     deterministic_algorithms: bool = Field(description="torch.are_deterministic_algorithms_enabled().")
-    fingerprint: str = Field(pattern=r"^[0-9a-f]{16}$", description="sha256 prefix of a fixed 3-step training of a "
-                             "tiny Qwen2 under these settings: equal fingerprints, same kernels' bits.")  # fmt: skip
+    fingerprint: str = Field(
+        pattern=r"^[0-9a-f]{16}$",
+        description="sha256 prefix of a fixed 3-step training of a "
+        "tiny Qwen2 under these settings: equal fingerprints, same kernels' bits.",
+    )
 
     def key(self) -> tuple[str, str, int, bool, str]:
         """What must match for bitwise comparison (`pinned` and `requested` only explain it)."""
-        return (self.cpu_capability, self.mkl_branch, self.threads, self.deterministic_algorithms, self.fingerprint)
+        return (
+            self.cpu_capability,
+            self.mkl_branch,
+            self.threads,
+            self.deterministic_algorithms,
+            self.fingerprint,
+        )
 
     def describe(self) -> str:
         pin = "pinned" if self.pinned else "NOT pinned"
-        det = "deterministic algorithms" if self.deterministic_algorithms else "deterministic algorithms False"
-        return (f"{pin}: ATen {self.cpu_capability}, MKL {self.mkl_branch}, {self.threads} threads, {det}, "
-                f"fingerprint {self.fingerprint}")  # fmt: skip
+        det = (
+            "deterministic algorithms" if self.deterministic_algorithms else "deterministic algorithms False"
+        )
+        return (
+            f"{pin}: ATen {self.cpu_capability}, MKL {self.mkl_branch}, {self.threads} threads, {det}, "
+            f"fingerprint {self.fingerprint}"
+        )
 
 
 def requested_env(settings: NumericsParams) -> dict[str, str]:
@@ -69,8 +108,15 @@ def requested_env(settings: NumericsParams) -> dict[str, str]:
     if not settings.pin:
         return {}
     n = str(settings.threads)
-    values = (settings.cpu_capability, settings.mkl_cbwr, _ONEDNN_ISA[settings.cpu_capability], n, n, "FALSE",
-              ":4096:8")  # cuBLAS needs a fixed workspace for deterministic algorithms on a GPU
+    values = (
+        settings.cpu_capability,
+        settings.mkl_cbwr,
+        _ONEDNN_ISA[settings.cpu_capability],
+        n,
+        n,
+        "FALSE",
+        ":4096:8",
+    )  # cuBLAS needs a fixed workspace for deterministic algorithms on a GPU
     return dict(zip(PINNED_ENV, values, strict=True))
 
 
@@ -90,9 +136,13 @@ def pin(settings: NumericsParams) -> list[str]:
         torch.set_num_threads(settings.threads)
         torch.use_deterministic_algorithms(True)
     eff = _effective_env(torch)
-    problems = [f"{k}: asked {env[k]!r}, runs {v!r}" for k, v in eff.items() if k in env and not _same(k, env[k], v)]
+    problems = [
+        f"{k}: asked {env[k]!r}, runs {v!r}" for k, v in eff.items() if k in env and not _same(k, env[k], v)
+    ]
     if problems and loaded:
-        problems.append("torch was loaded before the pin; run through the `pappo` command for pinned numerics")
+        problems.append(
+            "torch was loaded before the pin; run through the `pappo` command for pinned numerics"
+        )
     return problems
 
 
@@ -102,7 +152,7 @@ def _same(name: str, asked: str, running: str) -> bool:
     return asked.replace(" ", "").upper() == running.upper()  # MKL_CBWR
 
 
-def _effective_env(torch) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def _effective_env(torch) -> dict[str, str]:
     return {"ATEN_CPU_CAPABILITY": torch.backends.cpu.get_cpu_capability(), "MKL_CBWR": mkl_branch()}
 
 
@@ -131,11 +181,20 @@ def collect(settings: NumericsParams) -> NumericsInfo:
     env = requested_env(settings)
     eff = _effective_env(torch)
     pinned = settings.pin and all(_same(k, env[k], v) for k, v in eff.items())
-    pinned = pinned and torch.get_num_threads() == settings.threads and torch.are_deterministic_algorithms_enabled()
-    return NumericsInfo(pinned=pinned, requested=env, cpu_capability=eff["ATEN_CPU_CAPABILITY"],
-                        mkl_branch=eff["MKL_CBWR"], threads=torch.get_num_threads(),
-                        deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
-                        fingerprint=fingerprint())  # fmt: skip
+    pinned = (
+        pinned
+        and torch.get_num_threads() == settings.threads
+        and torch.are_deterministic_algorithms_enabled()
+    )
+    return NumericsInfo(
+        pinned=pinned,
+        requested=env,
+        cpu_capability=eff["ATEN_CPU_CAPABILITY"],
+        mkl_branch=eff["MKL_CBWR"],
+        threads=torch.get_num_threads(),
+        deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
+        fingerprint=fingerprint(),
+    )
 
 
 @functools.cache
@@ -148,8 +207,15 @@ def fingerprint() -> str:
     state = torch.random.get_rng_state()
     try:
         torch.manual_seed(0)
-        cfg = Qwen2Config(vocab_size=512, hidden_size=64, intermediate_size=192, num_hidden_layers=2,
-                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)  # fmt: skip
+        cfg = Qwen2Config(
+            vocab_size=512,
+            hidden_size=64,
+            intermediate_size=192,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=256,
+        )
         model = Qwen2ForCausalLM(cfg)
         opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
         x = torch.randint(0, 512, (2, 96))
@@ -171,5 +237,9 @@ def comparison(a: NumericsInfo, b: NumericsInfo) -> tuple[Comparison, str]:
     """How two runs' results may be compared, and why."""
     if a.key() == b.key():
         return "bitwise", f"both {a.describe()}"
-    diff = [n for n, x, y in zip(("ATen", "MKL", "threads", "deterministic", "fingerprint"), a.key(), b.key()) if x != y]
+    diff = [
+        n
+        for n, x, y in zip(("ATen", "MKL", "threads", "deterministic", "fingerprint"), a.key(), b.key())
+        if x != y
+    ]
     return "not bitwise comparable", f"differ in {', '.join(diff)}: {a.describe()} vs {b.describe()}"

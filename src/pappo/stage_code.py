@@ -48,7 +48,11 @@ def _imports(tree: ast.AST, package: str) -> set[str]:
                 base = ".".join(parts + ([base] if base else []))
             found.add(base)
             found |= {f"{base}.{a.name}" for a in node.names}  # `from pkg import module`
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _MODULE_NAME.fullmatch(node.value):
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and _MODULE_NAME.fullmatch(node.value)
+        ):
             found.add(node.value)
     return {n for n in found if n == "pappo" or n.startswith("pappo.")}
 
@@ -90,8 +94,10 @@ def command_files(src: Path, command: str) -> list[str]:
     """Files the command can run, relative to `src` (the folder holding the pappo package):
     cli.py, the modules cli.py imports at its top, the command function's, and theirs."""
     cli = src / "pappo" / "cli.py"
-    module_level = ast.Module(body=[n for n in ast.parse(cli.read_text()).body if isinstance(n, (ast.Import, ast.ImportFrom))],
-                              type_ignores=[])  # fmt: skip
+    module_level = ast.Module(
+        body=[n for n in ast.parse(cli.read_text()).body if isinstance(n, (ast.Import, ast.ImportFrom))],
+        type_ignores=[],
+    )
     start = _imports(module_level, "pappo") | _imports(command_function(cli, command), "pappo")
     files = closure(src, start) | {cli}  # cli.py's other commands' imports are not followed
     return sorted(p.relative_to(src).as_posix() for p in files)
@@ -104,7 +110,7 @@ def code_sha256(command: str) -> str:
     return sha256_bytes(canonical_json(listing).encode())
 
 
-def stage_command(dvc_yaml: dict, stage: str) -> str:  # type: ignore[type-arg]
+def stage_command(dvc_yaml: dict, stage: str) -> str:
     """The pappo sub-command a dvc.yaml stage runs (`pappo base-model --params ...` -> base-model)."""
     cmd = dvc_yaml["stages"][stage]["cmd"].split()
     if cmd[0] != "pappo":
@@ -118,7 +124,9 @@ def expand(root: Path, deps: list[str]) -> set[str]:
     for dep in deps:
         path = root / dep
         if dep.startswith("src/") and path.is_dir():
-            out |= {p.relative_to(root).as_posix() for p in path.rglob("*.py") if "__pycache__" not in p.parts}
+            out |= {
+                p.relative_to(root).as_posix() for p in path.rglob("*.py") if "__pycache__" not in p.parts
+            }
         elif dep.startswith("src/"):
             out.add(dep)
     return out
@@ -141,7 +149,9 @@ def collapse(root: Path, files: list[str]) -> list[str]:
         folder = init.parent
         if folder == root / "src" / "pappo":
             continue  # the top package: its files one by one, or every stage would depend on all
-        members = {p.relative_to(root).as_posix() for p in folder.rglob("*.py") if "__pycache__" not in p.parts}
+        members = {
+            p.relative_to(root).as_posix() for p in folder.rglob("*.py") if "__pycache__" not in p.parts
+        }
         if members <= chosen:
             out = (out - members) | {folder.relative_to(root).as_posix()}
     return sorted(out)

@@ -63,14 +63,20 @@ def _scores(values: Sequence[float], name: str, fn: str, unit: str = "task") -> 
     try:
         arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{fn}: {name} must be a flat sequence of numbers (one score per {unit}); {exc}") from None
+        raise ValueError(
+            f"{fn}: {name} must be a flat sequence of numbers (one score per {unit}); {exc}"
+        ) from None
     if arr.ndim != 1:
-        raise ValueError(f"{fn}: {name} must be 1-D (one score per {unit}), got shape {arr.shape}; flatten it first")
+        raise ValueError(
+            f"{fn}: {name} must be 1-D (one score per {unit}), got shape {arr.shape}; flatten it first"
+        )
     if arr.size == 0:
         raise ValueError(f"{fn}: {name} is empty; pass at least one per-{unit} score")
     if not np.all(np.isfinite(arr)):
         bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-        raise ValueError(f"{fn}: {name}[{bad}] is {arr[bad]}; drop or score that {unit} before computing statistics")
+        raise ValueError(
+            f"{fn}: {name}[{bad}] is {arr[bad]}; drop or score that {unit} before computing statistics"
+        )
     return arr
 
 
@@ -79,7 +85,9 @@ def _boot_params(n_boot: int, alpha: float, seed: int, fn: str) -> None:
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
         raise ValueError(f"{fn}: n_boot must be a positive integer (e.g. 2000), got {n_boot!r}")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)) or not 0.0 < alpha < 1.0:
-        raise ValueError(f"{fn}: alpha must lie strictly between 0 and 1 (0.05 for a 95% interval), got {alpha!r}")
+        raise ValueError(
+            f"{fn}: alpha must lie strictly between 0 and 1 (0.05 for a 95% interval), got {alpha!r}"
+        )
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"{fn}: seed must be a non-negative integer, got {seed!r}")
 
@@ -318,8 +326,15 @@ def seed_interval(diffs: Sequence[float], alpha: float = 0.05) -> SeedLevel:
     if n == 1:
         return SeedLevel(mean, None, None, None, 1, "one seed: no interval between seeds can be computed")
     if np.ptp(d) == 0.0:  # equal values: exactly zero spread (std() leaves a rounding residue)
-        return SeedLevel(mean, mean, mean, 0.0, n, f"the {n} seeds differ by exactly the same amount: zero "
-                         "observed spread, so the interval has no width (more seeds would show their spread)")
+        return SeedLevel(
+            mean,
+            mean,
+            mean,
+            0.0,
+            n,
+            f"the {n} seeds differ by exactly the same amount: zero "
+            "observed spread, so the interval has no width (more seeds would show their spread)",
+        )
     sd = float(d.std(ddof=1))
     half = float(sps.t.ppf(1.0 - alpha / 2.0, n - 1)) * sd / math.sqrt(n)
     return SeedLevel(mean, mean - half, mean + half, sd, n, f"t interval, {n - 1} degrees of freedom")

@@ -49,8 +49,11 @@ class CandidateOracle:
     """apply(fix), run_tests, submit."""
 
     def __init__(self, correct_id: int) -> None:
-        self.plan = [call("apply", {"id": correct_id}, f"Candidate {correct_id} fixes the failure."),
-                     call("run_tests", {}, "Check the fix."), call("submit", {}, "The tests pass; submit.")]  # fmt: skip
+        self.plan = [
+            call("apply", {"id": correct_id}, f"Candidate {correct_id} fixes the failure."),
+            call("run_tests", {}, "Check the fix."),
+            call("submit", {}, "The tests pass; submit."),
+        ]
 
     def act(self, messages: Sequence[dict[str, Any]]) -> str:
         k = sum(1 for m in messages if m.get("role") == "assistant")
@@ -101,10 +104,23 @@ class NoisyCandidateAgent:
     (an id not shown, or a second apply before the revert). After run_tests, with p_repeated_test,
     run_tests again. Before each turn, with p_parse_error, an unparsable turn instead."""
 
-    def __init__(self, correct_id: int, k: int, seed: int = 0, p_wrong_edit: float = 0.3,
-                 p_failed_edit: float = 0.1, p_repeated_test: float = 0.1, p_parse_error: float = 0.05) -> None:  # fmt: skip
+    def __init__(
+        self,
+        correct_id: int,
+        k: int,
+        seed: int = 0,
+        p_wrong_edit: float = 0.3,
+        p_failed_edit: float = 0.1,
+        p_repeated_test: float = 0.1,
+        p_parse_error: float = 0.05,
+    ) -> None:
         self.correct, self.k = correct_id, k
-        self.p = {"wrong": p_wrong_edit, "failed": p_failed_edit, "repeat": p_repeated_test, "parse": p_parse_error}
+        self.p = {
+            "wrong": p_wrong_edit,
+            "failed": p_failed_edit,
+            "repeat": p_repeated_test,
+            "parse": p_parse_error,
+        }
         self._rng = random.Random(f"noisy-candidates:{seed}")
         self._queue: list[str] = []
         self._wrong = [i for i in range(1, k + 1) if i != correct_id]
@@ -113,8 +129,12 @@ class NoisyCandidateAgent:
 
     def act(self, messages: Sequence[dict[str, Any]]) -> str:
         if self._rng.random() < self.p["parse"]:
-            return self._rng.choice(["I should look at the candidates first.",
-                                     '<tool_call>\n{"name": "apply", "arguments": {"id": }}\n</tool_call>'])  # fmt: skip
+            return self._rng.choice(
+                [
+                    "I should look at the candidates first.",
+                    '<tool_call>\n{"name": "apply", "arguments": {"id": }}\n</tool_call>',
+                ]
+            )
         if not self._queue:
             self._queue = self._plan()
         return self._queue.pop(0)
@@ -132,8 +152,10 @@ class NoisyCandidateAgent:
         if self._rng.random() < self.p["failed"]:
             steps.append(call("apply", {"id": self.k + 1 + self._rng.randrange(3)}, "Apply the last one."))
         self._fixed = True
-        steps += [call("apply", {"id": self.correct}, f"Candidate {self.correct} fixes it."),
-                  call("run_tests", {}, "Check the fix.")]  # fmt: skip
+        steps += [
+            call("apply", {"id": self.correct}, f"Candidate {self.correct} fixes it."),
+            call("run_tests", {}, "Check the fix."),
+        ]
         if self._rng.random() < self.p["repeat"]:
             steps.append(call("run_tests", {}, "Run them again to be sure."))
         return steps

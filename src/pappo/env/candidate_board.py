@@ -51,7 +51,9 @@ class CandidateBoard:
         if problem:
             return EditResult(False, problem)
         if self.applied is not None:
-            return EditResult(False, f"Error: [{self.applied}] is applied; revert it before applying another.")
+            return EditResult(
+                False, f"Error: [{self.applied}] is applied; revert it before applying another."
+            )
         ws.files = self.edits[id - 1].apply(self._buggy)
         self.applied = id
         return EditResult(True, f"Applied [{id}].")

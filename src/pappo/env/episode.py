@@ -113,9 +113,13 @@ class RepairEnv:
     ) -> None:
         self.task, self.params, self.grade_fn = task, params, grade_fn
         self.clean_tree, self.buggy_tree = dict(clean_tree), dict(buggy_tree)
-        if params.actions == "candidates" and (candidates is None or candidates.instance_id != task.instance_id):
-            raise PappoError(f"env.actions is candidates but no candidate edits were given for {task.instance_id}; "
-                             "pass TaskStore.candidates[instance_id] (built by `pappo candidates`)")  # fmt: skip
+        if params.actions == "candidates" and (
+            candidates is None or candidates.instance_id != task.instance_id
+        ):
+            raise PappoError(
+                f"env.actions is candidates but no candidate edits were given for {task.instance_id}; "
+                "pass TaskStore.candidates[instance_id] (built by `pappo candidates`)"
+            )
         self.candidates, self.seed = candidates, seed
         self.done = True  # until reset
         self._turn: _Turn | None = None
@@ -133,7 +137,9 @@ class RepairEnv:
         self.ws = Workspace(self.buggy_tree, self.params)
         self.metrics = EpisodeMetrics(self.task.instance_id)
         self.board = self._board()
-        self.transcript: list[dict[str, Any]] = [] if self.board else initial_messages(self.task, self.buggy_tree)
+        self.transcript: list[dict[str, Any]] = (
+            [] if self.board else initial_messages(self.task, self.buggy_tree)
+        )
         self.events: list[Event] = []
         self.per_turn_rewards: list[float] = []
         self.terminal_reward = 0.0
@@ -160,8 +166,10 @@ class RepairEnv:
     def begin_step(self, text: str) -> list[GradeItem]:
         """Apply one assistant turn; returns the grade requests end_step needs."""
         if self.done or self._resetting or self._turn is not None:
-            raise PappoError(f"{self.task.instance_id}: step out of order (episode over, or "
-                             "reset/step not finished); call reset() to start an episode")  # fmt: skip
+            raise PappoError(
+                f"{self.task.instance_id}: step out of order (episode over, or "
+                "reset/step not finished); call reset() to start an episode"
+            )
         self.turn = self.metrics.turns = self.turn + 1
         self.transcript.append({"role": "assistant", "content": text})
         call = parse_tool_call(text, self.params.actions)

@@ -23,12 +23,30 @@ VIEW_LINES = 20  # viewed lines, from the definition on, whose flips are tried: 
 # (pattern, replacement) one-token flips: the inverse of the benchmark's common bug kinds
 # (comparison, boolean, arithmetic, negation, constant, index and argument-order slips).
 FLIPS: tuple[tuple[str, str], ...] = (
-    (r" == ", " != "), (r" != ", " == "), (r" <= ", " < "), (r" < ", " <= "), (r" >= ", " > "),
-    (r" > ", " >= "), (r" and ", " or "), (r" or ", " and "), (r" is not ", " is "),
-    (r" not in ", " in "), (r"\bnot ", ""), (r"^(\s*(?:if|while|return) )(?!not )", r"\1not "),
-    (r" \+ 1\b", ""), (r" - 1\b", ""), (r" \+ ", " - "), (r" - ", " + "), (r" \* ", " / "),
-    (r" / ", " * "), (r" // ", " / "), (r"\bTrue\b", "False"), (r"\bFalse\b", "True"),
-    (r"\[0\]", "[-1]"), (r"\[-1\]", "[0]"), (r"\(([^(),]+), ([^(),]+)\)", r"(\2, \1)"),
+    (r" == ", " != "),
+    (r" != ", " == "),
+    (r" <= ", " < "),
+    (r" < ", " <= "),
+    (r" >= ", " > "),
+    (r" > ", " >= "),
+    (r" and ", " or "),
+    (r" or ", " and "),
+    (r" is not ", " is "),
+    (r" not in ", " in "),
+    (r"\bnot ", ""),
+    (r"^(\s*(?:if|while|return) )(?!not )", r"\1not "),
+    (r" \+ 1\b", ""),
+    (r" - 1\b", ""),
+    (r" \+ ", " - "),
+    (r" - ", " + "),
+    (r" \* ", " / "),
+    (r" / ", " * "),
+    (r" // ", " / "),
+    (r"\bTrue\b", "False"),
+    (r"\bFalse\b", "True"),
+    (r"\[0\]", "[-1]"),
+    (r"\[-1\]", "[0]"),
+    (r"\(([^(),]+), ([^(),]+)\)", r"(\2, \1)"),
 )
 _SKIP = re.compile(r"^\s*(def |class |@|#|\"\"\"|'''|$)")
 _VIEW_LINE = re.compile(r"^\s*(\d+)\| (.*)$")
@@ -50,7 +68,7 @@ def candidate_edits(lines: Sequence[str]) -> list[tuple[str, str]]:
         for pattern, repl in FLIPS:
             if line.lstrip().startswith("for ") and " in " in pattern:
                 continue
-            new = re.sub(pattern, repl, code, count=1) + line[len(code):]
+            new = re.sub(pattern, repl, code, count=1) + line[len(code) :]
             if new != line and (line, new) not in out:
                 out.append((line, new))
     return out
@@ -95,19 +113,27 @@ class GroundedAgent:
         last, reply = calls[-1], replies[-1]
         if last.get("name") == "run_tests" and "All tests pass" in reply:
             return format_tool_call("submit", {}, "The tests pass; submit.")
-        edits = [(c["arguments"]["old_str"], c["arguments"]["new_str"]) for c in calls if c.get("name") == "str_replace"]
+        edits = [
+            (c["arguments"]["old_str"], c["arguments"]["new_str"])
+            for c in calls
+            if c.get("name") == "str_replace"
+        ]
         undone = len(edits) >= 2 and edits[-1] == edits[-2][::-1]  # the last edit undid the one before
         if last.get("name") == "str_replace" and reply.startswith("Edited") and not undone:
             return format_tool_call("run_tests", {}, "Check whether that fixed it.")
         if last.get("name") == "run_tests" and calls[-2].get("name") == "str_replace":
             undo = calls[-2]["arguments"]
-            return format_tool_call("str_replace", {"path": undo["path"], "old_str": undo["new_str"],
-                                                    "new_str": undo["old_str"]}, "That did not fix it; undo.")  # fmt: skip
+            return format_tool_call(
+                "str_replace",
+                {"path": undo["path"], "old_str": undo["new_str"], "new_str": undo["old_str"]},
+                "That did not fix it; undo.",
+            )
         path = calls[1].get("arguments", {}).get("path", "")
         for old, new in self._candidates(replies[1]):
             if (old, new) not in edits and (new, old) not in edits:
-                return format_tool_call("str_replace", {"path": path, "old_str": old, "new_str": new},
-                                        "Try flipping this line.")  # fmt: skip
+                return format_tool_call(
+                    "str_replace", {"path": path, "old_str": old, "new_str": new}, "Try flipping this line."
+                )
         return format_tool_call("submit", {}, "No more ideas; submit.")
 
     def _candidates(self, view: str) -> list[tuple[str, str]]:

@@ -27,23 +27,48 @@ from pappo.tasks.store import TaskStore
 AGENTS = ("random", "systematic", "oracle")
 
 
-def headroom(params: Params, env_params: EnvParams, seed: int, episodes: int,
-             agents: tuple[str, ...] = AGENTS, progress: Callable[[str], None] | None = None) -> dict[str, Any]:  # fmt: skip
+def headroom(
+    params: Params,
+    env_params: EnvParams,
+    seed: int,
+    episodes: int,
+    agents: tuple[str, ...] = AGENTS,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Success of each agent on seed `seed`'s eval tasks: mean over tasks of the per-task mean."""
     store = TaskStore.from_params(params, "repofix")
-    split = make_split(list(store.tasks.values()), seed, params.tasks.n_train_families, params.tasks.n_eval_families)
+    split = make_split(
+        list(store.tasks.values()), seed, params.tasks.n_train_families, params.tasks.n_eval_families
+    )
     tasks = [store.task(t) for t in split.eval_instance_ids]
     env_params = env_params.model_copy(update={"actions": "candidates"})
-    out: dict[str, Any] = {"seed": seed, "episodes_per_task": episodes, "k": env_params.candidates.k,
-                           "max_turns": env_params.max_turns, "eval_tasks": len(tasks),
-                           "shown_per_task": {t.instance_id: min(env_params.candidates.k,
-                                                                 len(store.candidates[t.instance_id].edits))
-                                              for t in tasks}, "agents": {}}  # fmt: skip
+    out: dict[str, Any] = {
+        "seed": seed,
+        "episodes_per_task": episodes,
+        "k": env_params.candidates.k,
+        "max_turns": env_params.max_turns,
+        "eval_tasks": len(tasks),
+        "shown_per_task": {
+            t.instance_id: min(env_params.candidates.k, len(store.candidates[t.instance_id].edits))
+            for t in tasks
+        },
+        "agents": {},
+    }
     with SandboxPool(params.sandbox) as pool:
         grade_fn = functools.partial(grade_many, pool, hidden=store.hidden)
         for name in agents:
-            envs = [RepairEnv(t, store.clean(t), store.buggy(t), env_params, candidates=store.candidates[t.instance_id],
-                              seed=e) for t in tasks for e in range(episodes)]  # fmt: skip
+            envs = [
+                RepairEnv(
+                    t,
+                    store.clean(t),
+                    store.buggy(t),
+                    env_params,
+                    candidates=store.candidates[t.instance_id],
+                    seed=e,
+                )
+                for t in tasks
+                for e in range(episodes)
+            ]
             vec = VecEnv(envs, grade_fn)
             vec.reset()
             bots = [make_candidate_agent(name, env, seed=1000 * i + env.seed) for i, env in enumerate(envs)]
@@ -68,4 +93,3 @@ def _summary(envs: list[RepairEnv], episodes: int) -> dict[str, Any]:
         "infra_errors": sum(m.infra_error for m in ms),
         "per_task_success": {t: statistics.fmean(v) for t, v in sorted(per_task.items())},
     }
-

@@ -82,10 +82,10 @@ TOOL_NAMES: tuple[str, ...] = tuple(t["function"]["name"] for t in TOOLS)
 # one line each and the chat template gets no <tools> block (`tools_for`): ~40% fewer prompt tokens.
 CANDIDATE_SYSTEM_PROMPT = (
     "Make the failing tests pass by applying one of the numbered candidate edits. "
-    "One tool call per turn, as <tool_call>\n{\"name\": <tool>, \"arguments\": <object>}\n</tool_call>. Tools:\n"
-    "apply {\"id\": n}: apply candidate n (revert the applied one first)\n"
+    'One tool call per turn, as <tool_call>\n{"name": <tool>, "arguments": <object>}\n</tool_call>. Tools:\n'
+    'apply {"id": n}: apply candidate n (revert the applied one first)\n'
     "revert {}: undo the applied candidate\n"
-    "view {\"id\": n}: show the code around candidate n\n"
+    'view {"id": n}: show the code around candidate n\n'
     "run_tests {}: run the tests\n"
     "submit {}: finish; the code is graded\n"
     "Apply an edit, run the tests, revert it if they still fail, and submit once they pass."
@@ -99,8 +99,10 @@ CANDIDATE_TOOLS: list[dict[str, Any]] = [
     _fn("submit", "Finish; the code is graded.", {}, []),
 ]
 _MODE_TOOLS: dict[str, list[dict[str, Any]]] = {"free": TOOLS, "candidates": CANDIDATE_TOOLS}
-_SCHEMAS = {mode: {t["function"]["name"]: t["function"]["parameters"] for t in tools}
-            for mode, tools in _MODE_TOOLS.items()}  # fmt: skip
+_SCHEMAS = {
+    mode: {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+    for mode, tools in _MODE_TOOLS.items()
+}
 _JSON_TYPES = {"string": str, "integer": int}
 
 
@@ -153,10 +155,10 @@ def parse_tool_call(text: str, mode: Mode = "free") -> ToolCall | ParseError:
     start, end = text.find(OPEN), text.find(CLOSE)
     if n_open != 1 or n_close != 1 or end < start:
         return ParseError(f"Malformed tool call: need {OPEN}, the JSON object, then {CLOSE}.")
-    if text[end + len(CLOSE):].strip():
+    if text[end + len(CLOSE) :].strip():
         return ParseError(f"Text after {CLOSE}: end your turn right after the tool call.")
     try:
-        obj = json.loads(text[start + len(OPEN):end])
+        obj = json.loads(text[start + len(OPEN) : end])
     except json.JSONDecodeError as e:
         return ParseError(f"The tool call is not valid JSON ({e.msg} at char {e.pos}).")
     if not isinstance(obj, dict) or "name" not in obj or set(obj) - {"name", "arguments"}:
@@ -174,7 +176,9 @@ def parse_tool_call(text: str, mode: Mode = "free") -> ToolCall | ParseError:
 
 
 # A scalar JSON value after a key (group 1): a string's contents (group 2) or a number/literal (group 3).
-_KEY_VALUE = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+(?:\.\d+)?|true|false|null))')
+_KEY_VALUE = re.compile(
+    r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+(?:\.\d+)?|true|false|null))'
+)
 
 
 def decision_spans(text: str) -> list[tuple[int, int, str]]:
@@ -212,8 +216,9 @@ def check_arguments(name: str, args: Mapping[str, Any], mode: Mode = "free") -> 
     return None
 
 
-def format_tool_call(name: str, arguments: Mapping[str, Any] | None = None, thought: str = "",
-                     mode: Mode = "free") -> str:  # fmt: skip
+def format_tool_call(
+    name: str, arguments: Mapping[str, Any] | None = None, thought: str = "", mode: Mode = "free"
+) -> str:
     """An assistant turn in Hermes format (what Qwen2.5's chat template renders for a tool call)."""
     args = dict(arguments or {})
     if not isinstance(name, str) or name not in _SCHEMAS[mode]:  # a sampled name may be any JSON value

@@ -80,10 +80,12 @@ class Workspace:
             return f"Error: end={end} is before start={first}; give 1 <= start <= end, or end=-1."
         cut = last - first + 1 > self.params.view_max_lines
         shown_last = first + self.params.view_max_lines - 1 if cut else last
-        out = f"{path} (lines {first}-{shown_last} of {n})\n" + numbered(lines[first - 1:shown_last], first)
+        out = f"{path} (lines {first}-{shown_last} of {n})\n" + numbered(lines[first - 1 : shown_last], first)
         if cut:
-            out += (f"\n[showing {self.params.view_max_lines} lines at most; "
-                    f"call view with start={shown_last + 1} to see more]")  # fmt: skip
+            out += (
+                f"\n[showing {self.params.view_max_lines} lines at most; "
+                f"call view with start={shown_last + 1} to see more]"
+            )
         return out
 
     def search(self, pattern: str) -> str:
@@ -109,8 +111,11 @@ class Workspace:
         if path not in self.files:
             return EditResult(False, self._no_such(path))
         if is_test_path(path):
-            return EditResult(False, f"Error: {path} is a test file; tests are read-only (grading "
-                                     "always uses the original tests). Fix the library code.")  # fmt: skip
+            return EditResult(
+                False,
+                f"Error: {path} is a test file; tests are read-only (grading "
+                "always uses the original tests). Fix the library code.",
+            )
         if not old_str:
             return EditResult(False, "Error: old_str is empty; copy the exact text to replace.")
         if old_str == new_str:
@@ -118,13 +123,19 @@ class Workspace:
         text = self.text(path)
         hits = count_occurrences(text, old_str)
         if not hits:
-            return EditResult(False, f"Error: old_str was not found in {path}; it must match the file "
-                                     "exactly, indentation and blank lines included.")  # fmt: skip
+            return EditResult(
+                False,
+                f"Error: old_str was not found in {path}; it must match the file "
+                "exactly, indentation and blank lines included.",
+            )
         if len(hits) > 1:
             at = ", ".join(str(text.count("\n", 0, h) + 1) for h in hits[:10])
-            return EditResult(False, f"Error: old_str occurs {len(hits)} times in {path} (lines {at}); "
-                                     "include more surrounding lines to make it unique.")  # fmt: skip
-        new_text = text[:hits[0]] + new_str + text[hits[0] + len(old_str):]
+            return EditResult(
+                False,
+                f"Error: old_str occurs {len(hits)} times in {path} (lines {at}); "
+                "include more surrounding lines to make it unique.",
+            )
+        new_text = text[: hits[0]] + new_str + text[hits[0] + len(old_str) :]
         problem = _syntax_problem(path, new_text)
         if problem:
             return EditResult(False, f"Error: the edit would break {path}: {problem}. File unchanged.")
@@ -181,7 +192,11 @@ def summarize_tests(grade: Grade) -> str:
         return f"Sandbox error, try again (the test run did not complete: {_clip(grade.infra_error)})."
     if grade.hack_attempt:  # refused by the static scan (nothing ran), or flagged while running
         ran = any(o != "not_run" for o in grade.outcomes.values())
-        head = "The grader flagged the run as gaming the tests:" if ran else "The grader rejected the code without running it:"
+        head = (
+            "The grader flagged the run as gaming the tests:"
+            if ran
+            else "The grader rejected the code without running it:"
+        )
         return head + "\n" + "\n".join(f"  {_clip(r)}" for r in grade.hack_reasons[:3])
     n = len(grade.outcomes)
     passed = sum(1 for o in grade.outcomes.values() if o == "passed")

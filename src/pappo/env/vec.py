@@ -61,10 +61,7 @@ class VecEnv:
                 raise PappoError(f"VecEnv.step: environment {i} is {state}")
         requests = [[] if t is None else env.begin_step(t) for env, t in zip(self.envs, texts)]
         grades = self._grade_all(requests)
-        return [
-            None if t is None else env.end_step(g)
-            for env, t, g in zip(self.envs, texts, grades)
-        ]
+        return [None if t is None else env.end_step(g) for env, t, g in zip(self.envs, texts, grades)]
 
     def truncate(self, indices: Sequence[int]) -> list[float]:
         """End the given running episodes between turns (token budget spent); one grade_fn call."""
@@ -80,6 +77,6 @@ class VecEnv:
             raise PappoError(f"grade_fn returned {len(graded)} grades for {len(flat)} trees")
         out, at = [], 0
         for items in requests:
-            out.append(graded[at:at + len(items)])
+            out.append(graded[at : at + len(items)])
             at += len(items)
         return out

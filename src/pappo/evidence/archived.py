@@ -52,8 +52,9 @@ def files_under(source: Path, paths: list[str]) -> dict[str, str]:
     return listing
 
 
-def check_source_tree(fail: Fail, runs: Path, receipts: Mapping[tuple[int, str], rc.Receipt],
-                      source: Path) -> None:
+def check_source_tree(
+    fail: Fail, runs: Path, receipts: Mapping[tuple[int, str], rc.Receipt], source: Path
+) -> None:
     """Each receipt binds the train stage's code as `source/` holds it (the tree_sha256 it records)."""
     try:
         paths = stage_code(source, "train")
@@ -66,11 +67,21 @@ def check_source_tree(fail: Fail, runs: Path, receipts: Mapping[tuple[int, str],
         if r.source.git_dirty:
             fail(path, "source.git_dirty", False, True, "the run was made from uncommitted code")
         if sorted(r.source.source_paths) != sorted(paths):
-            fail(path, "source.source_paths", paths[:3], r.source.source_paths[:3],
-                 "the receipt binds other code than the train stage's dvc.yaml dependencies in source/")
+            fail(
+                path,
+                "source.source_paths",
+                paths[:3],
+                r.source.source_paths[:3],
+                "the receipt binds other code than the train stage's dvc.yaml dependencies in source/",
+            )
         elif r.source.tree_sha256 != tree:
-            fail(path, "source.tree_sha256", tree, r.source.tree_sha256,
-                 "the code that ran is not the bundle's source/ (the released commit's train stage code)")
+            fail(
+                path,
+                "source.tree_sha256",
+                tree,
+                r.source.tree_sha256,
+                "the code that ran is not the bundle's source/ (the released commit's train stage code)",
+            )
 
 
 def check_packaged(fail: Fail, root: Path, source: Path) -> None:
@@ -80,9 +91,14 @@ def check_packaged(fail: Fail, root: Path, source: Path) -> None:
         mine, theirs = _listing(top), _listing(committed)
         if mine != theirs:
             differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
-            fail(rel, "bundle", f"the same as source/{rel} (the commit's)", f"differs ({differ[0] or rel})",
-                 "evidence that is not the released commit's: rebuild the bundle with `pappo release` "
-                 "(or download it again)")
+            fail(
+                rel,
+                "bundle",
+                f"the same as source/{rel} (the commit's)",
+                f"differs ({differ[0] or rel})",
+                "evidence that is not the released commit's: rebuild the bundle with `pappo release` "
+                "(or download it again)",
+            )
 
 
 def _listing(path: Path) -> dict[str, str]:
@@ -93,6 +109,8 @@ def _listing(path: Path) -> dict[str, str]:
 
 def describe(archive: Archive) -> str:
     """The verdict's last lines for a bundle: its scope and what could not be checked here."""
-    lines = [f"scope: the evidence bundle of commit {archive.commit} (its source/ in place of a git "
-             "checkout)", "not checked here (no git repository):"]
+    lines = [
+        f"scope: the evidence bundle of commit {archive.commit} (its source/ in place of a git checkout)",
+        "not checked here (no git repository):",
+    ]
     return "\n".join(lines + [f"  - {item.format(commit=archive.commit[:12])}" for item in NOT_CHECKED])

@@ -48,7 +48,9 @@ class AuditFailure(BaseModel):
 class NumericsGroup(BaseModel):
     model_config = ConfigDict(extra="forbid")
     numerics: NumericsInfo
-    members: list[str] = Field(description="Runs ('seed_0/ppo') and 'base_model' that computed with these numerics.")
+    members: list[str] = Field(
+        description="Runs ('seed_0/ppo') and 'base_model' that computed with these numerics."
+    )
 
 
 class NumericsVerdict(BaseModel):
@@ -71,12 +73,17 @@ class AuditVerdict(BaseModel):
     runs_checked: int
     failures: list[AuditFailure]
     claims: list[ClaimVerdict]
-    numerics: NumericsVerdict | None = Field(description="The CPU numerics the evidence was computed with; None without runs.")
+    numerics: NumericsVerdict | None = Field(
+        description="The CPU numerics the evidence was computed with; None without runs."
+    )
     scope: Literal["commit", "workspace"] = Field(
-        "commit", description="commit: the evidence had to be HEAD's (a reviewer's audit); workspace: the audit "
-        "stage's check of what its dvc repro just produced, before the commit.")
-    history: History | None = Field(None, description="The tuning history read from git (None in verdicts "
-                                    "of older audits).")
+        "commit",
+        description="commit: the evidence had to be HEAD's (a reviewer's audit); workspace: the audit "
+        "stage's check of what its dvc repro just produced, before the commit.",
+    )
+    history: History | None = Field(
+        None, description="The tuning history read from git (None in verdicts of older audits)."
+    )
     verdict: str = Field(description="The readable verdict.")
 
 
@@ -89,13 +96,25 @@ class _Ctx:
 
     def fail(self, file: Path | str, field: str, expected: Any, found: Any, message: str) -> None:
         rel = Path(file)
-        rel_s = rel.relative_to(self.root).as_posix() if rel.is_absolute() and rel.is_relative_to(self.root) else str(file)
-        self.failures.append(AuditFailure(file=rel_s, field=field, expected=str(expected), found=str(found),
-                                          message=message))  # fmt: skip
+        rel_s = (
+            rel.relative_to(self.root).as_posix()
+            if rel.is_absolute() and rel.is_relative_to(self.root)
+            else str(file)
+        )
+        self.failures.append(
+            AuditFailure(file=rel_s, field=field, expected=str(expected), found=str(found), message=message)
+        )
 
 
-def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path, stage: bool = False,
-          archive: archived.Archive | None = None) -> AuditVerdict:
+def audit(
+    params: Params,
+    root: Path,
+    runs: Path,
+    base_dir: Path,
+    schemas: Path,
+    stage: bool = False,
+    archive: archived.Archive | None = None,
+) -> AuditVerdict:
     """Every check; claims are evaluated only on runs that passed integrity. `stage`: the audit
     stage inside dvc repro, which audits its workspace instead of requiring committed evidence.
     `archive`: root is an unpacked bundle, not a git checkout; its source/ stands in for git."""
@@ -121,16 +140,28 @@ def audit(params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path,
         archived.check_packaged(ctx.fail, ctx.root, archive.source)
         scope = "commit"
     history = _history(ctx, archive)
-    claims = [] if ctx.failures else [evaluate_claim(c, reports, receipts, params.seeds, history)
-                                      for c in params.claims]
+    claims = (
+        []
+        if ctx.failures
+        else [evaluate_claim(c, reports, receipts, params.seeds, history) for c in params.claims]
+    )
     num = numerics_verdict(ctx, receipts)
     ok = not ctx.failures
     code: Literal[0, 1, 2] = 1 if not ok else (0 if all(c.holds for c in claims) else 2)
     head = _git(ctx.root, "rev-parse", "HEAD") if archive is None else archive.commit
     where = describe(scope) if archive is None else archived.describe(archive)
-    return AuditVerdict(exit_code=code, integrity_ok=ok, head=head, runs_checked=len(reports),
-                        failures=ctx.failures, claims=claims, numerics=num, scope=scope, history=history,
-                        verdict=render(ok, ctx.failures, claims, num, history) + "\n" + where)
+    return AuditVerdict(
+        exit_code=code,
+        integrity_ok=ok,
+        head=head,
+        runs_checked=len(reports),
+        failures=ctx.failures,
+        claims=claims,
+        numerics=num,
+        scope=scope,
+        history=history,
+        verdict=render(ok, ctx.failures, claims, num, history) + "\n" + where,
+    )
 
 
 def _history(ctx: _Ctx, archive: archived.Archive | None) -> History:
@@ -144,12 +175,19 @@ def _history(ctx: _Ctx, archive: archived.Archive | None) -> History:
     if imported.is_file():
         why = disagreement(from_record(imported.read_bytes(), "the imported bundle"), here)
         if why is not None:
-            ctx.fail(imported, "configurations", "the clone's git history", why,
-                     "the release's tuning history is not this repository's: the bundle or the history was altered")
+            ctx.fail(
+                imported,
+                "configurations",
+                "the clone's git history",
+                why,
+                "the release's tuning history is not this repository's: the bundle or the history was altered",
+            )
     return here
 
 
-def _check_recomputed(ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts: dict[tuple[int, str], rc.Receipt]) -> None:
+def _check_recomputed(
+    ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts: dict[tuple[int, str], rc.Receipt]
+) -> None:
     """Every published number re-derived from the per-task outcomes (evidence/recompute.py)."""
     for (seed, method), report in sorted(reports.items()):
         run = ctx.runs / f"seed_{seed}" / method
@@ -164,7 +202,9 @@ def _check_recomputed(ctx: _Ctx, reports: dict[tuple[int, str], RunReport], rece
         return
     lock = ManifestLock.model_validate(json.loads(Path(ctx.params.tasks.repofix.lock).read_text()))
     split = lock.splits.get(ctx.params.base_model.eval_split_seed)
-    recompute.check_base_model(ctx.fail, ctx.root, ctx.params, record, split.eval_instance_ids if split else [])
+    recompute.check_base_model(
+        ctx.fail, ctx.root, ctx.params, record, split.eval_instance_ids if split else []
+    )
 
 
 def _validator(path: Path) -> Any:
@@ -185,7 +225,10 @@ def _load_run(ctx: _Ctx, seed: int, method: str) -> tuple[RunReport, rc.Receipt]
     """Report and receipt of one run: present, valid (pydantic and JSON Schema), bound to each other."""
     run = ctx.runs / f"seed_{seed}" / method
     loaded: list[Any] = []
-    for name, model, schema in (("report.json", RunReport, "run_report"), ("receipt.json", rc.Receipt, "receipt")):
+    for name, model, schema in (
+        ("report.json", RunReport, "run_report"),
+        ("receipt.json", rc.Receipt, "receipt"),
+    ):
         path = run / name
         if not path.is_file():
             ctx.fail(path, "-", "a file", "missing", f"run `dvc repro {run_stage(seed, method)}`")
@@ -197,21 +240,36 @@ def _load_run(ctx: _Ctx, seed: int, method: str) -> tuple[RunReport, rc.Receipt]
             return None
         version = data.get("schema_version") if isinstance(data, dict) else None
         if version != 1:
-            ctx.fail(path, "schema_version", 1, version, "written by another version of pappo; regenerate it (dvc repro)")
+            ctx.fail(
+                path,
+                "schema_version",
+                1,
+                version,
+                "written by another version of pappo; regenerate it (dvc repro)",
+            )
             return None
         try:
-            error = jsonschema.exceptions.best_match(_validator(ctx.schemas / f"{schema}.schema.json").iter_errors(data))
+            error = jsonschema.exceptions.best_match(
+                _validator(ctx.schemas / f"{schema}.schema.json").iter_errors(data)
+            )
             if error is not None:
                 raise error
             loaded.append(model.model_validate(data))
         except (jsonschema.ValidationError, ValidationError) as e:
-            ctx.fail(path, "-", f"valid against schemas/{schema}.schema.json", "invalid", str(e).splitlines()[0])
+            ctx.fail(
+                path, "-", f"valid against schemas/{schema}.schema.json", "invalid", str(e).splitlines()[0]
+            )
             return None
     report, receipt = loaded
     for where, obj in (("report.json", report), ("receipt.json", receipt)):
         if (obj.seed, obj.method) != (seed, method):
-            ctx.fail(run / where, "seed/method", f"{seed}/{method}", f"{obj.seed}/{obj.method}",
-                     "the file belongs to another run (moved or swapped)")  # fmt: skip
+            ctx.fail(
+                run / where,
+                "seed/method",
+                f"{seed}/{method}",
+                f"{obj.seed}/{obj.method}",
+                "the file belongs to another run (moved or swapped)",
+            )
     for problem in rc.verify_receipt(run, receipt):
         ctx.fail(run / "receipt.json", "outputs", "hashes as recorded", "different", problem)
     for leak in rc.leaks(receipt):
@@ -238,7 +296,9 @@ def _check_lock(ctx: _Ctx) -> None:
                 continue  # directories: their files are in the receipt's hashes or recomputed
             found = hashlib.md5(file.read_bytes()).hexdigest()
             if found != out.get("md5"):
-                ctx.fail(file, f"dvc.lock {name} md5", out.get("md5"), found, "edited after dvc repro wrote it")
+                ctx.fail(
+                    file, f"dvc.lock {name} md5", out.get("md5"), found, "edited after dvc repro wrote it"
+                )
 
 
 def _check_source(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> None:
@@ -246,8 +306,13 @@ def _check_source(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> Non
     (dvc.yaml at HEAD), its recorded tree is that commit's, and HEAD's is the same (else stale)."""
     dirty = _git(ctx.root, "status", "--porcelain", "--untracked-files=normal", "--", *rc.SOURCE_PATHS)
     if dirty:
-        ctx.fail("(working tree)", "git status", "clean pipeline code", dirty.splitlines()[0],
-                 "uncommitted changes to the pipeline code; commit them and rerun")  # fmt: skip
+        ctx.fail(
+            "(working tree)",
+            "git status",
+            "clean pipeline code",
+            dirty.splitlines()[0],
+            "uncommitted changes to the pipeline code; commit them and rerun",
+        )
     try:
         paths = tuple(stage_code(ctx.root, "train", _git(ctx.root, "show", "HEAD:dvc.yaml")))
     except (OSError, ValueError) as e:
@@ -261,34 +326,61 @@ def _check_source(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> Non
         if s.git_dirty:
             ctx.fail(path, "source.git_dirty", False, True, "the run was made from uncommitted code")
         if sorted(s.source_paths) != sorted(paths):
-            ctx.fail(path, "source.source_paths", list(paths)[:3], s.source_paths[:3],
-                     "the receipt binds other code than the train stage's dvc.yaml dependencies; rerun dvc repro")  # fmt: skip
+            ctx.fail(
+                path,
+                "source.source_paths",
+                list(paths)[:3],
+                s.source_paths[:3],
+                "the receipt binds other code than the train stage's dvc.yaml dependencies; rerun dvc repro",
+            )
             continue
         if s.git_commit is None or not trees.is_commit(s.git_commit):
             ctx.fail(path, "source.git_commit", "a commit of this repository", s.git_commit, "unknown commit")
             continue
         at_commit = trees.at(s.git_commit)
         if at_commit != s.tree_sha256:
-            ctx.fail(path, "source.tree_sha256", at_commit, s.tree_sha256, "the code that ran is not the commit's")
+            ctx.fail(
+                path, "source.tree_sha256", at_commit, s.tree_sha256, "the code that ran is not the commit's"
+            )
         elif head_tree != s.tree_sha256:
-            ctx.fail(path, "source.tree_sha256", head_tree, s.tree_sha256,
-                     f"stale evidence: the train stage's code changed since {s.git_commit[:12]}; rerun dvc repro")  # fmt: skip
+            ctx.fail(
+                path,
+                "source.tree_sha256",
+                head_tree,
+                s.tree_sha256,
+                f"stale evidence: the train stage's code changed since {s.git_commit[:12]}; rerun dvc repro",
+            )
 
 
-def _check_inputs(ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts: dict[tuple[int, str], rc.Receipt]) -> None:
+def _check_inputs(
+    ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts: dict[tuple[int, str], rc.Receipt]
+) -> None:
     """Checkpoint revision, manifest lock, params and claims hashes, and the split, against now."""
     p = ctx.params
     record = read_record(ctx.base_dir)
     if p.model.profile == "hub" and record.revision != p.model.revision:
-        ctx.fail(ctx.base_dir / "checkpoint.json", "revision", p.model.revision, record.revision, "not the pinned revision")
+        ctx.fail(
+            ctx.base_dir / "checkpoint.json",
+            "revision",
+            p.model.revision,
+            record.revision,
+            "not the pinned revision",
+        )
     if p.model.profile == "hub" and not re.fullmatch(r"[0-9a-f]{40}", p.model.revision):
-        ctx.fail("params.yaml", "model.revision", "a 40-hex commit", repr(p.model.revision), "revision not pinned")
+        ctx.fail(
+            "params.yaml", "model.revision", "a 40-hex commit", repr(p.model.revision), "revision not pinned"
+        )
     lock_path = Path(p.tasks.repofix.lock)
     lock = ManifestLock.model_validate(json.loads(lock_path.read_text()))
     manifest = Path(p.tasks.repofix.manifest)
     if sha256_file(manifest) != lock.manifest_sha256:
-        ctx.fail(manifest, "sha256", lock.manifest_sha256, sha256_file(manifest),
-                 "the task manifest changed since validation; rerun dvc repro")  # fmt: skip
+        ctx.fail(
+            manifest,
+            "sha256",
+            lock.manifest_sha256,
+            sha256_file(manifest),
+            "the task manifest changed since validation; rerun dvc repro",
+        )
     common = {"manifest_lock_sha256": sha256_file(lock_path), "claims_sha256": rc.claims_sha256(p)}
     for (seed, method), r in receipts.items():
         want = {**common, "params_sha256": sha256_bytes(canonical_json(params_subset(p, method)).encode())}
@@ -297,26 +389,48 @@ def _check_inputs(ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts
             ctx.fail(path, "checkpoint", record.revision, r.checkpoint.revision, "another base checkpoint")
         for field, value in want.items():
             if getattr(r.inputs, field) != value:
-                what = "claims were edited after the run" if field == "claims_sha256" else "the input changed since"
+                what = (
+                    "claims were edited after the run"
+                    if field == "claims_sha256"
+                    else "the input changed since"
+                )
                 ctx.fail(path, f"inputs.{field}", value, getattr(r.inputs, field), what)
     for (seed, method), rep in reports.items():
         split = lock.splits.get(seed)
         path = ctx.runs / f"seed_{seed}" / method / "report.json"
         if split is None or sorted(split.eval_instance_ids) != rep.eval_instance_ids:
-            ctx.fail(path, "eval_instance_ids", "the lock's eval split", rep.eval_instance_ids[:3], "not the seed's split")
+            ctx.fail(
+                path,
+                "eval_instance_ids",
+                "the lock's eval split",
+                rep.eval_instance_ids[:3],
+                "not the seed's split",
+            )
         elif {t.instance_id for t in rep.final_eval.tasks} != set(split.eval_instance_ids):
-            ctx.fail(path, "final_eval.tasks", "the eval split's tasks", "other tasks", "evaluated on other tasks")
+            ctx.fail(
+                path, "final_eval.tasks", "the eval split's tasks", "other tasks", "evaluated on other tasks"
+            )
 
 
 def numerics_verdict(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> NumericsVerdict | None:
     """Group the base model and the runs by the numerics they computed with. Results made with
     different numerics are reported as not bitwise comparable, never compared bit for bit."""
-    found: list[tuple[str, NumericsInfo]] = [(f"seed_{s}/{m}", r.determinism.numerics) for (s, m), r in sorted(receipts.items())]
+    found: list[tuple[str, NumericsInfo]] = [
+        (f"seed_{s}/{m}", r.determinism.numerics) for (s, m), r in sorted(receipts.items())
+    ]
     base_report = ctx.root / "reports" / "base_model.json"
     try:
-        found.insert(0, ("base_model", NumericsInfo.model_validate(json.loads(base_report.read_text())["numerics"])))
+        found.insert(
+            0, ("base_model", NumericsInfo.model_validate(json.loads(base_report.read_text())["numerics"]))
+        )
     except (OSError, ValueError, KeyError, TypeError, ValidationError):
-        ctx.fail(base_report, "numerics", "the base model's numerics", "missing or invalid", "rerun dvc repro base_model")
+        ctx.fail(
+            base_report,
+            "numerics",
+            "the base model's numerics",
+            "missing or invalid",
+            "rerun dvc repro base_model",
+        )
     if not found:
         return None
     groups: dict[tuple[Any, ...], NumericsGroup] = {}
@@ -325,12 +439,18 @@ def numerics_verdict(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> 
     first = next(iter(groups.values()))
     if len(groups) == 1:
         pin = "pinned" if all(i.pinned for _, i in found) else "not pinned (the machine chose the kernels)"
-        return NumericsVerdict(comparison="bitwise", groups=[first], reason=f"all {len(found)} computed with one "
-                               f"numerics, {pin}: {first.numerics.describe()}")  # fmt: skip
+        return NumericsVerdict(
+            comparison="bitwise",
+            groups=[first],
+            reason=f"all {len(found)} computed with one numerics, {pin}: {first.numerics.describe()}",
+        )
     other = next(g for g in groups.values() if g is not first)
     _, why = comparison(first.numerics, other.numerics)
-    return NumericsVerdict(comparison="not bitwise comparable", groups=list(groups.values()),
-                           reason=f"{len(groups)} different numerics ({first.members[0]} vs {other.members[0]}: {why})")
+    return NumericsVerdict(
+        comparison="not bitwise comparable",
+        groups=list(groups.values()),
+        reason=f"{len(groups)} different numerics ({first.members[0]} vs {other.members[0]}: {why})",
+    )
 
 
 def _check_budgets(ctx: _Ctx, reports: dict[tuple[int, str], RunReport]) -> None:
@@ -339,13 +459,22 @@ def _check_budgets(ctx: _Ctx, reports: dict[tuple[int, str], RunReport]) -> None
         rows = {m: reports[seed, m].budget for m in RUN_METHODS if (seed, m) in reports and m != "base"}
         keys = {(b.episodes_limit, b.generated_tokens_limit, b.task_draws_sha256) for b in rows.values()}
         if len(keys) > 1:
-            ctx.fail(ctx.runs / f"seed_{seed}", "budget", "one budget for every method",
-                     {m: b.episodes_limit for m, b in rows.items()}, "budgets are not matched")  # fmt: skip
+            ctx.fail(
+                ctx.runs / f"seed_{seed}",
+                "budget",
+                "one budget for every method",
+                {m: b.episodes_limit for m, b in rows.items()},
+                "budgets are not matched",
+            )
         for m, b in rows.items():
             if b.episodes_used != b.episodes_limit or b.generated_tokens_used > b.generated_tokens_limit:
-                ctx.fail(ctx.runs / f"seed_{seed}" / m / "report.json", "budget",
-                         f"{b.episodes_limit} episodes, <= {b.generated_tokens_limit} tokens",
-                         f"{b.episodes_used} episodes, {b.generated_tokens_used} tokens", "budget not as planned")  # fmt: skip
+                ctx.fail(
+                    ctx.runs / f"seed_{seed}" / m / "report.json",
+                    "budget",
+                    f"{b.episodes_limit} episodes, <= {b.generated_tokens_limit} tokens",
+                    f"{b.episodes_used} episodes, {b.generated_tokens_used} tokens",
+                    "budget not as planned",
+                )
 
 
 class GitTrees:
@@ -370,14 +499,18 @@ class GitTrees:
             blobs = self._list(commit)
             if blobs is not None:
                 self._read_blobs(sorted(set(blobs.values()) - self._blobs.keys()))
-            self._trees[commit] = None if blobs is None else rc.listing_sha256(
-                {name: self._blobs[blob] for name, blob in blobs.items()})  # fmt: skip
+            self._trees[commit] = (
+                None
+                if blobs is None
+                else rc.listing_sha256({name: self._blobs[blob] for name, blob in blobs.items()})
+            )
         return self._trees[commit]
 
     def _list(self, commit: str) -> dict[str, str] | None:
         """{path: blob id} of the files under `paths` at `commit`; None when git cannot list it."""
-        out = subprocess.run(["git", "ls-tree", "-r", "-z", commit, "--", *self.paths], cwd=self.root,
-                             capture_output=True)  # fmt: skip
+        out = subprocess.run(
+            ["git", "ls-tree", "-r", "-z", commit, "--", *self.paths], cwd=self.root, capture_output=True
+        )
         if out.returncode != 0:
             return None
         listing = {}
@@ -392,14 +525,21 @@ class GitTrees:
         if not blobs:
             return
         cmd = ["git", "cat-file", "--batch"]
-        out = subprocess.run(cmd, cwd=self.root, input="".join(f"{b}\n" for b in blobs).encode(), capture_output=True,
-                             check=True).stdout  # fmt: skip
+        out = subprocess.run(
+            cmd,
+            cwd=self.root,
+            input="".join(f"{b}\n" for b in blobs).encode(),
+            capture_output=True,
+            check=True,
+        ).stdout
         at = 0
         for blob in blobs:
             end = out.index(b"\n", at)
             header = out[at:end].split()  # "<id> <type> <size>" or "<id> missing"
             if len(header) != 3:
-                raise subprocess.CalledProcessError(128, cmd, output=out[at:end])  # as `git show` of it failed
+                raise subprocess.CalledProcessError(
+                    128, cmd, output=out[at:end]
+                )  # as `git show` of it failed
             start = end + 1
             self._blobs[blob] = sha256_bytes(out[start : start + int(header[2])])
             at = start + int(header[2]) + 1  # the content is followed by a newline
@@ -410,15 +550,22 @@ def _git(root: Path, *args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def render(ok: bool, failures: list[AuditFailure], claims: list[ClaimVerdict], num: NumericsVerdict | None,
-           history: History | None = None) -> str:
+def render(
+    ok: bool,
+    failures: list[AuditFailure],
+    claims: list[ClaimVerdict],
+    num: NumericsVerdict | None,
+    history: History | None = None,
+) -> str:
     """The verdict as a reviewer reads it."""
     lines = [f"integrity: {'OK' if ok else f'FAILED ({len(failures)} problems)'}"]
     if num is not None:
         lines.append(f"numerics: {num.comparison}: {num.reason}")
     if history is not None:
         lines.append(f"tuning history: {history.reason}")
-    lines += [f"  - {f.file} [{f.field}]: {f.message} (expected {f.expected}, found {f.found})" for f in failures]
+    lines += [
+        f"  - {f.file} [{f.field}]: {f.message} (expected {f.expected}, found {f.found})" for f in failures
+    ]
     for c in claims:
         lines += render_claim(c)
     return "\n".join(lines)

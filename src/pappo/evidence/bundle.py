@@ -21,10 +21,20 @@ from pappo.evidence.release import SOURCE, verify_bundle
 from pappo.io import PappoError
 
 # what the audit reads besides the runs: without one of them it could not say anything true
-AUDIT_INPUTS = ("BUNDLE.json", "params.yaml", "matrix.yaml", "dvc.lock", "data/repofix/manifest.jsonl",
-                "data/repofix/manifest.lock.json", "models/base/checkpoint.json", "reports/summary.json",
-                "reports/base_model.json", f"{SOURCE}dvc.yaml", f"{SOURCE}schemas/run_report.schema.json",
-                f"{SOURCE}schemas/receipt.schema.json")
+AUDIT_INPUTS = (
+    "BUNDLE.json",
+    "params.yaml",
+    "matrix.yaml",
+    "dvc.lock",
+    "data/repofix/manifest.jsonl",
+    "data/repofix/manifest.lock.json",
+    "models/base/checkpoint.json",
+    "reports/summary.json",
+    "reports/base_model.json",
+    f"{SOURCE}dvc.yaml",
+    f"{SOURCE}schemas/run_report.schema.json",
+    f"{SOURCE}schemas/receipt.schema.json",
+)
 
 
 def is_bundle(folder: Path) -> bool:
@@ -38,8 +48,10 @@ def checked(path: Path) -> list[str]:
     """verify_bundle's problems, or a PappoError when `path` is neither a zip nor a folder."""
     path = Path(path)
     if not path.exists():
-        raise PappoError(f"{path}: no such file or folder; pass the pappo-evidence-<version>.zip or the "
-                         "folder it was unpacked to")
+        raise PappoError(
+            f"{path}: no such file or folder; pass the pappo-evidence-<version>.zip or the "
+            "folder it was unpacked to"
+        )
     return verify_bundle(path)
 
 
@@ -47,9 +59,11 @@ def refuse(path: Path, problems: list[str]) -> None:
     """A PappoError listing a bundle's problems (the first twelve) and what to do."""
     more = f"\n  ... and {len(problems) - 12} more" if len(problems) > 12 else ""
     shown = "\n  - ".join(problems[:12]) + more
-    raise PappoError(f"{path} fails verification ({len(problems)} problems):\n  - {shown}\n"
-                     "download the bundle again (or rebuild it with `pappo release`); a changed bundle is "
-                     "not evidence")
+    raise PappoError(
+        f"{path} fails verification ({len(problems)} problems):\n  - {shown}\n"
+        "download the bundle again (or rebuild it with `pappo release`); a changed bundle is "
+        "not evidence"
+    )
 
 
 def unpack(zip_path: Path, into: Path) -> Path:
@@ -101,11 +115,19 @@ def audit_bundle(folder: Path) -> Any:
     folder = Path(folder).resolve()
     missing = missing_inputs(folder)
     if missing:
-        raise PappoError(f"{folder}: {', '.join(missing)} missing: not a complete evidence bundle (one "
-                         "made before `pappo evidence import` existed lacks models/base); unpack the whole "
-                         "zip, or rebuild it with `pappo release` from the commit")
+        raise PappoError(
+            f"{folder}: {', '.join(missing)} missing: not a complete evidence bundle (one "
+            "made before `pappo evidence import` existed lacks models/base); unpack the whole "
+            "zip, or rebuild it with `pappo release` from the commit"
+        )
     archive = Archive(source=folder / SOURCE, commit=str(meta(folder).get("commit")))
     with contextlib.chdir(folder):
         params = load_matrix_params(folder / "params.yaml", folder / "matrix.yaml")
-        return audit(params, folder, folder / "reports" / "runs", folder / "models" / "base",
-                     folder / SOURCE / "schemas", archive=archive)
+        return audit(
+            params,
+            folder,
+            folder / "reports" / "runs",
+            folder / "models" / "base",
+            folder / SOURCE / "schemas",
+            archive=archive,
+        )

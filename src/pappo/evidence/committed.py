@@ -16,8 +16,14 @@ from typing import Any, Literal
 
 import yaml
 
-EVIDENCE_PATHS: tuple[str, ...] = ("dvc.lock", "reports/base_model.json", "reports/base_model_metrics.json",
-                                   "reports/summary.json", "reports/summary.md", "reports/summary")  # fmt: skip
+EVIDENCE_PATHS: tuple[str, ...] = (
+    "dvc.lock",
+    "reports/base_model.json",
+    "reports/base_model_metrics.json",
+    "reports/summary.json",
+    "reports/summary.md",
+    "reports/summary",
+)
 Scope = Literal["commit", "workspace"]
 # libyaml's parser where PyYAML was built with it (the same objects): a dvc.lock is ~200 kB and the
 # pure-Python parser took half of an audit (0.75 vs 0.15 s here)
@@ -27,8 +33,12 @@ STATES = {"M": "modified", "A": "added, not committed", "D": "deleted", "R": "re
 
 def uncommitted(root: Path) -> list[tuple[str, str]]:
     """(path, state) of every evidence file that differs from HEAD (or is not in git at all)."""
-    out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", *EVIDENCE_PATHS],
-                         cwd=root, capture_output=True, text=True)  # fmt: skip
+    out = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all", "--", *EVIDENCE_PATHS],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     if out.returncode != 0:
         return [("(repository)", "not a git work tree")]
     found = []
@@ -43,16 +53,23 @@ def check_committed(fail: Callable[[Path | str, str, Any, Any, str], None], root
     if stage:
         return "workspace"
     for path, state in uncommitted(root):
-        fail(path, "git status", "as committed at HEAD", state,
-             "uncommitted evidence is not evidence: commit it (git add dvc.lock reports && git commit) "
-             "or restore the commit's (git checkout -- FILE; dvc checkout), then audit again")  # fmt: skip
+        fail(
+            path,
+            "git status",
+            "as committed at HEAD",
+            state,
+            "uncommitted evidence is not evidence: commit it (git add dvc.lock reports && git commit) "
+            "or restore the commit's (git checkout -- FILE; dvc checkout), then audit again",
+        )
     return "commit"
 
 
 def describe(scope: Scope) -> str:
     if scope == "workspace":
-        return ("scope: the workspace this dvc repro produced, before its commit (a reviewer's `pappo audit` "
-                "checks the evidence against the commit)")
+        return (
+            "scope: the workspace this dvc repro produced, before its commit (a reviewer's `pappo audit` "
+            "checks the evidence against the commit)"
+        )
     return "scope: the evidence as committed at HEAD (dvc.lock, reports/base_model.json, reports/summary*)"
 
 

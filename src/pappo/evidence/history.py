@@ -58,8 +58,7 @@ class History(BaseModel):
         description="Versions of dvc.lock read (committed ones, then the workspace's)."
     )
     configurations: dict[str, int] = Field(
-        description="'<seed>/<method>' -> distinct configurations its "
-        "train stage ran with over the history."
+        description="'<seed>/<method>' -> distinct configurations its train stage ran with over the history."
     )
     edits: list[ClaimEdit] = Field(description="Claims edited after evidence for their seeds existed.")
 
@@ -238,7 +237,7 @@ def claim_history(
     if tuned:
         exploratory = True
         parts.append(
-            f"{max(counts.values())} configurations were evaluated on seeds " f"{', '.join(map(str, tuned))}"
+            f"{max(counts.values())} configurations were evaluated on seeds {', '.join(map(str, tuned))}"
         )
     if edit is not None:
         exploratory = True
@@ -277,10 +276,15 @@ def disagreement(record: History, here: History) -> str | None:
     if record.readable != here.readable:
         return f"record readable={record.readable}, this clone's history readable={here.readable}"
     if record.configurations != here.configurations:
-        diff = sorted(k for k in record.configurations.keys() | here.configurations.keys()
-                      if record.configurations.get(k) != here.configurations.get(k))
-        return (f"configurations per seed differ at {', '.join(diff[:4])} (record "
-                f"{[record.configurations.get(k) for k in diff[:4]]}, here {[here.configurations.get(k) for k in diff[:4]]})")
+        diff = sorted(
+            k
+            for k in record.configurations.keys() | here.configurations.keys()
+            if record.configurations.get(k) != here.configurations.get(k)
+        )
+        return (
+            f"configurations per seed differ at {', '.join(diff[:4])} (record "
+            f"{[record.configurations.get(k) for k in diff[:4]]}, here {[here.configurations.get(k) for k in diff[:4]]})"
+        )
     if [e.claim for e in record.edits] != [e.claim for e in here.edits]:
         return f"claim edits differ: record {[e.claim for e in record.edits]}, here {[e.claim for e in here.edits]}"
     return None

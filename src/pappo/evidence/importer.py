@@ -39,8 +39,9 @@ def _workspace(root: Path, out: LockedOut) -> dict[str, bytes] | None:
     if path.is_file():
         return {"": path.read_bytes()}
     if path.is_dir():
-        return {p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*"))
-                if p.is_file()}
+        return {
+            p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()
+        }
     return None
 
 
@@ -49,22 +50,30 @@ def _head_is_bundle(root: Path, meta: dict[str, object], lock: bytes) -> str:
     top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True)
     at_top = top.returncode == 0 and Path(top.stdout.strip()).resolve() == root
     if not at_top or not (root / "dvc.yaml").is_file():
-        raise PappoError(f"{root} is not the top of a clone of the repository: run `pappo evidence import` "
-                         "there (git clone, then git checkout BUNDLE.json's commit); without a clone, "
-                         "`pappo audit --bundle ZIP` audits the bundle alone")
+        raise PappoError(
+            f"{root} is not the top of a clone of the repository: run `pappo evidence import` "
+            "there (git clone, then git checkout BUNDLE.json's commit); without a clone, "
+            "`pappo audit --bundle ZIP` audits the bundle alone"
+        )
     head = _git(root, "rev-parse", "--verify", "HEAD^{commit}").decode().strip()
     commit = str(meta.get("commit"))
     if head != commit:
-        raise PappoError(f"the bundle is the evidence of commit {commit}, but {root} is at {head}: run "
-                         f"`git checkout {commit}` (after `git fetch` if the clone lacks it), then import "
-                         "again")
+        raise PappoError(
+            f"the bundle is the evidence of commit {commit}, but {root} is at {head}: run "
+            f"`git checkout {commit}` (after `git fetch` if the clone lacks it), then import "
+            "again"
+        )
     tree = _git(root, "rev-parse", "HEAD^{tree}").decode().strip()
     if meta.get("swhid_dir") != f"swh:1:dir:{tree}":
-        raise PappoError(f"the bundle's source is tree {meta.get('swhid_dir')}, HEAD's is swh:1:dir:{tree}: "
-                         "the bundle does not belong to this repository's commit")
+        raise PappoError(
+            f"the bundle's source is tree {meta.get('swhid_dir')}, HEAD's is swh:1:dir:{tree}: "
+            "the bundle does not belong to this repository's commit"
+        )
     if (root / "dvc.lock").read_bytes() != lock:
-        raise PappoError(f"{root / 'dvc.lock'} differs from the bundle's: restore the commit's "
-                         "(`git checkout -- dvc.lock`), then import again")
+        raise PappoError(
+            f"{root / 'dvc.lock'} differs from the bundle's: restore the commit's "
+            "(`git checkout -- dvc.lock`), then import again"
+        )
     return head
 
 
@@ -76,8 +85,10 @@ def _tracked(root: Path, outs: list[LockedOut]) -> set[str]:
 def _cache_dir(root: Path) -> Path:
     out = subprocess.run(["dvc", "cache", "dir"], cwd=root, capture_output=True, text=True)
     if out.returncode != 0:
-        raise PappoError(f"`dvc cache dir` failed in {root}: {(out.stderr or out.stdout).strip()[-500:]}; "
-                         "install the pinned dvc (requirements.lock) and run this in the clone")
+        raise PappoError(
+            f"`dvc cache dir` failed in {root}: {(out.stderr or out.stdout).strip()[-500:]}; "
+            "install the pinned dvc (requirements.lock) and run this in the clone"
+        )
     return (root / out.stdout.strip()).resolve()
 
 
@@ -93,9 +104,11 @@ def _history_agrees(root: Path, entries: dict[str, tuple[int, bytes]]) -> None:
         return  # nothing recorded to compare (an older bundle, or made without git history): the audit says so
     why = history.disagreement(record, history.read_history(root, params.seeds, params.claims))
     if why is not None:
-        raise PappoError(f"the bundle's history.json is not this clone's git history ({why}); nothing was "
-                         "written: the bundle or the history was altered, or this clone is shallow "
-                         "(`git fetch --unshallow`)")
+        raise PappoError(
+            f"the bundle's history.json is not this clone's git history ({why}); nothing was "
+            "written: the bundle or the history was altered, or this clone is shallow "
+            "(`git fetch --unshallow`)"
+        )
 
 
 def plan(root: Path, zip_path: Path, force: bool) -> tuple[str, Todo, int]:
@@ -119,8 +132,10 @@ def plan(root: Path, zip_path: Path, force: bool) -> tuple[str, Todo, int]:
         here = _workspace(root, out)
         if out.path in tracked:
             if here != files:
-                bad.append(f"{out.path}: git tracks it and the clone's differs from the bundle's "
-                           f"(`git checkout -- {out.path}`)")
+                bad.append(
+                    f"{out.path}: git tracks it and the clone's differs from the bundle's "
+                    f"(`git checkout -- {out.path}`)"
+                )
         elif here is not None and here != files and not force:
             conflicts.append(out.path)
         else:
@@ -130,14 +145,17 @@ def plan(root: Path, zip_path: Path, force: bool) -> tuple[str, Todo, int]:
         listed = "\n  - ".join([f"{m}: {why}" for m in missing] + bad)
         raise PappoError(f"the bundle cannot fill this clone; nothing was written:\n  - {listed}")
     if conflicts:
-        raise PappoError(f"{len(conflicts)} outputs here differ from the published ones (first: "
-                         f"{conflicts[0]}), e.g. your own `dvc repro`; nothing was written: move them "
-                         "away, or pass --force to replace them with the bundle's")
+        raise PappoError(
+            f"{len(conflicts)} outputs here differ from the published ones (first: "
+            f"{conflicts[0]}), e.g. your own `dvc repro`; nothing was written: move them "
+            "away, or pass --force to replace them with the bundle's"
+        )
     return head, todo, len(tracked)
 
 
-def import_bundle(root: Path, zip_path: Path, force: bool = False,
-                  log: Callable[[str], None] = print) -> Imported:
+def import_bundle(
+    root: Path, zip_path: Path, force: bool = False, log: Callable[[str], None] = print
+) -> Imported:
     """Check, then fill the DVC cache and the workspace of the clone at `root` from the bundle."""
     root = Path(root).resolve()
     head, todo, tracked = plan(root, Path(zip_path), force)
@@ -148,7 +166,9 @@ def import_bundle(root: Path, zip_path: Path, force: bool = False,
     if entry is not None:  # the clone's audit checks it against the clone's history
         atomic_write_bytes(root / history.IMPORTED_HISTORY, entry[1])
     log(f"wrote {len(todo)} outputs ({sum(len(f) for _, f in todo)} files) into the DVC cache {cache}")
-    if todo:  # every output of the pipeline, all now in the cache: one pass (40 targets by name took 8x longer)
+    if (
+        todo
+    ):  # every output of the pipeline, all now in the cache: one pass (40 targets by name took 8x longer)
         cmd = ["dvc", "checkout", "--force" if force else "--quiet"]
         done = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
         if done.returncode != 0:

@@ -7,10 +7,19 @@ renders the plots): the import graph of the evidence stays one-way.
 from __future__ import annotations
 
 METRICS: tuple[str, ...] = ("success", "pass_at_k", "failed_edit_rate", "tool_cost", "repeated_test_rate")
-LABELS = {"success": "success", "pass_at_k": "pass@K", "failed_edit_rate": "failed edit rate",
-          "tool_cost": "tool cost", "repeated_test_rate": "repeated test rate"}  # fmt: skip
+LABELS = {
+    "success": "success",
+    "pass_at_k": "pass@K",
+    "failed_edit_rate": "failed edit rate",
+    "tool_cost": "tool cost",
+    "repeated_test_rate": "repeated test rate",
+}
 # over seeds the two rates are per greedy turn (TASK_METRICS), so they are labelled as such
-SUMMARY_LABELS = {**LABELS, "failed_edit_rate": "failed edits/turn", "repeated_test_rate": "repeated tests/turn"}
+SUMMARY_LABELS = {
+    **LABELS,
+    "failed_edit_rate": "failed edits/turn",
+    "repeated_test_rate": "repeated tests/turn",
+}
 TASK_METRICS = (
     "Per eval task (greedy episode unless noted): success = 1 if solved else 0; pass_at_k = unbiased "
     "pass@K of the K sampled episodes (Chen et al. 2021; K = 0: greedy success); tool_cost = weighted "

@@ -42,8 +42,11 @@ RC: dict[str, Any] = {
     "grid.alpha": 0.3,
 }
 COLORS = {"base": "#7f7f7f", "rft": "#8c564b", "grpo": "#2ca02c", "ppo": "#1f77b4", "pappo": "#d62728"}
-DIAGNOSTICS = (("actor/pg_clipfrac", "clip fraction"), ("actor/ppo_kl", "approx. KL (old || new)"),
-               ("critic/vf_explained_var", "critic expl. variance"))  # fmt: skip
+DIAGNOSTICS = (
+    ("actor/pg_clipfrac", "clip fraction"),
+    ("actor/ppo_kl", "approx. KL (old || new)"),
+    ("critic/vf_explained_var", "critic expl. variance"),
+)
 EV_KEY, EV_FLOOR = "critic/vf_explained_var", -1.0
 
 
@@ -102,8 +105,12 @@ def success_curves(reports: Mapping[Key, RunReport], methods: Sequence[str]) -> 
                 continue
             ax.plot(xs, mean, marker="o", ms=4, color=_color(m), label=m)
             ax.fill_between(xs, lo, hi, color=_color(m), alpha=0.15, lw=0)
-        ax.set(xlim=(span[0] - 0.2, span[1] + 0.2), ylim=(-0.02, 1.02),
-               xlabel="Updates done (0 = starting policy)", ylabel="Held-out greedy success")  # fmt: skip
+        ax.set(
+            xlim=(span[0] - 0.2, span[1] + 0.2),
+            ylim=(-0.02, 1.02),
+            xlabel="Updates done (0 = starting policy)",
+            ylabel="Held-out greedy success",
+        )
         ax.set_title("Held-out success per update (mean over seeds; band: min–max over seeds)")
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.legend(loc="best", ncols=2)
@@ -122,9 +129,18 @@ def final_metrics(summary: Summary) -> Figure:
             xs = np.arange(len(rates)) + (j - (n - 1) / 2) * width
             vals = [getattr(s, r) for r in rates]
             err = np.array([[v.mean - v.lo for v in vals], [v.hi - v.mean for v in vals]])
-            left.bar(xs, [v.mean for v in vals], width, yerr=err, capsize=2, color=_color(s.method), label=s.method)
+            left.bar(
+                xs, [v.mean for v in vals], width, yerr=err, capsize=2, color=_color(s.method), label=s.method
+            )
             tc = s.tool_cost
-            right.bar([j], [tc.mean], 0.7, yerr=[[tc.mean - tc.lo], [tc.hi - tc.mean]], capsize=2, color=_color(s.method))
+            right.bar(
+                [j],
+                [tc.mean],
+                0.7,
+                yerr=[[tc.mean - tc.lo], [tc.hi - tc.mean]],
+                capsize=2,
+                color=_color(s.method),
+            )
         left.set_xticks(np.arange(len(rates)), [SUMMARY_LABELS[r] for r in rates], rotation=15)
         left.set(ylim=(0, 1.22), yticks=np.linspace(0, 1, 6), ylabel="Rate (mean over seeds)")
         left.set_title(f"Final metrics (95% CI, K = {summary.eval_samples})")
@@ -148,7 +164,9 @@ def _diagnostic_points(reports: Mapping[Key, RunReport], method: str, key: str) 
     return out
 
 
-def ppo_diagnostics(reports: Mapping[Key, RunReport], methods: Sequence[str] = ("ppo", "pappo")) -> Figure | None:
+def ppo_diagnostics(
+    reports: Mapping[Key, RunReport], methods: Sequence[str] = ("ppo", "pappo")
+) -> Figure | None:
     """Clip fraction, KL and explained variance per update for PPO and PAPPO; None without data."""
     data = {(m, k): _diagnostic_points(reports, m, k) for m in methods for k, _ in DIAGNOSTICS}
     if not any(data.values()):

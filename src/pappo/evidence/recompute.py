@@ -84,7 +84,13 @@ def check_report(fail: Fail, run_dir: Path, report: RunReport, params: Params) -
     for i, e in enumerate(report.evals):
         ids = [t.instance_id for t in e.result.tasks]
         if ids != sorted(ids) or len(set(ids)) != len(ids):
-            fail(path, f"evals[{i}].result.tasks", "one per task, by instance_id", ids[:6], "reordered or repeated tasks")
+            fail(
+                path,
+                f"evals[{i}].result.tasks",
+                "one per task, by instance_id",
+                ids[:6],
+                "reordered or repeated tasks",
+            )
             continue
         bad = [t.instance_id for t in e.result.tasks if t.samples != params.eval.samples]
         if bad:
@@ -92,20 +98,48 @@ def check_report(fail: Fail, run_dir: Path, report: RunReport, params: Params) -
         want = aggregate(e.result.tasks, params.eval.samples, params.eval.n_boot).model_dump(mode="json")
         report_diffs(fail, path, want, e.result.model_dump(mode="json"), why, f"evals[{i}].result")
     if report.evals:
-        report_diffs(fail, path, report.evals[-1].result.model_dump(mode="json"),
-                     report.final_eval.model_dump(mode="json"), "final_eval is not the last evaluation", "final_eval")
+        report_diffs(
+            fail,
+            path,
+            report.evals[-1].result.model_dump(mode="json"),
+            report.final_eval.model_dump(mode="json"),
+            "final_eval is not the last evaluation",
+            "final_eval",
+        )
     episodes, tokens = budget_limits(params, report.method)
-    want_budget = {"episodes_limit": episodes, "generated_tokens_limit": tokens, **budget_used(report.updates, report.evals)}
+    want_budget = {
+        "episodes_limit": episodes,
+        "generated_tokens_limit": tokens,
+        **budget_used(report.updates, report.evals),
+    }
     found_budget = report.budget.model_dump(mode="json")
-    report_diffs(fail, path, want_budget, {k: found_budget[k] for k in want_budget},
-                 "not what the per-update records and params give", "budget")
+    report_diffs(
+        fail,
+        path,
+        want_budget,
+        {k: found_budget[k] for k in want_budget},
+        "not what the per-update records and params give",
+        "budget",
+    )
     metrics = run_dir / "metrics.json"
     try:
         found_metrics = json.loads(metrics.read_text())
     except (OSError, ValueError) as e:
-        fail(metrics, "-", "the report's flat metrics", "unreadable", f"{type(e).__name__}; rerun its train stage")
+        fail(
+            metrics,
+            "-",
+            "the report's flat metrics",
+            "unreadable",
+            f"{type(e).__name__}; rerun its train stage",
+        )
         return
-    report_diffs(fail, metrics, flat_metrics(report), found_metrics, "not the report's final_eval; rerun its train stage")
+    report_diffs(
+        fail,
+        metrics,
+        flat_metrics(report),
+        found_metrics,
+        "not the report's final_eval; rerun its train stage",
+    )
 
 
 def check_receipt(fail: Fail, run_dir: Path, report: RunReport, receipt: Receipt) -> None:
@@ -113,12 +147,30 @@ def check_receipt(fail: Fail, run_dir: Path, report: RunReport, receipt: Receipt
     path = run_dir / "receipt.json"
     hw = receipt.hardware
     if hw.accelerator != report.device:
-        fail(path, "hardware.accelerator", report.device, hw.accelerator, "the report says the run ran elsewhere")
+        fail(
+            path,
+            "hardware.accelerator",
+            report.device,
+            hw.accelerator,
+            "the report says the run ran elsewhere",
+        )
     if any(d.split(":")[0] != report.device for d in receipt.ranks_devices):
-        fail(path, "ranks_devices", f"{report.device} on every rank", receipt.ranks_devices, "not the run's device")
+        fail(
+            path,
+            "ranks_devices",
+            f"{report.device} on every rank",
+            receipt.ranks_devices,
+            "not the run's device",
+        )
     gpu_fields = (hw.accelerator_model_name, hw.accelerator_memory_capacity_gb, hw.cuda_runtime_version)
     if hw.accelerator == "cpu" and (hw.accelerators_per_node or any(f is not None for f in gpu_fields)):
-        fail(path, "hardware", "no accelerator fields on a CPU run", hw.accelerator_model_name, "inconsistent hardware")
+        fail(
+            path,
+            "hardware",
+            "no accelerator fields on a CPU run",
+            hw.accelerator_model_name,
+            "inconsistent hardware",
+        )
     if hw.accelerator == "cuda" and (not hw.accelerators_per_node or hw.accelerator_model_name is None):
         fail(path, "hardware", "a GPU model and count", hw.accelerator_model_name, "inconsistent hardware")
 
@@ -127,8 +179,15 @@ def check_summary(fail: Fail, root: Path, runs: Path, params: Params) -> None:
     """reports/summary.json, summary.md and every plot, recomputed from the run reports."""
     out = root / "reports"
     try:
-        _, files = summary_files(runs, out / "summary.json", out / "summary.md", out / "summary", params.seeds,
-                                 params.eval.n_boot, claims=params.claims)  # fmt: skip
+        _, files = summary_files(
+            runs,
+            out / "summary.json",
+            out / "summary.md",
+            out / "summary",
+            params.seeds,
+            params.eval.n_boot,
+            claims=params.claims,
+        )
     except PappoError as e:
         fail(out / "summary.json", "-", "a summary of the run reports", "none", str(e))
         return
@@ -169,7 +228,13 @@ def check_base_model(fail: Fail, root: Path, params: Params, record: dict[str, A
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        fail(path, "-", "the base_model stage's report", "unreadable", f"{type(e).__name__}; rerun dvc repro base_model")
+        fail(
+            path,
+            "-",
+            "the base_model stage's report",
+            "unreadable",
+            f"{type(e).__name__}; rerun dvc repro base_model",
+        )
         return
     report_diffs(fail, path, record, data.get("checkpoint"), "not models/base/checkpoint.json", "checkpoint")
     if data.get("profile") != params.model.profile:
@@ -178,21 +243,45 @@ def check_base_model(fail: Fail, root: Path, params: Params, record: dict[str, A
     try:
         found = json.loads(metrics.read_text())
     except (OSError, ValueError) as e:
-        fail(metrics, "-", "the base model's success rates", "unreadable", f"{type(e).__name__}; rerun dvc repro base_model")
+        fail(
+            metrics,
+            "-",
+            "the base model's success rates",
+            "unreadable",
+            f"{type(e).__name__}; rerun dvc repro base_model",
+        )
     else:
         report_diffs(fail, metrics, headline(data), found, "not reports/base_model.json's success rates")
     if params.model.profile == "hub":
         return  # the hub checkpoint is resolved, not evaluated, by the stage
     split = params.base_model.eval_split_seed
     ev = data.get("eval") or {}
-    report_diffs(fail, path, {"n_tasks": len(ids), "split_seed": split},
-                 {"n_tasks": ev.get("n_tasks"), "split_seed": ev.get("split_seed")}, "not the lock's eval split", "eval")
+    report_diffs(
+        fail,
+        path,
+        {"n_tasks": len(ids), "split_seed": split},
+        {"n_tasks": ev.get("n_tasks"), "split_seed": ev.get("split_seed")},
+        "not the lock's eval split",
+        "eval",
+    )
     for mode in ("greedy", "sampled"):
         episodes = (ev.get(mode) or {}).get("episodes") or []
         found_ids = [e.get("instance_id") for e in episodes]
         if found_ids != list(ids):
-            fail(path, f"eval.{mode}.episodes[].instance_id", list(ids)[:4], found_ids[:4], "not the split's tasks in order")
+            fail(
+                path,
+                f"eval.{mode}.episodes[].instance_id",
+                list(ids)[:4],
+                found_ids[:4],
+                "not the split's tasks in order",
+            )
             continue
         rate = sum(bool(e.get("success")) for e in episodes) / max(1, len(episodes))
-        report_diffs(fail, path, rate, (ev.get(mode) or {}).get("success_rate"),
-                     "not the share of its episodes that succeeded; the report was edited", f"eval.{mode}.success_rate")
+        report_diffs(
+            fail,
+            path,
+            rate,
+            (ev.get(mode) or {}).get("success_rate"),
+            "not the share of its episodes that succeeded; the report was edited",
+            f"eval.{mode}.success_rate",
+        )

@@ -73,8 +73,10 @@ def _git(root: Path, *args: str) -> bytes:
     out = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, timeout=300)
     if out.returncode != 0:
         why = out.stderr.decode(errors="replace").strip().splitlines()
-        raise PappoError(f"`git {' '.join(args)}` failed in {root}: {why[0] if why else 'no message'}; "
-                         "a release is made from a git work tree with at least one commit")  # fmt: skip
+        raise PappoError(
+            f"`git {' '.join(args)}` failed in {root}: {why[0] if why else 'no message'}; "
+            "a release is made from a git work tree with at least one commit"
+        )
     return out.stdout
 
 
@@ -85,28 +87,40 @@ def check_ready(repo_root: Path, audit_path: Path) -> tuple[str, Any]:
     head = _git(repo_root, "rev-parse", "--verify", "HEAD^{commit}").decode().strip()
     dirty = _git(repo_root, "status", "--porcelain", "--untracked-files=no").decode().splitlines()
     if dirty:
-        raise PappoError(f"the working tree is dirty: {len(dirty)} tracked files differ from HEAD (first: "
-                         f"{dirty[0].strip()}); commit or stash them: the bundle's source is HEAD and its "
-                         "evidence must be HEAD's")  # fmt: skip
+        raise PappoError(
+            f"the working tree is dirty: {len(dirty)} tracked files differ from HEAD (first: "
+            f"{dirty[0].strip()}); commit or stash them: the bundle's source is HEAD and its "
+            "evidence must be HEAD's"
+        )
     if not Path(audit_path).is_file():
-        raise PappoError(f"{audit_path} is missing: run `pappo audit --out {audit_path}` at HEAD first; a release "
-                         "needs the audit's verdict")  # fmt: skip
+        raise PappoError(
+            f"{audit_path} is missing: run `pappo audit --out {audit_path}` at HEAD first; a release "
+            "needs the audit's verdict"
+        )
     try:
         verdict = AuditVerdict.model_validate_json(Path(audit_path).read_bytes())
     except ValueError as e:
-        raise PappoError(f"{audit_path} is not a valid audit verdict ({str(e).splitlines()[0]}); rerun `pappo audit --out {audit_path}`") from None
+        raise PappoError(
+            f"{audit_path} is not a valid audit verdict ({str(e).splitlines()[0]}); rerun `pappo audit --out {audit_path}`"
+        ) from None
     if not verdict.integrity_ok:
         first = verdict.failures[0].message if verdict.failures else "no failure listed"
-        raise PappoError(f"{audit_path} says integrity_ok is false ({len(verdict.failures)} failures; first: {first}): "
-                         "a release needs intact evidence; fix it, rerun dvc repro and the audit")  # fmt: skip
+        raise PappoError(
+            f"{audit_path} says integrity_ok is false ({len(verdict.failures)} failures; first: {first}): "
+            "a release needs intact evidence; fix it, rerun dvc repro and the audit"
+        )
     if verdict.scope != "commit":
-        raise PappoError(f"{audit_path} is the audit stage's check of its own workspace (scope {verdict.scope}); a "
-                         "release needs a reviewer's audit of the committed evidence: `pappo audit --out "
-                         "dist/audit.json` at HEAD")  # fmt: skip
+        raise PappoError(
+            f"{audit_path} is the audit stage's check of its own workspace (scope {verdict.scope}); a "
+            "release needs a reviewer's audit of the committed evidence: `pappo audit --out "
+            "dist/audit.json` at HEAD"
+        )
     if verdict.head != head:
-        raise PappoError(f"{audit_path} audited commit {verdict.head}, but HEAD is {head}: the audit must be of the "
-                         "released commit; rerun `pappo audit --out dist/audit.json` at HEAD (a path git does not "
-                         "track: committing a verdict moves HEAD)")  # fmt: skip
+        raise PappoError(
+            f"{audit_path} audited commit {verdict.head}, but HEAD is {head}: the audit must be of the "
+            "released commit; rerun `pappo audit --out dist/audit.json` at HEAD (a path git does not "
+            "track: committing a verdict moves HEAD)"
+        )
     return head, verdict
 
 
@@ -116,11 +130,15 @@ def read_metadata(repo_root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
         zenodo = json.loads((repo_root / ".zenodo.json").read_text())
         cff = yaml.safe_load((repo_root / "CITATION.cff").read_text())
     except (OSError, ValueError) as e:
-        raise PappoError(f"cannot read .zenodo.json / CITATION.cff ({e}); both are needed for a release") from None
+        raise PappoError(
+            f"cannot read .zenodo.json / CITATION.cff ({e}); both are needed for a release"
+        ) from None
     for key in ("title", "version", "license"):
         if str(zenodo.get(key)) != str(cff.get(key)):
-            raise PappoError(f".zenodo.json {key} {zenodo.get(key)!r} differs from CITATION.cff's {cff.get(key)!r}; "
-                             "make them the same")  # fmt: skip
+            raise PappoError(
+                f".zenodo.json {key} {zenodo.get(key)!r} differs from CITATION.cff's {cff.get(key)!r}; "
+                "make them the same"
+            )
     if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z.+_-]*", str(zenodo["version"])):
         raise PappoError(f".zenodo.json version {zenodo['version']!r} cannot be part of a file name")
     return zenodo, cff
@@ -170,13 +188,17 @@ def source_files(repo_root: Path, head: str) -> dict[str, tuple[int, bytes]]:
             if m.issym():
                 files[m.name] = (SYMLINK, m.linkname.encode())
             elif m.isfile():
-                files[m.name] = (EXECUTABLE if m.mode & 0o111 else REGULAR, tar.extractfile(m).read())  # type: ignore[union-attr]
+                files[m.name] = (EXECUTABLE if m.mode & 0o111 else REGULAR, tar.extractfile(m).read())
             else:
-                raise PappoError(f"git archive holds {m.name}, neither a file nor a symlink; cannot package it")
+                raise PappoError(
+                    f"git archive holds {m.name}, neither a file nor a symlink; cannot package it"
+                )
     ours, gits = git_tree_id(files), _git(repo_root, "rev-parse", f"{head}^{{tree}}").decode().strip()
     if ours != gits:
-        raise PappoError(f"the archived source hashes to tree {ours}, git says {gits}: export-ignore/export-subst or "
-                         "eol attributes, LFS or submodules change the archive; remove them for a release")  # fmt: skip
+        raise PappoError(
+            f"the archived source hashes to tree {ours}, git says {gits}: export-ignore/export-subst or "
+            "eol attributes, LFS or submodules change the archive; remove them for a release"
+        )
     return files
 
 
@@ -188,35 +210,70 @@ def _iv(x: Any) -> str:
 def release_notes(bundle: dict[str, Any], summary: Any, verdict: Any) -> str:
     """RELEASE_NOTES.md from BUNDLE.json's fields, a `Summary` and an `AuditVerdict`."""
     holds = [c for c in verdict.claims if c.holds]
-    lines = [f"# PAPPO evidence bundle {bundle['version']}", "",
-             f"- commit: `{bundle['commit']}` (`{bundle['swhid_rev']}`), committed {bundle['created']}",
-             f"- source tree: `{bundle['swhid_dir']}` (files under `source/`)",
-             f"- profile: {summary.profile} on {summary.device}; seeds {summary.seeds}; K = {summary.eval_samples}",
-             f"- audit: integrity {'OK' if verdict.integrity_ok else 'FAILED'}, runs checked: {verdict.runs_checked}; "
-             f"{len(holds)} of {len(verdict.claims)} pre-registered claims hold (exit code {verdict.exit_code})"]  # fmt: skip
+    lines = [
+        f"# PAPPO evidence bundle {bundle['version']}",
+        "",
+        f"- commit: `{bundle['commit']}` (`{bundle['swhid_rev']}`), committed {bundle['created']}",
+        f"- source tree: `{bundle['swhid_dir']}` (files under `source/`)",
+        f"- profile: {summary.profile} on {summary.device}; seeds {summary.seeds}; K = {summary.eval_samples}",
+        f"- audit: integrity {'OK' if verdict.integrity_ok else 'FAILED'}, runs checked: {verdict.runs_checked}; "
+        f"{len(holds)} of {len(verdict.claims)} pre-registered claims hold (exit code {verdict.exit_code})",
+    ]
     if summary.profile == "tiny":
-        lines += ["", "The tiny profile is a CPU pipeline check on a tiny model: its numbers test the pipeline, "
-                  "not the methods."]  # fmt: skip
-    lines += ["", "## Held-out success (mean over seeds, 95% stratified bootstrap interval)", "",
-              "| method | seeds | success | pass@K |", "|---|---|---|---|"]  # fmt: skip
-    lines += [f"| {m.method} | {m.n_seeds} | {_iv(m.success)} | {_iv(m.pass_at_k)} |" for m in summary.summaries]
-    lines += ["", f"## Comparisons (paired per-task success difference vs {summary.best_baseline})", "",
-              "| method | baseline | difference | seed wins |", "|---|---|---|---|"]  # fmt: skip
-    lines += [f"| {c.method} | {c.baseline} | {c.difference.mean:+.3f} [{c.difference.lo:+.3f}, {c.difference.hi:+.3f}] "
-              f"| {c.seed_wins}/{c.n_seeds} |" for c in summary.comparisons]  # fmt: skip
-    lines += ["", "## Pre-registered claims (receipts/audit.json)", "",
-              "| claim | verdict | method vs baseline | metric | improvement [95% interval] | seed wins |",
-              "|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            "The tiny profile is a CPU pipeline check on a tiny model: its numbers test the pipeline, "
+            "not the methods.",
+        ]
+    lines += [
+        "",
+        "## Held-out success (mean over seeds, 95% stratified bootstrap interval)",
+        "",
+        "| method | seeds | success | pass@K |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {m.method} | {m.n_seeds} | {_iv(m.success)} | {_iv(m.pass_at_k)} |" for m in summary.summaries
+    ]
+    lines += [
+        "",
+        f"## Comparisons (paired per-task success difference vs {summary.best_baseline})",
+        "",
+        "| method | baseline | difference | seed wins |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {c.method} | {c.baseline} | {c.difference.mean:+.3f} [{c.difference.lo:+.3f}, {c.difference.hi:+.3f}] "
+        f"| {c.seed_wins}/{c.n_seeds} |"
+        for c in summary.comparisons
+    ]
+    lines += [
+        "",
+        "## Pre-registered claims (receipts/audit.json)",
+        "",
+        "| claim | verdict | method vs baseline | metric | improvement [95% interval] | seed wins |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in verdict.claims:
-        lines.append(f"| {c.id} | {'HOLDS' if c.holds else 'DOES NOT HOLD'} | {c.method} vs {c.baseline} | {c.metric} "
-                     f"| {c.delta:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}] | {c.seed_wins}/{c.n_seeds} |")  # fmt: skip
+        lines.append(
+            f"| {c.id} | {'HOLDS' if c.holds else 'DOES NOT HOLD'} | {c.method} vs {c.baseline} | {c.metric} "
+            f"| {c.delta:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}] | {c.seed_wins}/{c.n_seeds} |"
+        )
     reasons = [f"- {c.id} DOES NOT HOLD: {r}" for c in verdict.claims for r in c.reasons]
     lines += ["", *reasons] if reasons else []
     zip_name = f"pappo-evidence-{bundle['version']}.zip"
-    lines += ["", "## Check this bundle", "", "```bash", "sha256sum -c SHA256SUMS   # inside the unpacked bundle",
-              f"pappo verify-bundle {zip_name}   # hashes, SWHID, receipts, audit",
-              f"pappo audit --bundle {zip_name}   # every number re-derived, the claims (docs/reviewing.md)",
-              f"pappo evidence import {zip_name}   # in a clone of the commit: runs, DVC cache", "```", ""]
+    lines += [
+        "",
+        "## Check this bundle",
+        "",
+        "```bash",
+        "sha256sum -c SHA256SUMS   # inside the unpacked bundle",
+        f"pappo verify-bundle {zip_name}   # hashes, SWHID, receipts, audit",
+        f"pappo audit --bundle {zip_name}   # every number re-derived, the claims (docs/reviewing.md)",
+        f"pappo evidence import {zip_name}   # in a clone of the commit: runs, DVC cache",
+        "```",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -227,8 +284,10 @@ def _load_summary(repo_root: Path) -> Any:
     try:
         return Summary.model_validate_json(path.read_bytes())
     except (OSError, ValueError) as e:
-        raise PappoError(f"{path} is missing or not a valid summary ({str(e).splitlines()[0]}); "
-                         "run `dvc repro report`, commit, then release") from None  # fmt: skip
+        raise PappoError(
+            f"{path} is missing or not a valid summary ({str(e).splitlines()[0]}); "
+            "run `dvc repro report`, commit, then release"
+        ) from None
 
 
 # ------------------------------------------------------------------------------------ building
@@ -273,7 +332,7 @@ def bundled_out(entries: dict[str, tuple[int, bytes]], out: LockedOut) -> dict[s
         entry = entries.get(bundled_name(out.path))
         return None if entry is None else {"": entry[1]}
     prefix = out.path.rstrip("/") + "/"
-    files = {name[len(prefix):]: data for name, (_, data) in entries.items() if name.startswith(prefix)}
+    files = {name[len(prefix) :]: data for name, (_, data) in entries.items() if name.startswith(prefix)}
     return files or None
 
 
@@ -291,7 +350,9 @@ def _write_zip(path: Path, entries: dict[str, tuple[int, bytes | Path]]) -> None
                 mode, data = entries[name]
                 info = zipfile.ZipInfo(name, date_time=ZIP_DATE)
                 info.create_system, info.external_attr = 3, mode << 16
-                zf.writestr(info, _read(data), compress_type=zipfile.ZIP_DEFLATED, compresslevel=COMPRESSLEVEL)
+                zf.writestr(
+                    info, _read(data), compress_type=zipfile.ZIP_DEFLATED, compresslevel=COMPRESSLEVEL
+                )
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -306,15 +367,28 @@ def build_bundle(repo_root: Path, out_dir: Path, audit_path: Path) -> BundleInfo
     history_bytes = history.recorded(repo_root)
     zenodo, _ = read_metadata(repo_root)
     version = str(zenodo["version"])
-    entries: dict[str, tuple[int, bytes | Path]] = {SOURCE + k: v for k, v in source_files(repo_root, head).items()}
+    entries: dict[str, tuple[int, bytes | Path]] = {
+        SOURCE + k: v for k, v in source_files(repo_root, head).items()
+    }
     entries.update(_disk_entries(repo_root, Path(audit_path)))
     entries[HISTORY] = (REGULAR, history_bytes)
     created = datetime.fromtimestamp(int(_git(repo_root, "show", "-s", "--format=%ct", head)), timezone.utc)
     tree = _git(repo_root, "rev-parse", f"{head}^{{tree}}").decode().strip()
-    bundle = {"schema_version": 1, "name": "pappo-evidence", "version": version, "commit": head,
-              "swhid_rev": f"swh:1:rev:{head}", "swhid_dir": f"swh:1:dir:{tree}", "created": created.isoformat(),
-              "source_prefix": SOURCE, "audit": {"integrity_ok": verdict.integrity_ok, "exit_code": verdict.exit_code,
-                                                 "claims": {c.id: c.holds for c in verdict.claims}}}  # fmt: skip
+    bundle = {
+        "schema_version": 1,
+        "name": "pappo-evidence",
+        "version": version,
+        "commit": head,
+        "swhid_rev": f"swh:1:rev:{head}",
+        "swhid_dir": f"swh:1:dir:{tree}",
+        "created": created.isoformat(),
+        "source_prefix": SOURCE,
+        "audit": {
+            "integrity_ok": verdict.integrity_ok,
+            "exit_code": verdict.exit_code,
+            "claims": {c.id: c.holds for c in verdict.claims},
+        },
+    }
     entries["BUNDLE.json"] = (REGULAR, (json.dumps(bundle, indent=2, sort_keys=True) + "\n").encode())
     notes = release_notes(bundle, _load_summary(repo_root), verdict)
     entries["RELEASE_NOTES.md"] = (REGULAR, notes.encode())
@@ -325,10 +399,19 @@ def build_bundle(repo_root: Path, out_dir: Path, audit_path: Path) -> BundleInfo
     problems = verify_bundle(path)
     if problems:
         path.unlink()
-        raise PappoError("the bundle fails its own verification, so none was kept:\n  - " + "\n  - ".join(problems))
-    return BundleInfo(path=path, version=version, commit=head, swhid_rev=bundle["swhid_rev"],
-                      swhid_dir=bundle["swhid_dir"], sha256=sha256_file(path), n_entries=len(entries),
-                      claims={c.id: c.holds for c in verdict.claims})  # fmt: skip
+        raise PappoError(
+            "the bundle fails its own verification, so none was kept:\n  - " + "\n  - ".join(problems)
+        )
+    return BundleInfo(
+        path=path,
+        version=version,
+        commit=head,
+        swhid_rev=bundle["swhid_rev"],
+        swhid_dir=bundle["swhid_dir"],
+        sha256=sha256_file(path),
+        n_entries=len(entries),
+        claims={c.id: c.holds for c in verdict.claims},
+    )
 
 
 # ----------------------------------------------------------------------------------- verifying
@@ -378,7 +461,10 @@ def _check_sums(entries: dict[str, tuple[int, bytes]], problems: list[str]) -> N
             problems.append(f"{name}: listed in {SUMS} but missing from the bundle")
         elif (found := sha256_bytes(entries[name][1])) != expected:
             problems.append(f"{name}: sha256 {found}, {SUMS} says {expected} (changed)")
-    problems += [f"{name}: in the bundle but not listed in {SUMS}" for name in sorted(set(entries) - set(listed) - {SUMS})]
+    problems += [
+        f"{name}: in the bundle but not listed in {SUMS}"
+        for name in sorted(set(entries) - set(listed) - {SUMS})
+    ]
 
 
 def _check_ids(entries: dict[str, tuple[int, bytes]], problems: list[str]) -> dict[str, Any]:
@@ -389,14 +475,18 @@ def _check_ids(entries: dict[str, tuple[int, bytes]], problems: list[str]) -> di
         return {}
     commit = str(bundle.get("commit"))
     if not _HEX40.fullmatch(commit) or bundle.get("swhid_rev") != f"swh:1:rev:{commit}":
-        problems.append(f"BUNDLE.json: swhid_rev {bundle.get('swhid_rev')!r} is not swh:1:rev: + the 40-hex commit {commit!r}")
-    source = {k[len(SOURCE):]: v for k, v in entries.items() if k.startswith(SOURCE)}
+        problems.append(
+            f"BUNDLE.json: swhid_rev {bundle.get('swhid_rev')!r} is not swh:1:rev: + the 40-hex commit {commit!r}"
+        )
+    source = {k[len(SOURCE) :]: v for k, v in entries.items() if k.startswith(SOURCE)}
     try:
         found = f"swh:1:dir:{git_tree_id(source)}" if source else "no source/ files"
     except ValueError as e:
         found = f"no git tree ({e})"
     if found != bundle.get("swhid_dir"):
-        problems.append(f"source/: the files hash to {found}, BUNDLE.json says swhid_dir {bundle.get('swhid_dir')}")
+        problems.append(
+            f"source/: the files hash to {found}, BUNDLE.json says swhid_dir {bundle.get('swhid_dir')}"
+        )
     return bundle
 
 
@@ -444,7 +534,9 @@ def _check_audit(entries: dict[str, tuple[int, bytes]], bundle: dict[str, Any], 
     if not verdict.integrity_ok:
         problems.append("receipts/audit.json: integrity_ok is false")
     if bundle and verdict.head != bundle.get("commit"):
-        problems.append(f"receipts/audit.json: audited {verdict.head}, the bundle's commit is {bundle.get('commit')}")
+        problems.append(
+            f"receipts/audit.json: audited {verdict.head}, the bundle's commit is {bundle.get('commit')}"
+        )
 
 
 def verify_bundle(zip_path: Path) -> list[str]:
@@ -464,4 +556,3 @@ def verify_bundle(zip_path: Path) -> list[str]:
     if "receipts/audit.json" not in missing:
         _check_audit(entries, bundle, problems)
     return problems
-

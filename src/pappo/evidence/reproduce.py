@@ -54,7 +54,9 @@ class RunCheck(BaseModel):
     run: str = Field(description="'seed_0/ppo' or 'base_model'.")
     comparison: Literal["bitwise", "intervals"]
     reason: str = Field(description="Why this comparison: the two numerics (src/pappo/numerics.py).")
-    identical: bool = Field(description="Bit for bit the same (report minus timing, adapters or checkpoint files).")
+    identical: bool = Field(
+        description="Bit for bit the same (report minus timing, adapters or checkpoint files)."
+    )
     first_difference: str | None = Field(description="Where the bits first differ (None when identical).")
     metrics: list[MetricCheck]
     wall_s: float = Field(description="Seconds the re-run took here.")
@@ -76,12 +78,16 @@ class Reproduction(BaseModel):
     schema_version: Literal[1] = 1
     commit: str = Field(description="The commit re-run: the published evidence's (dvc.lock, summary), HEAD.")
     code_from: Literal["git clone", "bundle source"] = Field(
-        "git clone", description="Where the re-run code came from: a clone of the repository at `commit`, or "
+        "git clone",
+        description="Where the re-run code came from: a clone of the repository at `commit`, or "
         "(no repository at hand) the evidence bundle's source/ committed into a scratch git repository here: "
-        "the same files (git tree id checked against the bundle's swhid_dir), not the original .git.")
+        "the same files (git tree id checked against the bundle's swhid_dir), not the original .git.",
+    )
     runs: list[RunCheck]
     claims: list[ClaimCheck]
-    reproduced: bool = Field(description="Every bitwise run identical, every interval run inside, every claim the same.")
+    reproduced: bool = Field(
+        description="Every bitwise run identical, every interval run inside, every claim the same."
+    )
     wall_s: float
     verdict: str
 
@@ -94,8 +100,10 @@ def choose_runs(params: Params, runs: str | None, sample: int | None, seed: int 
         for item in runs.split(","):
             s, _, m = item.strip().partition("/")
             if not s.isdigit() or (int(s), m) not in matrix:
-                raise PappoError(f"--runs {item!r}: use seed/method with a seed of {params.seeds} and a method of "
-                                 f"{list(RUN_METHODS)}, e.g. 0/ppo")  # fmt: skip
+                raise PappoError(
+                    f"--runs {item!r}: use seed/method with a seed of {params.seeds} and a method of "
+                    f"{list(RUN_METHODS)}, e.g. 0/ppo"
+                )
             chosen.append((int(s), m))
         return chosen
     if sample:
@@ -108,7 +116,9 @@ def choose_runs(params: Params, runs: str | None, sample: int | None, seed: int 
 def _sh(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
     out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
-        raise PappoError(f"`{' '.join(cmd[:4])} ...` failed in the scratch clone: {(out.stderr or out.stdout)[-1500:]}")
+        raise PappoError(
+            f"`{' '.join(cmd[:4])} ...` failed in the scratch clone: {(out.stderr or out.stdout)[-1500:]}"
+        )
     return out.stdout
 
 
@@ -120,7 +130,9 @@ def prepare_clone(root: Path, commit: str, scratch: Path, base: bool) -> Path:
     _sh(["git", "checkout", "--quiet", commit], clone)
     _sh(["dvc", "config", "--local", "cache.dir", str((root / ".dvc" / "cache").resolve())], clone)
     _sh(["dvc", "config", "--local", "cache.type", "copy"], clone)  # never a link into the reviewer's cache
-    targets = ["data/repofix/manifest.lock.json", "data/warmup/manifest.lock.json"] + ([] if base else ["models/base"])
+    targets = ["data/repofix/manifest.lock.json", "data/warmup/manifest.lock.json"] + (
+        [] if base else ["models/base"]
+    )
     _sh(["dvc", "checkout", *targets], clone)
     return clone
 
@@ -131,22 +143,30 @@ def prepare_tree(bundle: Path, tree_id: str, scratch: Path, base: bool) -> Path:
     clone = scratch / "clone"
     shutil.rmtree(clone, ignore_errors=True)
     shutil.copytree(bundle / "source", clone, symlinks=True)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "pappo reproduce", "GIT_AUTHOR_EMAIL": "reproduce@localhost",
-           "GIT_COMMITTER_NAME": "pappo reproduce", "GIT_COMMITTER_EMAIL": "reproduce@localhost"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "pappo reproduce",
+        "GIT_AUTHOR_EMAIL": "reproduce@localhost",
+        "GIT_COMMITTER_NAME": "pappo reproduce",
+        "GIT_COMMITTER_EMAIL": "reproduce@localhost",
+    }
     commit = ["git", "-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-m", "bundle source"]
     for cmd in (["git", "init", "--quiet"], ["git", "add", "--all", "--force"], commit):
         _sh(cmd, clone, env)
     tree = _sh(["git", "rev-parse", "HEAD^{tree}"], clone).strip()
     if f"swh:1:dir:{tree}" != tree_id:
-        raise PappoError(f"the bundle's source/ committed here is tree {tree}, the bundle says {tree_id}: "
-                         "the unpacked files changed (line endings? permissions?); unpack the zip again")
+        raise PappoError(
+            f"the bundle's source/ committed here is tree {tree}, the bundle says {tree_id}: "
+            "the unpacked files changed (line endings? permissions?); unpack the zip again"
+        )
     inputs = ["data/repofix/manifest.lock.json", "data/warmup/manifest.lock.json"]
     inputs += [] if base else ["models/base"]
     for rel in inputs:
         src = bundle / rel
         if not src.exists():
-            raise PappoError(f"{src} is missing: the bundle lacks an input of the re-run; rebuild it with "
-                             "`pappo release`")
+            raise PappoError(
+                f"{src} is missing: the bundle lacks an input of the re-run; rebuild it with `pappo release`"
+            )
         (clone / rel).parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, clone / rel)
     return clone
@@ -178,12 +198,20 @@ def _first_difference(a: Any, b: Any, where: str = "") -> str | None:
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             return f"{where} (length)"
-        return next((d for i, (x, y) in enumerate(zip(a, b)) if (d := _first_difference(x, y, f"{where}[{i}]"))), None)
+        return next(
+            (d for i, (x, y) in enumerate(zip(a, b)) if (d := _first_difference(x, y, f"{where}[{i}]"))), None
+        )
     return None if a == b and type(a) is type(b) else (where.lstrip(".") or "-")
 
 
-def compare_run(name: str, published: dict[str, Any], reproduced: dict[str, Any], mine: NumericsInfo,
-                theirs: NumericsInfo, wall_s: float) -> RunCheck:  # fmt: skip
+def compare_run(
+    name: str,
+    published: dict[str, Any],
+    reproduced: dict[str, Any],
+    mine: NumericsInfo,
+    theirs: NumericsInfo,
+    wall_s: float,
+) -> RunCheck:
     """Bits when the numerics match, intervals otherwise (`published`/`reproduced`: report JSON)."""
     kind, why = comparison(theirs, mine)
     first = _first_difference(without_timing(published), without_timing(reproduced))
@@ -191,10 +219,26 @@ def compare_run(name: str, published: dict[str, Any], reproduced: dict[str, Any]
     metrics = []
     for m in METRICS:
         i, x = getattr(pub, m), getattr(rep, m).mean
-        metrics.append(MetricCheck(metric=m, published=i.mean, lo=i.lo, hi=i.hi, reproduced=x, difference=x - i.mean,
-                                   inside=i.lo <= x <= i.hi))  # fmt: skip
-    return RunCheck(run=name, comparison="bitwise" if kind == "bitwise" else "intervals", reason=why,
-                    identical=first is None, first_difference=first, metrics=metrics, wall_s=wall_s)  # fmt: skip
+        metrics.append(
+            MetricCheck(
+                metric=m,
+                published=i.mean,
+                lo=i.lo,
+                hi=i.hi,
+                reproduced=x,
+                difference=x - i.mean,
+                inside=i.lo <= x <= i.hi,
+            )
+        )
+    return RunCheck(
+        run=name,
+        comparison="bitwise" if kind == "bitwise" else "intervals",
+        reason=why,
+        identical=first is None,
+        first_difference=first,
+        metrics=metrics,
+        wall_s=wall_s,
+    )
 
 
 def compare_base(published: dict[str, Any], reproduced: dict[str, Any], wall_s: float) -> RunCheck:
@@ -207,22 +251,49 @@ def compare_base(published: dict[str, Any], reproduced: dict[str, Any], wall_s: 
         p, r = published["eval"][mode]["success_rate"], reproduced["eval"][mode]["success_rate"]
         n = max(1, published["eval"]["n_tasks"])
         half = 1.96 * (p * (1 - p) / n) ** 0.5  # the stage reports no interval: a normal one over its tasks
-        metrics.append(MetricCheck(metric=f"{mode}_success", published=p, lo=max(0.0, p - half), hi=min(1.0, p + half),
-                                   reproduced=r, difference=r - p, inside=p - half <= r <= p + half))  # fmt: skip
-    return RunCheck(run="base_model", comparison="bitwise" if kind == "bitwise" else "intervals", reason=why,
-                    identical=first is None, first_difference=first, metrics=metrics, wall_s=wall_s)  # fmt: skip
+        metrics.append(
+            MetricCheck(
+                metric=f"{mode}_success",
+                published=p,
+                lo=max(0.0, p - half),
+                hi=min(1.0, p + half),
+                reproduced=r,
+                difference=r - p,
+                inside=p - half <= r <= p + half,
+            )
+        )
+    return RunCheck(
+        run="base_model",
+        comparison="bitwise" if kind == "bitwise" else "intervals",
+        reason=why,
+        identical=first is None,
+        first_difference=first,
+        metrics=metrics,
+        wall_s=wall_s,
+    )
 
 
-def check_claims(params: Params, published: dict[RunId, RunReport], receipts: dict[RunId, rc.Receipt],
-                 reproduced: dict[RunId, RunReport]) -> list[ClaimCheck]:  # fmt: skip
+def check_claims(
+    params: Params,
+    published: dict[RunId, RunReport],
+    receipts: dict[RunId, rc.Receipt],
+    reproduced: dict[RunId, RunReport],
+) -> list[ClaimCheck]:
     """Every claim on the published runs, and again with the reproduced ones in their place."""
     mixed = {**published, **reproduced}
     out = []
     for claim in params.claims:
         a = evaluate_claim(claim, published, receipts, params.seeds)
         b = evaluate_claim(claim, mixed, receipts, params.seeds)
-        out.append(ClaimCheck(id=claim.id, published_holds=a.holds, reproduced_holds=b.holds,
-                              published_delta=a.delta, reproduced_delta=b.delta))  # fmt: skip
+        out.append(
+            ClaimCheck(
+                id=claim.id,
+                published_holds=a.holds,
+                reproduced_holds=b.holds,
+                published_delta=a.delta,
+                reproduced_delta=b.delta,
+            )
+        )
     return out
 
 
@@ -231,26 +302,36 @@ def _ok(r: RunCheck) -> bool:
 
 
 def render(rep: Reproduction) -> str:
-    lines = [f"reproduction of {rep.commit[:12]}: {'REPRODUCED' if rep.reproduced else 'NOT REPRODUCED'} "
-             f"({rep.wall_s:.0f} s here)"]  # fmt: skip
+    lines = [
+        f"reproduction of {rep.commit[:12]}: {'REPRODUCED' if rep.reproduced else 'NOT REPRODUCED'} "
+        f"({rep.wall_s:.0f} s here)"
+    ]
     if rep.code_from == "bundle source":
-        lines.append("code: the bundle's source/ in a scratch git repository made here (same git tree as the "
-                     "commit; the original repository's .git was not available)")
+        lines.append(
+            "code: the bundle's source/ in a scratch git repository made here (same git tree as the "
+            "commit; the original repository's .git was not available)"
+        )
     for r in rep.runs:
         head = f"{r.run}: {r.comparison} ({r.reason}); {r.wall_s:.0f} s"
         if r.identical:
             lines.append(f"{head}: bit-identical")
             continue
-        bits = f"bits differ at {r.first_difference}" + ("" if r.comparison == "intervals" else " (numerics match: "
-                                                                                                  "bits were expected)")
+        bits = f"bits differ at {r.first_difference}" + (
+            "" if r.comparison == "intervals" else " (numerics match: bits were expected)"
+        )
         lines.append(f"{head}: {bits}")
-        lines += [f"  {m.metric}: {m.reproduced:.3f} vs published {m.published:.3f} [{m.lo:.3f}, {m.hi:.3f}] "
-                  f"({m.difference:+.3f}, {'inside' if m.inside else 'OUTSIDE'} the 95% interval)" for m in r.metrics]
+        lines += [
+            f"  {m.metric}: {m.reproduced:.3f} vs published {m.published:.3f} [{m.lo:.3f}, {m.hi:.3f}] "
+            f"({m.difference:+.3f}, {'inside' if m.inside else 'OUTSIDE'} the 95% interval)"
+            for m in r.metrics
+        ]
     for c in rep.claims:
         same = "same verdict" if c.published_holds == c.reproduced_holds else "verdict CHANGES"
-        lines.append(f"claim {c.id}: published {'holds' if c.published_holds else 'does not hold'} "
-                     f"({c.published_delta:+.3f}), reproduced {'holds' if c.reproduced_holds else 'does not hold'} "
-                     f"({c.reproduced_delta:+.3f}): {same}")  # fmt: skip
+        lines.append(
+            f"claim {c.id}: published {'holds' if c.published_holds else 'does not hold'} "
+            f"({c.published_delta:+.3f}), reproduced {'holds' if c.reproduced_holds else 'does not hold'} "
+            f"({c.reproduced_delta:+.3f}): {same}"
+        )
     return "\n".join(lines)
 
 
@@ -263,13 +344,22 @@ def load_published(root: Path, params: Params) -> tuple[dict[RunId, RunReport], 
                 reports[s, m] = RunReport.model_validate_json((run / "report.json").read_bytes())
                 receipts[s, m] = rc.Receipt.model_validate_json((run / "receipt.json").read_bytes())
             except (OSError, ValueError) as e:
-                raise PappoError(f"{run}: no valid published run ({type(e).__name__}); `dvc pull` or `dvc repro` "
-                                 "first: a reproduction compares with the published runs")  # fmt: skip
+                raise PappoError(
+                    f"{run}: no valid published run ({type(e).__name__}); `dvc pull` or `dvc repro` "
+                    "first: a reproduction compares with the published runs"
+                )
     return reports, receipts
 
 
-def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scratch: Path,
-              log: Callable[[str], None] = print, bundle: dict[str, Any] | None = None) -> Reproduction:
+def reproduce(
+    root: Path,
+    params: Params,
+    chosen: list[RunId],
+    base: bool,
+    scratch: Path,
+    log: Callable[[str], None] = print,
+    bundle: dict[str, Any] | None = None,
+) -> Reproduction:
     """Re-run `chosen` (and the base model) in a clone of the published commit and compare.
     `bundle`: root is an unpacked evidence bundle (its BUNDLE.json): the code comes from its source/."""
     if not chosen and not base:
@@ -277,8 +367,10 @@ def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scrat
     published, receipts = load_published(root, params)
     commits = {receipts[k].source.git_commit for k in published} - {None}
     if len(commits) != 1:
-        raise PappoError(f"the published runs name {len(commits)} commits ({sorted(commits)[:3]}); run `pappo audit` "
-                         "first: a reproduction needs evidence of one commit")  # fmt: skip
+        raise PappoError(
+            f"the published runs name {len(commits)} commits ({sorted(commits)[:3]}); run `pappo audit` "
+            "first: a reproduction needs evidence of one commit"
+        )
     t0 = time.perf_counter()
     if bundle is not None:
         sha = str(bundle.get("commit"))
@@ -288,7 +380,8 @@ def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scrat
         clone = prepare_clone(root, sha, Path(scratch), base)
     clone_params = load_matrix_params(clone / "params.yaml", clone / "matrix.yaml")
     steps: list[tuple[str, RunId | None]] = ([("base_model", None)] if base else []) + [
-        (f"seed_{s}/{m}", (s, m)) for s, m in chosen]  # fmt: skip
+        (f"seed_{s}/{m}", (s, m)) for s, m in chosen
+    ]
     published_base = json.loads((root / "reports/base_model.json").read_text())
     base_s = float(published_base.get("timing", {}).get("wall_s", 0.0))
     planned = [float(receipts[k].timing.wall_s) if k else base_s for _, k in steps]
@@ -298,23 +391,56 @@ def reproduce(root: Path, params: Params, chosen: list[RunId], base: bool, scrat
         start = time.perf_counter()
         if key is None:
             _pappo(["base-model"], clone)
-            checks.append(compare_base(published_base, json.loads((clone / "reports/base_model.json").read_text()),
-                                       time.perf_counter() - start))  # fmt: skip
+            checks.append(
+                compare_base(
+                    published_base,
+                    json.loads((clone / "reports/base_model.json").read_text()),
+                    time.perf_counter() - start,
+                )
+            )
         else:
             out = clone / "reports" / "runs" / f"seed_{key[0]}" / key[1]
-            _pappo(["train", "--seed", str(key[0]), "--method", key[1], "--out", str(out), "--matrix", "matrix.yaml"], clone)
+            _pappo(
+                [
+                    "train",
+                    "--seed",
+                    str(key[0]),
+                    "--method",
+                    key[1],
+                    "--out",
+                    str(out),
+                    "--matrix",
+                    "matrix.yaml",
+                ],
+                clone,
+            )
             pub = json.loads((root / "reports" / "runs" / name / "report.json").read_text())
             mine = rc.Receipt.model_validate_json((out / "receipt.json").read_bytes()).determinism.numerics
-            checks.append(compare_run(name, pub, json.loads((out / "report.json").read_text()), mine,
-                                      receipts[key].determinism.numerics, time.perf_counter() - start))  # fmt: skip
+            checks.append(
+                compare_run(
+                    name,
+                    pub,
+                    json.loads((out / "report.json").read_text()),
+                    mine,
+                    receipts[key].determinism.numerics,
+                    time.perf_counter() - start,
+                )
+            )
             reproduced[key] = RunReport.model_validate_json((out / "report.json").read_bytes())
         done_s += planned[i]
         paced_s += time.perf_counter() - start if planned[i] > 0 else 0.0
     log(_progress(len(steps), len(steps), "done", done_s, planned, time.perf_counter() - t0, paced_s))
     claims = check_claims(clone_params, published, receipts, reproduced) if reproduced else []
     ok = all(_ok(c) for c in checks) and all(c.published_holds == c.reproduced_holds for c in claims)
-    rep = Reproduction(commit=sha, code_from="git clone" if bundle is None else "bundle source", runs=checks,
-                       claims=claims, reproduced=ok, wall_s=time.perf_counter() - t0, verdict="")
+    rep = Reproduction(
+        commit=sha,
+        code_from="git clone" if bundle is None else "bundle source",
+        runs=checks,
+        claims=claims,
+        reproduced=ok,
+        wall_s=time.perf_counter() - t0,
+        verdict="",
+    )
     return rep.model_copy(update={"verdict": render(rep)})
 
 
@@ -323,13 +449,16 @@ def _evidence_commit(root: Path) -> str:
     sha = _sh(["git", "rev-parse", "HEAD"], root).strip()
     evidence = ["dvc.lock", "params.yaml", "matrix.yaml", "src"]
     if _sh(["git", "status", "--porcelain", "--untracked-files=no", "--", *evidence], root):
-        raise PappoError("dvc.lock, params.yaml, matrix.yaml or src/ differ from HEAD: commit them (or restore "
-                         "them) first; a reproduction re-runs the commit")
+        raise PappoError(
+            "dvc.lock, params.yaml, matrix.yaml or src/ differ from HEAD: commit them (or restore "
+            "them) first; a reproduction re-runs the commit"
+        )
     return sha
 
 
-def _progress(i: int, n: int, name: str, done_planned: float, planned: list[float], elapsed: float,
-              paced: float) -> str:  # fmt: skip
+def _progress(
+    i: int, n: int, name: str, done_planned: float, planned: list[float], elapsed: float, paced: float
+) -> str:
     """`[2/5] seed_0/ppo: 41 s elapsed, ETA 80 s`: the published wall times, scaled by this machine's pace
     (`paced`: the seconds spent here on the steps done that have a published time; evidence from
     before the base model recorded its wall time has none there, so those minutes set no pace)."""

@@ -54,9 +54,13 @@ class MethodSeedRow(BaseModel):
     n_tasks: int = Field(description="Eval tasks of the seed's split.")
     success: Interval = Field(description="Greedy success rate (run's final_eval).")
     pass_at_k: Interval = Field(description="Unbiased pass@K over the sampled episodes (run's final_eval).")
-    failed_edit_rate: Interval = Field(description="Run's definition: share of greedy edits that failed to apply.")
+    failed_edit_rate: Interval = Field(
+        description="Run's definition: share of greedy edits that failed to apply."
+    )
     tool_cost: Interval = Field(description="Greedy weighted tool calls per task (run's final_eval).")
-    repeated_test_rate: Interval = Field(description="Run's definition: share of greedy test runs that were repeats.")
+    repeated_test_rate: Interval = Field(
+        description="Run's definition: share of greedy test runs that were repeats."
+    )
 
 
 class MethodSummary(BaseModel):
@@ -66,7 +70,9 @@ class MethodSummary(BaseModel):
     method: str
     n_seeds: int
     success: Interval = Field(description="Per task: 1 if the greedy episode solved it, else 0.")
-    pass_at_k: Interval = Field(description="Per task: unbiased pass@K of its K samples (K = 0: greedy success).")
+    pass_at_k: Interval = Field(
+        description="Per task: unbiased pass@K of its K samples (K = 0: greedy success)."
+    )
     failed_edit_rate: Interval = Field(
         description="Per task: greedy failed str_replace calls / max(1, greedy turns) (TaskOutcome has no "
         "edit total, so this is per turn, not the run's share of edits)."
@@ -78,10 +84,13 @@ class MethodSummary(BaseModel):
     )
     per_seed: list[MethodSeedRow] = Field(description="The runs' own final_eval rows, by seed.")
     hack_attempt_rate: Interval | None = Field(
-        None, description="Per task: share of its episodes (greedy and sampled) with a hack attempt.")
+        None, description="Per task: share of its episodes (greedy and sampled) with a hack attempt."
+    )
     plausible_wrong_rate: Interval | None = Field(
-        None, description="Per task: share of its episodes (greedy and sampled) that ended on a patch passing "
-        "the visible tests but failing hidden checks (docs/sandbox.md).")
+        None,
+        description="Per task: share of its episodes (greedy and sampled) that ended on a patch passing "
+        "the visible tests but failing hidden checks (docs/sandbox.md).",
+    )
 
 
 class Comparison(BaseModel):
@@ -95,16 +104,20 @@ class Comparison(BaseModel):
         description="Mean over seeds of the per-seed mean difference method - baseline, 95% t interval with "
         "n_seeds - 1 degrees of freedom (the seed is the unit); None with one seed (no interval exists)."
     )
-    per_seed_difference: list[float] = Field(description="Mean per-task difference of each seed, in seed order.")
+    per_seed_difference: list[float] = Field(
+        description="Mean per-task difference of each seed, in seed order."
+    )
     seed_wins: int = Field(description="Seeds where the method's mean beats the baseline's strictly.")
     n_seeds: int
     seed_bootstrap: Interval | None = Field(
-        None, description="Whole-seed percentile bootstrap of the per-seed differences (seeds resampled; "
-        "coarse with few seeds)."
+        None,
+        description="Whole-seed percentile bootstrap of the per-seed differences (seeds resampled; "
+        "coarse with few seeds).",
     )
     within_seed_noise: Interval | None = Field(
-        None, description="Evaluation noise within a seed, not evidence about the method: tasks resampled "
-        "within fixed seeds."
+        None,
+        description="Evaluation noise within a seed, not evidence about the method: tasks resampled "
+        "within fixed seeds.",
     )
     power: Power | None = Field(None, description="MDE at 80% power and seeds needed, from the per-seed SD.")
     note: str = Field("", description="t interval, its degrees of freedom, or why there is none.")
@@ -119,8 +132,10 @@ class ClaimPower(BaseModel):
     baseline: str = Field(description="best_non_ppo resolved.")
     metric: str
     min_delta: float
-    difference: Interval | None = Field(description="Improvement (positive: the method is better), mean over "
-                                        "seeds, 95% t interval; None with one seed.")
+    difference: Interval | None = Field(
+        description="Improvement (positive: the method is better), mean over "
+        "seeds, 95% t interval; None with one seed."
+    )
     per_seed: list[float] = Field(description="Each seed's mean paired improvement, in seed order.")
     power: Power
 
@@ -142,7 +157,9 @@ class Summary(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     schema_version: Literal[1] = 1
-    profile: Literal["tiny", "hub"] = Field(description="Model profile of every run (tiny: CPU pipeline check).")
+    profile: Literal["tiny", "hub"] = Field(
+        description="Model profile of every run (tiny: CPU pipeline check)."
+    )
     device: str = Field(description="Device of the runs; several are joined by ', '.")
     seeds: list[int]
     methods: list[str]
@@ -158,8 +175,12 @@ class Summary(BaseModel):
     comparisons: list[Comparison] = Field(description="pappo and ppo against best_baseline (those that ran).")
     claims: list[ClaimPower] = Field(default_factory=list, description="params.yaml's claims, seed level.")
     budget: list[BudgetRow] = Field(description="Every run, by seed then method.")
-    plots: list[str] = Field(default_factory=list, description="Plot files, relative to the markdown's folder.")
-    sources: dict[str, str] = Field(description="Report path relative to the runs folder -> sha256 of the file.")
+    plots: list[str] = Field(
+        default_factory=list, description="Plot files, relative to the markdown's folder."
+    )
+    sources: dict[str, str] = Field(
+        description="Report path relative to the runs folder -> sha256 of the file."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,7 +191,9 @@ def report_path(runs_dir: Path, seed: int, method: str) -> Path:
     return Path(runs_dir) / f"seed_{seed}" / method / "report.json"
 
 
-def load_reports(runs_dir: Path, seeds: Sequence[int], methods: Sequence[str]) -> tuple[dict[Key, RunReport], dict[str, str]]:
+def load_reports(
+    runs_dir: Path, seeds: Sequence[int], methods: Sequence[str]
+) -> tuple[dict[Key, RunReport], dict[str, str]]:
     """Every (seed, method) report, validated, and {relative path: sha256} of each file."""
     reports: dict[Key, RunReport] = {}
     sources: dict[str, str] = {}
@@ -183,10 +206,14 @@ def load_reports(runs_dir: Path, seeds: Sequence[int], methods: Sequence[str]) -
             try:
                 report = RunReport.model_validate(json.loads(path.read_text()))
             except (ValueError, ValidationError) as exc:
-                raise PappoError(f"{path} is not a valid run report ({exc}); rerun `dvc repro {stage}`") from None
+                raise PappoError(
+                    f"{path} is not a valid run report ({exc}); rerun `dvc repro {stage}`"
+                ) from None
             if (report.seed, report.method) != (s, m):
-                raise PappoError(f"{path} holds the run of seed {report.seed}, method {report.method}, "
-                                 f"not seed {s}, method {m}; rerun `dvc repro {stage}`")  # fmt: skip
+                raise PappoError(
+                    f"{path} holds the run of seed {report.seed}, method {report.method}, "
+                    f"not seed {s}, method {m}; rerun `dvc repro {stage}`"
+                )
             if not report.final_eval.tasks:
                 raise PappoError(f"{path}: final_eval has no eval tasks; rerun `dvc repro {stage}`")
             reports[(s, m)] = report
@@ -203,8 +230,9 @@ def sorted_tasks(report: RunReport, path: Path) -> list[TaskOutcome]:
     return tasks
 
 
-def check_same_tasks(runs_dir: Path, reports: Mapping[Key, RunReport], seeds: Sequence[int],
-                     methods: Sequence[str]) -> dict[int, list[str]]:  # fmt: skip
+def check_same_tasks(
+    runs_dir: Path, reports: Mapping[Key, RunReport], seeds: Sequence[int], methods: Sequence[str]
+) -> dict[int, list[str]]:
     """Each seed's eval task ids (sorted); every method of a seed must have evaluated the same ones."""
     out: dict[int, list[str]] = {}
     for s in seeds:
@@ -239,7 +267,9 @@ def task_values(t: TaskOutcome) -> dict[str, float]:
     }
 
 
-def per_seed_values(reports: Mapping[Key, RunReport], seeds: Sequence[int], method: str, metric: str) -> list[list[float]]:
+def per_seed_values(
+    reports: Mapping[Key, RunReport], seeds: Sequence[int], method: str, metric: str
+) -> list[list[float]]:
     """For each seed, the metric's per-task values of `method`, tasks sorted by instance_id."""
     out = []
     for s in seeds:
@@ -250,19 +280,32 @@ def per_seed_values(reports: Mapping[Key, RunReport], seeds: Sequence[int], meth
 
 def seed_row(report: RunReport) -> MethodSeedRow:
     e = report.final_eval
-    return MethodSeedRow(method=report.method, seed=report.seed, n_tasks=e.n_tasks,
-                         **{name: getattr(e, name) for name in METRICS})  # fmt: skip
+    return MethodSeedRow(
+        method=report.method,
+        seed=report.seed,
+        n_tasks=e.n_tasks,
+        **{name: getattr(e, name) for name in METRICS},
+    )
 
 
-def method_summary(reports: Mapping[Key, RunReport], seeds: Sequence[int], method: str, n_boot: int) -> MethodSummary:
+def method_summary(
+    reports: Mapping[Key, RunReport], seeds: Sequence[int], method: str, n_boot: int
+) -> MethodSummary:
     intervals = {
-        name: Interval(**bootstrap_ci_seeds(per_seed_values(reports, seeds, method, name), n_boot=n_boot).to_json())
+        name: Interval(
+            **bootstrap_ci_seeds(per_seed_values(reports, seeds, method, name), n_boot=n_boot).to_json()
+        )
         for name in METRICS
     }
     rows = [seed_row(reports[(s, method)]) for s in seeds]
     for name, field in (("hack_attempt_rate", "hack_attempts"), ("plausible_wrong_rate", "plausible_wrong")):
-        values = [[getattr(t, field) / (1 + t.samples) for t in sorted(reports[(s, method)].final_eval.tasks,
-                                                                       key=lambda t: t.instance_id)] for s in seeds]  # fmt: skip
+        values = [
+            [
+                getattr(t, field) / (1 + t.samples)
+                for t in sorted(reports[(s, method)].final_eval.tasks, key=lambda t: t.instance_id)
+            ]
+            for s in seeds
+        ]
         intervals[name] = Interval(**bootstrap_ci_seeds(values, n_boot=n_boot).to_json())
     return MethodSummary(method=method, n_seeds=len(seeds), per_seed=rows, **intervals)
 
@@ -283,7 +326,9 @@ def _seed_level(diffs: Sequence[float]) -> tuple[Interval | None, str]:
     return Interval(mean=level.mean, lo=level.lo, hi=level.hi), level.note
 
 
-def compare(reports: Mapping[Key, RunReport], seeds: Sequence[int], method: str, baseline: str, n_boot: int) -> Comparison:
+def compare(
+    reports: Mapping[Key, RunReport], seeds: Sequence[int], method: str, baseline: str, n_boot: int
+) -> Comparison:
     """Paired success differences method - baseline per seed (tasks already checked equal)."""
     a = per_seed_values(reports, seeds, method, "success")
     b = per_seed_values(reports, seeds, baseline, "success")
@@ -293,19 +338,31 @@ def compare(reports: Mapping[Key, RunReport], seeds: Sequence[int], method: str,
     per_seed = [sum(x - y for x, y in zip(xs, ys)) / len(xs) for xs, ys in zip(a, b)]
     difference, note = _seed_level(per_seed)
     boot = Interval(**bootstrap_ci(per_seed, n_boot=n_boot).to_json()) if len(seeds) > 1 else None
-    return Comparison(method=method, baseline=baseline, difference=difference, per_seed_difference=per_seed,
-                      seed_wins=seed_wins(a_means, b_means), n_seeds=len(seeds), seed_bootstrap=boot,
-                      within_seed_noise=Interval(**noise.to_json()), power=power_of(per_seed),
-                      note=note)  # fmt: skip
+    return Comparison(
+        method=method,
+        baseline=baseline,
+        difference=difference,
+        per_seed_difference=per_seed,
+        seed_wins=seed_wins(a_means, b_means),
+        n_seeds=len(seeds),
+        seed_bootstrap=boot,
+        within_seed_noise=Interval(**noise.to_json()),
+        power=power_of(per_seed),
+        note=note,
+    )
 
 
-def claim_differences(claim: ClaimParams, reports: Mapping[Key, RunReport],
-                      seeds: Sequence[int]) -> tuple[str, list[tuple[list[float], list[float]]]]:
+def claim_differences(
+    claim: ClaimParams, reports: Mapping[Key, RunReport], seeds: Sequence[int]
+) -> tuple[str, list[tuple[list[float], list[float]]]]:
     """(baseline, per seed (method's, baseline's) per-task values signed so that higher is better)."""
     baseline = claim.baseline
     if baseline == "best_non_ppo":  # the comparisons' choice: best mean success, the same tie rule
-        means = {m: sum(sum(v) / len(v) for v in per_seed_values(reports, seeds, m, "success")) / len(seeds)
-                 for m in BASELINE_PREFERENCE if all((s, m) in reports for s in seeds)}
+        means = {
+            m: sum(sum(v) / len(v) for v in per_seed_values(reports, seeds, m, "success")) / len(seeds)
+            for m in BASELINE_PREFERENCE
+            if all((s, m) in reports for s in seeds)
+        }
         baseline = pick_best_baseline(means) or "base"
     sign = 1.0 if claim.direction == "higher" else -1.0
     a = per_seed_values(reports, seeds, claim.method, claim.metric)
@@ -316,9 +373,16 @@ def claim_differences(claim: ClaimParams, reports: Mapping[Key, RunReport],
 def claim_power(claim: ClaimParams, reports: Mapping[Key, RunReport], seeds: Sequence[int]) -> ClaimPower:
     baseline, pairs = claim_differences(claim, reports, seeds)
     diffs = [sum(a) / len(a) - sum(b) / len(b) for a, b in pairs]
-    return ClaimPower(id=claim.id, method=claim.method, baseline=baseline, metric=claim.metric,
-                      min_delta=claim.min_delta, difference=_seed_level(diffs)[0], per_seed=diffs,
-                      power=power_of(diffs))
+    return ClaimPower(
+        id=claim.id,
+        method=claim.method,
+        baseline=baseline,
+        metric=claim.metric,
+        min_delta=claim.min_delta,
+        difference=_seed_level(diffs)[0],
+        per_seed=diffs,
+        power=power_of(diffs),
+    )
 
 
 def _runs_context(reports: Mapping[Key, RunReport]) -> tuple[str, str, int]:
@@ -326,14 +390,22 @@ def _runs_context(reports: Mapping[Key, RunReport]) -> tuple[str, str, int]:
     profiles = sorted({r.profile for r in reports.values()})
     ks = sorted({r.final_eval.samples for r in reports.values()})
     if len(profiles) != 1 or len(ks) != 1:
-        raise PappoError(f"the runs mix profiles {profiles} or eval.samples {ks}; rerun the whole matrix with one "
-                         "params.yaml (`dvc repro`) before summarising")  # fmt: skip
+        raise PappoError(
+            f"the runs mix profiles {profiles} or eval.samples {ks}; rerun the whole matrix with one "
+            "params.yaml (`dvc repro`) before summarising"
+        )
     return profiles[0], ", ".join(sorted({r.device for r in reports.values()})), ks[0]
 
 
-def summarise(runs_dir: Path, reports: Mapping[Key, RunReport], sources: dict[str, str], seeds: Sequence[int],
-              methods: Sequence[str], n_boot: int,
-              claims: Sequence[ClaimParams] = ()) -> Summary:  # fmt: skip
+def summarise(
+    runs_dir: Path,
+    reports: Mapping[Key, RunReport],
+    sources: dict[str, str],
+    seeds: Sequence[int],
+    methods: Sequence[str],
+    n_boot: int,
+    claims: Sequence[ClaimParams] = (),
+) -> Summary:
     """The Summary of already loaded reports (see build_summary)."""
     ids = check_same_tasks(runs_dir, reports, seeds, methods)
     profile, device, k = _runs_context(reports)
@@ -341,16 +413,39 @@ def summarise(runs_dir: Path, reports: Mapping[Key, RunReport], sources: dict[st
     best = pick_best_baseline({s.method: s.success.mean for s in summaries})
     comparisons = [compare(reports, seeds, m, best, n_boot) for m in COMPARED if best and m in methods]
     ran = set(methods)
-    powers = [claim_power(c, reports, seeds) for c in claims
-              if c.method in ran and (c.baseline in ran or c.baseline == "best_non_ppo" and best)]
-    budget = [BudgetRow(seed=s, method=m, episodes_limit=b.episodes_limit, episodes_used=b.episodes_used,
-                        generated_tokens_limit=b.generated_tokens_limit, generated_tokens_used=b.generated_tokens_used)
-              for s in seeds for m in methods for b in [reports[(s, m)].budget]]  # fmt: skip
-    return Summary(profile=profile, device=device, seeds=list(seeds), methods=list(methods),  # type: ignore[arg-type]
-                   n_eval_tasks={s: len(v) for s, v in ids.items()}, eval_samples=k, n_boot=n_boot,
-                   summaries=summaries, best_baseline=best, comparisons=comparisons, claims=powers,
-                   budget=budget,
-                   sources=sources)  # fmt: skip
+    powers = [
+        claim_power(c, reports, seeds)
+        for c in claims
+        if c.method in ran and (c.baseline in ran or c.baseline == "best_non_ppo" and best)
+    ]
+    budget = [
+        BudgetRow(
+            seed=s,
+            method=m,
+            episodes_limit=b.episodes_limit,
+            episodes_used=b.episodes_used,
+            generated_tokens_limit=b.generated_tokens_limit,
+            generated_tokens_used=b.generated_tokens_used,
+        )
+        for s in seeds
+        for m in methods
+        for b in [reports[(s, m)].budget]
+    ]
+    return Summary(
+        profile=profile,
+        device=device,
+        seeds=list(seeds),
+        methods=list(methods),
+        n_eval_tasks={s: len(v) for s, v in ids.items()},
+        eval_samples=k,
+        n_boot=n_boot,
+        summaries=summaries,
+        best_baseline=best,
+        comparisons=comparisons,
+        claims=powers,
+        budget=budget,
+        sources=sources,
+    )
 
 
 def build_summary(

@@ -45,17 +45,27 @@ def _metric_tables(summary: Summary) -> list[str]:
     head = ["method", *(LABELS[m] for m in METRICS)]
     overall = [[s.method, *(fmt_interval(getattr(s, m)) for m in METRICS)] for s in summary.summaries]
     overall_head = ["method", *(SUMMARY_LABELS[m] for m in METRICS)]
-    seeds = [[str(r.seed), r.method, *(fmt_interval(getattr(r, m)) for m in METRICS)]
-             for s in summary.summaries for r in s.per_seed]  # fmt: skip
+    seeds = [
+        [str(r.seed), r.method, *(fmt_interval(getattr(r, m)) for m in METRICS)]
+        for s in summary.summaries
+        for r in s.per_seed
+    ]
     seeds.sort(key=lambda row: (int(row[0]), summary.methods.index(row[1])))
     return [
-        "## Final held-out metrics over seeds", "",
+        "## Final held-out metrics over seeds",
+        "",
         f"Mean over seeds of per-seed task means, 95% stratified bootstrap interval (tasks resampled within "
-        f"seeds, seeds fixed; {summary.n_boot} replicates). K = {summary.eval_samples}.", "",
-        md_table(overall_head, overall), "",
-        "## Per seed", "", "Each run's own final evaluation (interval over its eval tasks).", "",
-        md_table(["seed", *head], seeds), "",
-    ]  # fmt: skip
+        f"seeds, seeds fixed; {summary.n_boot} replicates). K = {summary.eval_samples}.",
+        "",
+        md_table(overall_head, overall),
+        "",
+        "## Per seed",
+        "",
+        "Each run's own final evaluation (interval over its eval tasks).",
+        "",
+        md_table(["seed", *head], seeds),
+        "",
+    ]
 
 
 def _opt(i: Interval | None, signed: bool = True) -> str:
@@ -154,34 +164,54 @@ def _claim_row(c: ClaimPower) -> list[str]:
 
 
 def _budget(summary: Summary) -> list[str]:
-    budget = [[str(b.seed), b.method, f"{b.episodes_used}/{b.episodes_limit}",
-               f"{b.generated_tokens_used}/{b.generated_tokens_limit}"] for b in summary.budget]  # fmt: skip
+    budget = [
+        [
+            str(b.seed),
+            b.method,
+            f"{b.episodes_used}/{b.episodes_limit}",
+            f"{b.generated_tokens_used}/{b.generated_tokens_limit}",
+        ]
+        for b in summary.budget
+    ]
     head = ["seed", "method", "episodes used/limit", "generated tokens used/limit"]
     return ["## Training budget", "", md_table(head, budget), ""]
 
 
 def _integrity_table(summary: Summary) -> list[str]:
     """Grading integrity per method: hack attempts, and patches right on the visible tests only."""
-    rows = [m for m in summary.summaries if m.hack_attempt_rate is not None and m.plausible_wrong_rate is not None]
+    rows = [
+        m for m in summary.summaries if m.hack_attempt_rate is not None and m.plausible_wrong_rate is not None
+    ]
     if not rows:
         return []
     out = ["## Grading integrity", "", "| method | hack_attempt | plausible_wrong |", "|---|---:|---:|"]
     for m in rows:
         h, p = m.hack_attempt_rate, m.plausible_wrong_rate
-        out.append(f"| {m.method} | {h.mean:.3f} [{h.lo:.3f}, {h.hi:.3f}] | {p.mean:.3f} [{p.lo:.3f}, {p.hi:.3f}] |")  # type: ignore[union-attr]
-    return out + ["", "Share of a task's episodes (greedy and sampled); plausible_wrong = the final patch passes the "
-                  "visible tests but fails the task's hidden checks (docs/sandbox.md).", ""]  # fmt: skip
+        out.append(
+            f"| {m.method} | {h.mean:.3f} [{h.lo:.3f}, {h.hi:.3f}] | {p.mean:.3f} [{p.lo:.3f}, {p.hi:.3f}] |"
+        )
+    return out + [
+        "",
+        "Share of a task's episodes (greedy and sampled); plausible_wrong = the final patch passes the "
+        "visible tests but fails the task's hidden checks (docs/sandbox.md).",
+        "",
+    ]
 
 
 def render_markdown(summary: Summary, plots: list[str]) -> str:
     """`reports/summary.md`: tables of the summary and the PNG plots (paths relative to the file)."""
     lines = [
-        "# PAPPO evidence summary", "",
+        "# PAPPO evidence summary",
+        "",
         f"Profile: {summary.profile} · Device: {device_label(summary.profile, summary.device)} · "
         f"Seeds: {', '.join(map(str, summary.seeds))} · Eval tasks per seed: "
-        f"{', '.join(str(summary.n_eval_tasks[s]) for s in summary.seeds)}", "",
-        *_metric_tables(summary), *_integrity_table(summary), *_comparison_tables(summary), *_budget(summary),
-    ]  # fmt: skip
+        f"{', '.join(str(summary.n_eval_tasks[s]) for s in summary.seeds)}",
+        "",
+        *_metric_tables(summary),
+        *_integrity_table(summary),
+        *_comparison_tables(summary),
+        *_budget(summary),
+    ]
     pngs = [p for p in plots if p.endswith(".png")]
     if pngs:
         lines += ["## Plots", ""]
@@ -191,15 +221,28 @@ def render_markdown(summary: Summary, plots: list[str]) -> str:
             lines += [f"![{TITLES.get(stem, stem)}]({p})", ""]
             if svg in plots:
                 lines += [f"[SVG]({svg})", ""]
-    lines += ["## Metric definitions", "", TASK_METRICS, "",
-              "The per-seed rows use each run's own definitions: failed edit rate = failed edits / edits, "
-              "repeated test rate = repeated test runs / test runs.", ""]  # fmt: skip
+    lines += [
+        "## Metric definitions",
+        "",
+        TASK_METRICS,
+        "",
+        "The per-seed rows use each run's own definitions: failed edit rate = failed edits / edits, "
+        "repeated test rate = repeated test runs / test runs.",
+        "",
+    ]
     return "\n".join(lines)
 
 
-def summary_files(runs_dir: Path, out_json: Path, out_md: Path, plots_dir: Path, seeds: Sequence[int],
-                  n_boot: int = 2000, methods: Sequence[str] = RUN_METHODS,
-                  claims: Sequence[ClaimParams] = ()) -> tuple[Summary, dict[Path, bytes]]:  # fmt: skip
+def summary_files(
+    runs_dir: Path,
+    out_json: Path,
+    out_md: Path,
+    plots_dir: Path,
+    seeds: Sequence[int],
+    n_boot: int = 2000,
+    methods: Sequence[str] = RUN_METHODS,
+    claims: Sequence[ClaimParams] = (),
+) -> tuple[Summary, dict[Path, bytes]]:
     """The summary and the bytes of every file the report stage writes, {path: bytes}, in memory.
     Deterministic: `pappo audit` recomputes them from the run reports and compares."""
     runs_dir, out_md, plots_dir = Path(runs_dir), Path(out_md), Path(plots_dir)
@@ -217,9 +260,16 @@ def summary_files(runs_dir: Path, out_json: Path, out_md: Path, plots_dir: Path,
     return summary, out
 
 
-def write_summary(runs_dir: Path, out_json: Path, out_md: Path, plots_dir: Path, seeds: Sequence[int],
-                  n_boot: int = 2000, methods: Sequence[str] = RUN_METHODS,
-                  claims: Sequence[ClaimParams] = ()) -> Summary:  # fmt: skip
+def write_summary(
+    runs_dir: Path,
+    out_json: Path,
+    out_md: Path,
+    plots_dir: Path,
+    seeds: Sequence[int],
+    n_boot: int = 2000,
+    methods: Sequence[str] = RUN_METHODS,
+    claims: Sequence[ClaimParams] = (),
+) -> Summary:
     """Build the summary and its plots in memory, then write plots, JSON and markdown atomically."""
     summary, files = summary_files(runs_dir, out_json, out_md, plots_dir, seeds, n_boot, methods, claims)
     for path, data in files.items():  # plots first, the markdown that shows them last

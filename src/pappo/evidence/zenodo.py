@@ -40,9 +40,11 @@ def token_from_env(env: Mapping[str, str] | None = None, name: str = TOKEN_ENV) 
     """The access token from the environment, or a PappoError saying how to get one."""
     token = (os.environ if env is None else env).get(name, "").strip()
     if not token:
-        raise PappoError(f"{name} is not set: create a personal access token with the deposit:write and "
-                         f"deposit:actions scopes (zenodo.org or sandbox.zenodo.org: Account > Applications) "
-                         f"and export {name}=<token>")  # fmt: skip
+        raise PappoError(
+            f"{name} is not set: create a personal access token with the deposit:write and "
+            f"deposit:actions scopes (zenodo.org or sandbox.zenodo.org: Account > Applications) "
+            f"and export {name}=<token>"
+        )
     return token
 
 
@@ -67,8 +69,15 @@ class _Api:
     def scrub(self, text: str) -> str:
         return text.replace(self.token, "<token>") if self.token else text
 
-    def call(self, method: str, url: str, what: str, body: Any = None, content_type: str = "application/json",
-             length: int | None = None) -> dict[str, Any]:  # fmt: skip
+    def call(
+        self,
+        method: str,
+        url: str,
+        what: str,
+        body: Any = None,
+        content_type: str = "application/json",
+        length: int | None = None,
+    ) -> dict[str, Any]:
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
@@ -85,11 +94,15 @@ class _Api:
         except urllib.error.URLError as e:
             if isinstance(e.reason, TimeoutError):
                 raise PappoError(self._timeout(what)) from None
-            raise PappoError(f"{what}: cannot reach {self.base} ({self.scrub(str(e.reason))}); check the network "
-                             "and the base URL") from None  # fmt: skip
+            raise PappoError(
+                f"{what}: cannot reach {self.base} ({self.scrub(str(e.reason))}); check the network "
+                "and the base URL"
+            ) from None
         except (http.client.HTTPException, OSError) as e:
-            raise PappoError(f"{what}: the connection to {self.base} failed ({type(e).__name__}: "
-                             f"{self.scrub(str(e))}); try again") from None  # fmt: skip
+            raise PappoError(
+                f"{what}: the connection to {self.base} failed ({type(e).__name__}: "
+                f"{self.scrub(str(e))}); try again"
+            ) from None
         if not raw.strip():
             return {}
         try:
@@ -97,9 +110,11 @@ class _Api:
         except ValueError:
             data = None
         if not isinstance(data, dict):
-            raise PappoError(f"{what}: Zenodo answered {status} with something that is not a JSON object "
-                             f"({self.scrub(raw[:120].decode(errors='replace'))!r}); check the base URL "
-                             f"({self.base}) and try again later")  # fmt: skip
+            raise PappoError(
+                f"{what}: Zenodo answered {status} with something that is not a JSON object "
+                f"({self.scrub(raw[:120].decode(errors='replace'))!r}); check the base URL "
+                f"({self.base}) and try again later"
+            )
         return data
 
     def _timeout(self, what: str) -> str:
@@ -109,11 +124,15 @@ class _Api:
         said = self.scrub(_server_message(body))
         said = f": Zenodo says {said!r}" if said else ""
         if code == 401:
-            fix = (f"Zenodo refused the token (401 Unauthorized){said}; set {TOKEN_ENV} to a valid personal "
-                   f"access token of {self.base} (sandbox and zenodo.org tokens differ)")  # fmt: skip
+            fix = (
+                f"Zenodo refused the token (401 Unauthorized){said}; set {TOKEN_ENV} to a valid personal "
+                f"access token of {self.base} (sandbox and zenodo.org tokens differ)"
+            )
         elif code == 403:
-            fix = (f"the token may not do this (403 Forbidden){said}; it needs the deposit:write and "
-                   "deposit:actions scopes")  # fmt: skip
+            fix = (
+                f"the token may not do this (403 Forbidden){said}; it needs the deposit:write and "
+                "deposit:actions scopes"
+            )
         elif code in (400, 422):
             fix = f"Zenodo rejected the request ({code}){said}; check .zenodo.json against schemas/zenodo_deposit.schema.json"
         elif code == 404:
@@ -141,8 +160,11 @@ def _server_message(body: bytes) -> str:
     if not isinstance(data, dict):
         return str(data)[:200]
     parts = [str(data.get("message", "")).strip()]
-    parts += [f"{e.get('field', '?')}: {e.get('message', e.get('messages', ''))}" for e in data.get("errors") or []
-              if isinstance(e, dict)]  # fmt: skip
+    parts += [
+        f"{e.get('field', '?')}: {e.get('message', e.get('messages', ''))}"
+        for e in data.get("errors") or []
+        if isinstance(e, dict)
+    ]
     return "; ".join(p for p in parts if p)[:300]
 
 
@@ -150,7 +172,9 @@ def _get(data: dict[str, Any], *keys: str, what: str) -> Any:
     node: Any = data
     for key in keys:
         if not isinstance(node, dict) or key not in node:
-            raise PappoError(f"{what}: Zenodo's answer has no {'.'.join(keys)}; is the base URL a Zenodo server?")
+            raise PappoError(
+                f"{what}: Zenodo's answer has no {'.'.join(keys)}; is the base URL a Zenodo server?"
+            )
         node = node[key]
     return node
 
@@ -164,8 +188,10 @@ def _put_file(api: _Api, bucket: str, bundle: Path) -> None:
         answer = api.call("PUT", url, f"upload {bundle.name}", f, "application/octet-stream", size)
     checksum = str(answer.get("checksum", ""))
     if checksum != f"md5:{local}":
-        raise PappoError(f"upload {bundle.name}: Zenodo stored checksum {api.scrub(checksum)!r} but the file's md5 is "
-                         f"{local}: the transfer was corrupted; try again")  # fmt: skip
+        raise PappoError(
+            f"upload {bundle.name}: Zenodo stored checksum {api.scrub(checksum)!r} but the file's md5 is "
+            f"{local}: the transfer was corrupted; try again"
+        )
 
 
 def _discard(api: _Api, dep_id: Any) -> str:
@@ -179,7 +205,9 @@ def _discard(api: _Api, dep_id: Any) -> str:
     return f"the draft deposition {dep_id} was deleted; nothing was published"
 
 
-def upload(bundle: Path, metadata: dict[str, Any], base_url: str, token: str, publish: bool, timeout: float) -> dict[str, Any]:
+def upload(
+    bundle: Path, metadata: dict[str, Any], base_url: str, token: str, publish: bool, timeout: float
+) -> dict[str, Any]:
     """Create a draft, upload `bundle`, set `metadata`, publish if asked; the last answer from Zenodo.
 
     Without `publish` the complete draft is left for review in Zenodo's web interface.
@@ -198,7 +226,9 @@ def upload(bundle: Path, metadata: dict[str, Any], base_url: str, token: str, pu
         answer = api.call("PUT", f"{depositions}/{dep_id}", f"set the metadata of draft {dep_id}", body)
         log.info("zenodo: metadata set on draft %s", dep_id)
         if publish:
-            answer = api.call("POST", f"{depositions}/{dep_id}/actions/publish", f"publish draft {dep_id}", b"")
+            answer = api.call(
+                "POST", f"{depositions}/{dep_id}/actions/publish", f"publish draft {dep_id}", b""
+            )
             log.info("zenodo: published deposition %s (doi %s)", dep_id, answer.get("doi"))
         return answer
     except BaseException as e:

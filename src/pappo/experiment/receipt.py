@@ -41,12 +41,33 @@ if TYPE_CHECKING:
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 _ABS_PATH = re.compile(r"(?<![\w/.~<>-])/(?!/)[^\s'\"`,;:()\[\]{}<>|]+|\b[A-Za-z]:\\[^\s'\"`,;]+")
-SOURCE_PATHS = ("src/pappo", "dvc.yaml", "pyproject.toml", "requirements.lock")  # the pipeline code a receipt binds
+SOURCE_PATHS = (
+    "src/pappo",
+    "dvc.yaml",
+    "pyproject.toml",
+    "requirements.lock",
+)  # the pipeline code a receipt binds
 _GIT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
-OUTPUT_EXCLUDE = ("receipt.json", "failure.json", "failure-*.json", ".*.tmp", ".gitignore", "*/.gitignore")  # DVC writes .gitignore files after the run (fnmatch: * spans /)
-_BENIGN_ENV = ("LANG", "LANGUAGE", "LC_*", "TERM", "COLORTERM", "SHLVL", "DEBIAN_FRONTEND",
-               "DVC_EXP_BASELINE_REV", "DVC_EXP_NAME",  # `dvc exp run`: the commit (recorded on purpose) and its name
-               *PINNED_ENV)  # the pinned numerics: recorded on purpose
+OUTPUT_EXCLUDE = (
+    "receipt.json",
+    "failure.json",
+    "failure-*.json",
+    ".*.tmp",
+    ".gitignore",
+    "*/.gitignore",
+)  # DVC writes .gitignore files after the run (fnmatch: * spans /)
+_BENIGN_ENV = (
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    "COLORTERM",
+    "SHLVL",
+    "DEBIAN_FRONTEND",
+    "DVC_EXP_BASELINE_REV",
+    "DVC_EXP_NAME",  # `dvc exp run`: the commit (recorded on purpose) and its name
+    *PINNED_ENV,
+)  # the pinned numerics: recorded on purpose
 
 
 def _relative(path: str) -> str:
@@ -64,50 +85,81 @@ class _Model(BaseModel):
 
 
 class SourceInfo(_Model):
-    git_commit: str | None = Field(pattern=r"^[0-9a-f]{40}$", description="HEAD commit; None outside a git work tree or before the first commit.")
-    git_dirty: bool = Field(description="Tracked files differ from HEAD (`git status --porcelain --untracked-files=no`); True whenever git_commit is None (clean cannot be shown).")
-    tree_sha256: Sha256 = Field(description="sha256 of the canonical JSON {path: sha256(bytes on disk)} of the tracked files under source_paths (`git ls-files`); outside git, every file under them except __pycache__.")
+    git_commit: str | None = Field(
+        pattern=r"^[0-9a-f]{40}$",
+        description="HEAD commit; None outside a git work tree or before the first commit.",
+    )
+    git_dirty: bool = Field(
+        description="Tracked files differ from HEAD (`git status --porcelain --untracked-files=no`); True whenever git_commit is None (clean cannot be shown)."
+    )
+    tree_sha256: Sha256 = Field(
+        description="sha256 of the canonical JSON {path: sha256(bytes on disk)} of the tracked files under source_paths (`git ls-files`); outside git, every file under them except __pycache__."
+    )
     source_paths: list[RelPath] = Field(description="The repo-relative paths hashed (files or folders).")
 
 
 class CheckpointInfo(_Model):
     model_id: str = Field(description="Hub repository id, or the tiny model's id.")
     revision: str = Field(description="Hub commit, or the content revision of a saved folder.")
-    files: dict[RelPath, Sha256] = Field(description="sha256 of every weight, config and tokenizer file of the base checkpoint.")
-    adapters: dict[RelPath, Sha256] = Field(description="sha256 of every adapter file the run produced, relative to run_dir/adapters.")
+    files: dict[RelPath, Sha256] = Field(
+        description="sha256 of every weight, config and tokenizer file of the base checkpoint."
+    )
+    adapters: dict[RelPath, Sha256] = Field(
+        description="sha256 of every adapter file the run produced, relative to run_dir/adapters."
+    )
 
     @classmethod
     def from_record(cls, record: Any, adapters: dict[str, str]) -> CheckpointInfo:
         """From a `pappo.policy.checkpoint.CheckpointRecord` and `hash_files(run_dir / 'adapters')`."""
-        return cls(model_id=record.model_id, revision=record.revision, files=dict(record.files), adapters=adapters)
+        return cls(
+            model_id=record.model_id, revision=record.revision, files=dict(record.files), adapters=adapters
+        )
 
 
 class InputsInfo(_Model):
     manifest_lock_sha256: Sha256 = Field(description="sha256 of the task manifest lock file.")
-    params_sha256: Sha256 = Field(description="sha256 of the canonical JSON of the params subset the run depends on.")
-    claims_sha256: Sha256 | None = Field(description="sha256 of the canonical JSON of the claims block; None if there is none.")
+    params_sha256: Sha256 = Field(
+        description="sha256 of the canonical JSON of the params subset the run depends on."
+    )
+    claims_sha256: Sha256 | None = Field(
+        description="sha256 of the canonical JSON of the claims block; None if there is none."
+    )
 
 
 class OutputsInfo(_Model):
-    files: dict[RelPath, Sha256] = Field(description="sha256 of every file in the run folder (report.json, metrics.json, adapters/, dvclive/, ...) except receipt.json and failure*.json.")
+    files: dict[RelPath, Sha256] = Field(
+        description="sha256 of every file in the run folder (report.json, metrics.json, adapters/, dvclive/, ...) except receipt.json and failure*.json."
+    )
 
 
 class HardwareInfo(_Model):
     accelerator: Literal["cpu", "cuda"] = Field(description="Device kind the run used.")
-    accelerator_model_name: str | None = Field(description="e.g. 'NVIDIA H200' (torch.cuda.get_device_name(0)); None on CPU.")
+    accelerator_model_name: str | None = Field(
+        description="e.g. 'NVIDIA H200' (torch.cuda.get_device_name(0)); None on CPU."
+    )
     accelerators_per_node: int = Field(ge=0, description="Visible CUDA devices (0 on CPU).")
-    accelerator_memory_capacity_gb: float | None = Field(description="Device 0 total memory in GiB; None on CPU.")
-    nvidia_driver_version: str | None = Field(description="From nvidia-smi or /proc/driver/nvidia/version; None on CPU.")
-    cuda_runtime_version: str | None = Field(description="torch.version.cuda (the runtime torch was built with); None on CPU.")
+    accelerator_memory_capacity_gb: float | None = Field(
+        description="Device 0 total memory in GiB; None on CPU."
+    )
+    nvidia_driver_version: str | None = Field(
+        description="From nvidia-smi or /proc/driver/nvidia/version; None on CPU."
+    )
+    cuda_runtime_version: str | None = Field(
+        description="torch.version.cuda (the runtime torch was built with); None on CPU."
+    )
     cudnn_version: str | None = Field(description="torch.backends.cudnn.version(); None on CPU.")
-    host_processor_model_name: str | None = Field(description="/proc/cpuinfo 'model name', else platform.processor().")
+    host_processor_model_name: str | None = Field(
+        description="/proc/cpuinfo 'model name', else platform.processor()."
+    )
     host_processor_core_count: int = Field(ge=1, description="os.cpu_count(): logical CPUs.")
     host_memory_capacity_gb: float = Field(gt=0, description="psutil.virtual_memory().total in GiB.")
 
 
 class SoftwareInfo(_Model):
     python: str = Field(description="platform.python_version().")
-    torch: str | None = Field(description="Installed distribution version (importlib.metadata); None if absent.")
+    torch: str | None = Field(
+        description="Installed distribution version (importlib.metadata); None if absent."
+    )
     transformers: str | None = Field(description="Installed version; None if absent.")
     peft: str | None = Field(description="Installed version; None if absent.")
     dvc: str | None = Field(description="Installed version; None if absent.")
@@ -124,13 +176,20 @@ class TimingInfo(_Model):
     def _utc(self) -> TimingInfo:
         for name in ("started", "ended"):
             if datetime.fromisoformat(getattr(self, name)).utcoffset() != timezone.utc.utcoffset(None):
-                raise ValueError(f"timing.{name} must be an ISO 8601 time in UTC, got {getattr(self, name)!r}")
+                raise ValueError(
+                    f"timing.{name} must be an ISO 8601 time in UTC, got {getattr(self, name)!r}"
+                )
         return self
 
 
 class ResourceInfo(_Model):
-    peak_rss_mb: float = Field(ge=0, description="MiB: the larger of getrusage(RUSAGE_SELF).ru_maxrss and getrusage(RUSAGE_CHILDREN).ru_maxrss (the largest waited-for child), not their sum.")
-    peak_device_memory_mb: float | None = Field(description="MiB: torch.cuda.max_memory_allocated() of the current device; None on CPU.")
+    peak_rss_mb: float = Field(
+        ge=0,
+        description="MiB: the larger of getrusage(RUSAGE_SELF).ru_maxrss and getrusage(RUSAGE_CHILDREN).ru_maxrss (the largest waited-for child), not their sum.",
+    )
+    peak_device_memory_mb: float | None = Field(
+        description="MiB: torch.cuda.max_memory_allocated() of the current device; None on CPU."
+    )
 
 
 class DeterminismInfo(_Model):
@@ -139,7 +198,9 @@ class DeterminismInfo(_Model):
     cudnn_benchmark: bool = Field(description="torch.backends.cudnn.benchmark.")
     num_threads: int = Field(ge=1, description="torch.get_num_threads().")
     seed: int = Field(description="The seed the run set.")
-    numerics: NumericsInfo = Field(description="CPU numerics pinned and in force, with their fingerprint (src/pappo/numerics.py).")
+    numerics: NumericsInfo = Field(
+        description="CPU numerics pinned and in force, with their fingerprint (src/pappo/numerics.py)."
+    )
 
 
 class Receipt(_Model):
@@ -154,8 +215,12 @@ class Receipt(_Model):
     status: Literal["success", "failure"] = Field(description="Whether the run completed.")
     error: str | None = Field(None, description="Sanitised error message of a failure; None on success.")
     source: SourceInfo = Field(description="The code that ran.")
-    checkpoint: CheckpointInfo | None = Field(description="Base weights and produced adapters; None only for a failure before they existed.")
-    inputs: InputsInfo | None = Field(description="Input hashes; None only for a failure before they were read.")
+    checkpoint: CheckpointInfo | None = Field(
+        description="Base weights and produced adapters; None only for a failure before they existed."
+    )
+    inputs: InputsInfo | None = Field(
+        description="Input hashes; None only for a failure before they were read."
+    )
     outputs: OutputsInfo = Field(description="Files the run wrote.")
     hardware: HardwareInfo = Field(description="The machine.")
     software: SoftwareInfo = Field(description="Library versions.")
@@ -163,15 +228,21 @@ class Receipt(_Model):
     resources: ResourceInfo = Field(description="Peak memory.")
     determinism: DeterminismInfo = Field(description="Determinism settings in force.")
     world_size: int = Field(1, ge=1, description="Processes in the run.")
-    ranks_devices: list[str] = Field(description="Device of each rank, e.g. ['cpu'] or ['cuda:0']; one per rank.")
+    ranks_devices: list[str] = Field(
+        description="Device of each rank, e.g. ['cpu'] or ['cuda:0']; one per rank."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Receipt:
         if len(self.ranks_devices) != self.world_size:
-            raise ValueError(f"ranks_devices has {len(self.ranks_devices)} entries, world_size is {self.world_size}")
+            raise ValueError(
+                f"ranks_devices has {len(self.ranks_devices)} entries, world_size is {self.world_size}"
+            )
         if self.status == "failure" and not self.error:
             raise ValueError("a failure receipt needs an error message")
-        if self.status == "success" and (self.error is not None or self.checkpoint is None or self.inputs is None):
+        if self.status == "success" and (
+            self.error is not None or self.checkpoint is None or self.inputs is None
+        ):
             raise ValueError("a success receipt has no error and needs checkpoint and inputs")
         return self
 
@@ -208,12 +279,18 @@ def collect_source(repo_root: Path, paths: Sequence[str]) -> SourceInfo:
         files = [f for f in listed.stdout.decode().split("\0") if f]
     else:
         commit, dirty = None, True
-        files = [p.relative_to(repo_root).as_posix() for base in paths for p in (repo_root / base).rglob("*")
-                 if "__pycache__" not in p.parts] + [p for p in paths if (repo_root / p).is_file()]  # fmt: skip
+        files = [
+            p.relative_to(repo_root).as_posix()
+            for base in paths
+            for p in (repo_root / base).rglob("*")
+            if "__pycache__" not in p.parts
+        ] + [p for p in paths if (repo_root / p).is_file()]
     listing = {f: sha256_file(repo_root / f) for f in sorted(set(files)) if (repo_root / f).is_file()}
     if not listing:
         raise ValueError(f"no {'tracked ' if inside else ''}files under {paths} in the repository")
-    return SourceInfo(git_commit=commit, git_dirty=dirty, tree_sha256=listing_sha256(listing), source_paths=paths)
+    return SourceInfo(
+        git_commit=commit, git_dirty=dirty, tree_sha256=listing_sha256(listing), source_paths=paths
+    )
 
 
 def _driver_version() -> str | None:
@@ -248,11 +325,13 @@ def collect_hardware() -> HardwareInfo:
         accelerator_memory_capacity_gb=round(props.total_memory / 2**30, 2) if props else None,
         nvidia_driver_version=_driver_version() if cuda else None,
         cuda_runtime_version=torch.version.cuda if cuda else None,
-        cudnn_version=str(torch.backends.cudnn.version()) if cuda and torch.backends.cudnn.is_available() else None,
+        cudnn_version=str(torch.backends.cudnn.version())
+        if cuda and torch.backends.cudnn.is_available()
+        else None,
         host_processor_model_name=_cpu_model(),
         host_processor_core_count=os.cpu_count() or 1,
         host_memory_capacity_gb=round(psutil.virtual_memory().total / 2**30, 2),
-    )  # fmt: skip
+    )
 
 
 def _version(dist: str) -> str | None:
@@ -263,24 +342,37 @@ def _version(dist: str) -> str | None:
 
 
 def collect_software() -> SoftwareInfo:
-    return SoftwareInfo(python=platform.python_version(), torch=_version("torch"), transformers=_version("transformers"),
-                        peft=_version("peft"), dvc=_version("dvc"), os=f"{platform.system()} {platform.release()}")  # fmt: skip
+    return SoftwareInfo(
+        python=platform.python_version(),
+        torch=_version("torch"),
+        transformers=_version("transformers"),
+        peft=_version("peft"),
+        dvc=_version("dvc"),
+        os=f"{platform.system()} {platform.release()}",
+    )
 
 
 def collect_determinism(seed: int, numerics: NumericsInfo) -> DeterminismInfo:
     import torch
 
-    return DeterminismInfo(torch_deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
-                           cudnn_deterministic=bool(torch.backends.cudnn.deterministic),
-                           cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
-                           num_threads=torch.get_num_threads(), seed=seed, numerics=numerics)  # fmt: skip
+    return DeterminismInfo(
+        torch_deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
+        cudnn_deterministic=bool(torch.backends.cudnn.deterministic),
+        cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
+        num_threads=torch.get_num_threads(),
+        seed=seed,
+        numerics=numerics,
+    )
 
 
 def collect_resources() -> ResourceInfo:
     import torch
 
     unit = 2**20 if sys.platform == "darwin" else 2**10  # ru_maxrss: bytes on macOS, KiB on Linux
-    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    peak = max(
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+    )
     device = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else None
     return ResourceInfo(peak_rss_mb=round(peak / unit, 1), peak_device_memory_mb=device)
 
@@ -298,8 +390,12 @@ class Clock:
 
     def stop(self, device_s: float | None = None) -> TimingInfo:
         wall = time.perf_counter() - self.t0
-        return TimingInfo(started=self.started.isoformat(), ended=datetime.now(timezone.utc).isoformat(),
-                          wall_s=wall, device_s=device_s)  # fmt: skip
+        return TimingInfo(
+            started=self.started.isoformat(),
+            ended=datetime.now(timezone.utc).isoformat(),
+            wall_s=wall,
+            device_s=device_s,
+        )
 
 
 def listing_sha256(listing: dict[str, str]) -> str:
@@ -330,8 +426,11 @@ def hash_outputs(run_dir: Path, exclude: Sequence[str] = OUTPUT_EXCLUDE) -> dict
 # ----------------------------------------------------------------------------------- privacy
 def _private() -> list[tuple[str, str, str]]:
     """(kind, placeholder, value) of the names a receipt must not carry, longest values first."""
-    found = [("home directory", "<home>", str(Path.home()).rstrip("/")),
-             ("hostname", "<host>", socket.gethostname()), ("username", "<user>", getpass.getuser())]  # fmt: skip
+    found = [
+        ("home directory", "<home>", str(Path.home()).rstrip("/")),
+        ("hostname", "<host>", socket.gethostname()),
+        ("username", "<user>", getpass.getuser()),
+    ]
     return sorted([f for f in found if len(f[2]) > 1], key=lambda f: -len(f[2]))
 
 
@@ -378,9 +477,14 @@ def leaks(receipt: Receipt, repo_root: Path | str | None = None, allow: Sequence
     rules: list[tuple[str, re.Pattern[str]]] = [(kind, _word(v)) for kind, _, v in _private()]
     rules += [("repo root", re.compile(re.escape(str(repo_root))))] if repo_root else []
     rules += [("absolute path", _ABS_PATH)]
-    rules += [(f"value of environment variable {k}", _word(v.strip())) for k, v in os.environ.items()
-              if len(v.strip()) > 6 and v not in allow and not re.fullmatch(r"[\d.]+", v.strip())
-              and not any(fnmatch.fnmatchcase(k, g) for g in _BENIGN_ENV)]  # fmt: skip
+    rules += [
+        (f"value of environment variable {k}", _word(v.strip()))
+        for k, v in os.environ.items()
+        if len(v.strip()) > 6
+        and v not in allow
+        and not re.fullmatch(r"[\d.]+", v.strip())
+        and not any(fnmatch.fnmatchcase(k, g) for g in _BENIGN_ENV)
+    ]
     found = []
     for where, text in _strings(receipt.model_dump(mode="json"), ""):
         found += [f"{where}: {kind} found" for kind, rule in rules if rule.search(text)]
@@ -388,23 +492,54 @@ def leaks(receipt: Receipt, repo_root: Path | str | None = None, allow: Sequence
 
 
 # -------------------------------------------------------------------------------- write/check
-def new_receipt(*, run_id: str, stage: str, seed: int, method: str, profile: Literal["tiny", "hub"],
-                run_dir: Path, clock: Clock, repo_root: Path, source_paths: Sequence[str],
-                checkpoint: CheckpointInfo | None, inputs: InputsInfo | None, numerics: NumericsInfo,
-                error: BaseException | str | None = None,
-                world_size: int = 1, ranks_devices: Sequence[str] | None = None, device_s: float | None = None) -> Receipt:  # fmt: skip
+def new_receipt(
+    *,
+    run_id: str,
+    stage: str,
+    seed: int,
+    method: str,
+    profile: Literal["tiny", "hub"],
+    run_dir: Path,
+    clock: Clock,
+    repo_root: Path,
+    source_paths: Sequence[str],
+    checkpoint: CheckpointInfo | None,
+    inputs: InputsInfo | None,
+    numerics: NumericsInfo,
+    error: BaseException | str | None = None,
+    world_size: int = 1,
+    ranks_devices: Sequence[str] | None = None,
+    device_s: float | None = None,
+) -> Receipt:
     """Collect everything and build a receipt: a failure when `error` is given (sanitised here)."""
     hardware = collect_hardware()
     if isinstance(error, BaseException):
         error = f"{type(error).__name__}: {error}"
-    devices = list(ranks_devices) if ranks_devices is not None else [
-        "cuda:0" if hardware.accelerator == "cuda" else "cpu"] * world_size  # fmt: skip
-    return Receipt(run_id=run_id, stage=stage, seed=seed, method=method, profile=profile,
-                   status="failure" if error else "success", error=sanitise(error, repo_root)[:4000] if error else None,
-                   source=collect_source(repo_root, source_paths), checkpoint=checkpoint, inputs=inputs,
-                   outputs=OutputsInfo(files=hash_outputs(run_dir)), hardware=hardware, software=collect_software(),
-                   timing=clock.stop(device_s), resources=collect_resources(), determinism=collect_determinism(seed, numerics),
-                   world_size=world_size, ranks_devices=devices)  # fmt: skip
+    devices = (
+        list(ranks_devices)
+        if ranks_devices is not None
+        else ["cuda:0" if hardware.accelerator == "cuda" else "cpu"] * world_size
+    )
+    return Receipt(
+        run_id=run_id,
+        stage=stage,
+        seed=seed,
+        method=method,
+        profile=profile,
+        status="failure" if error else "success",
+        error=sanitise(error, repo_root)[:4000] if error else None,
+        source=collect_source(repo_root, source_paths),
+        checkpoint=checkpoint,
+        inputs=inputs,
+        outputs=OutputsInfo(files=hash_outputs(run_dir)),
+        hardware=hardware,
+        software=collect_software(),
+        timing=clock.stop(device_s),
+        resources=collect_resources(),
+        determinism=collect_determinism(seed, numerics),
+        world_size=world_size,
+        ranks_devices=devices,
+    )
 
 
 def _validated(receipt: Receipt, status: str) -> dict[str, Any]:
@@ -445,7 +580,10 @@ def verify_receipt(run_dir: Path, receipt: Receipt) -> list[str]:
     """Re-hash the files a receipt lists; one message per missing, changed or unlisted file."""
     run_dir, problems = Path(run_dir), []
     adapters = receipt.checkpoint.adapters if receipt.checkpoint else {}
-    for field, base, files in (("outputs.files", run_dir, receipt.outputs.files), ("checkpoint.adapters", run_dir / "adapters", adapters)):
+    for field, base, files in (
+        ("outputs.files", run_dir, receipt.outputs.files),
+        ("checkpoint.adapters", run_dir / "adapters", adapters),
+    ):
         for rel, expected in sorted(files.items()):
             path = base / rel
             shown = path.relative_to(run_dir).as_posix()

@@ -40,16 +40,23 @@ class Budget(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     episodes_limit: int = Field(description="updates x tasks_per_update x group_size (0 for base).")
-    generated_tokens_limit: int = Field(description="episodes_limit x the most tokens one episode may sample.")
+    generated_tokens_limit: int = Field(
+        description="episodes_limit x the most tokens one episode may sample."
+    )
     episodes_used: int
     generated_tokens_used: int
-    task_draws_sha256: str = Field(description="Hash of the train tasks drawn per update (same for every method of a seed).")
+    task_draws_sha256: str = Field(
+        description="Hash of the train tasks drawn per update (same for every method of a seed)."
+    )
     eval_episodes: int = Field(description="Evaluation episodes (not part of the training budget).")
     eval_tokens: int
 
     @model_validator(mode="after")
     def _within(self) -> "Budget":
-        if self.episodes_used > self.episodes_limit or self.generated_tokens_used > self.generated_tokens_limit:
+        if (
+            self.episodes_used > self.episodes_limit
+            or self.generated_tokens_used > self.generated_tokens_limit
+        ):
             raise ValueError(
                 f"budget exceeded: {self.episodes_used}/{self.episodes_limit} episodes, "
                 f"{self.generated_tokens_used}/{self.generated_tokens_limit} generated tokens"
@@ -95,7 +102,9 @@ class RunReport(BaseModel):
     )
     evals: list[UpdateEval] = Field(description="Held-out evaluation after every update (or only the last).")
     final_eval: EvalResult
-    adapters_sha256: dict[str, str] = Field(description="sha256 of each file of the final adapters (base: untrained).")
+    adapters_sha256: dict[str, str] = Field(
+        description="sha256 of each file of the final adapters (base: untrained)."
+    )
     timing: Timing
 
 
@@ -109,13 +118,21 @@ def budget_limits(params: Any, method: str) -> tuple[int, int]:
 
 def budget_used(updates: list[dict[str, Any]], evals: list[UpdateEval]) -> dict[str, int]:
     """What a run used, from its per-update records and evaluations (the audit recomputes it)."""
-    return {"episodes_used": sum(int(h["rollout"]["episodes"]) for h in updates),
-            "generated_tokens_used": sum(int(h["rollout"]["tokens"]) for h in updates),
-            "eval_episodes": sum(e.result.n_tasks * (1 + e.result.samples) for e in evals),
-            "eval_tokens": sum(e.result.tokens for e in evals)}  # fmt: skip
+    return {
+        "episodes_used": sum(int(h["rollout"]["episodes"]) for h in updates),
+        "generated_tokens_used": sum(int(h["rollout"]["tokens"]) for h in updates),
+        "eval_episodes": sum(e.result.n_tasks * (1 + e.result.samples) for e in evals),
+        "eval_tokens": sum(e.result.tokens for e in evals),
+    }
 
 
-HEADLINE = ("success", "pass_at_k", "failed_edit_rate", "tool_cost", "repeated_test_rate")  # what dvc exp show compares
+HEADLINE = (
+    "success",
+    "pass_at_k",
+    "failed_edit_rate",
+    "tool_cost",
+    "repeated_test_rate",
+)  # what dvc exp show compares
 
 
 def flat_metrics(report: RunReport) -> dict[str, float]:

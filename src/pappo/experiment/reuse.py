@@ -26,19 +26,27 @@ from pappo.experiment.run import receipt_code, source_sha256
 from pappo.io import canonical_json, sha256_bytes
 
 
-def reusable(run_dir: Path, params: Params, seed: int, method: str, revision: str,
-             repo_root: Path | None = None) -> RunReport | None:  # fmt: skip
+def reusable(
+    run_dir: Path, params: Params, seed: int, method: str, revision: str, repo_root: Path | None = None
+) -> RunReport | None:
     """The report in `run_dir` if that run was made by exactly this configuration, else None."""
     path = Path(run_dir) / "report.json"
-    if not path.is_file() or not (Path(run_dir) / "adapters").is_dir() or not (Path(run_dir) / "receipt.json").is_file():
+    if (
+        not path.is_file()
+        or not (Path(run_dir) / "adapters").is_dir()
+        or not (Path(run_dir) / "receipt.json").is_file()
+    ):
         return None
     try:
         report = RunReport.model_validate(json.loads(path.read_text()))
     except ValueError:
         return None
-    same = ((report.seed, report.method) == (seed, method)
-            and report.params_sha256 == sha256_bytes(canonical_json(params_subset(params, method)).encode())
-            and report.source_sha256 == source_sha256() and report.checkpoint.revision == revision)  # fmt: skip
+    same = (
+        (report.seed, report.method) == (seed, method)
+        and report.params_sha256 == sha256_bytes(canonical_json(params_subset(params, method)).encode())
+        and report.source_sha256 == source_sha256()
+        and report.checkpoint.revision == revision
+    )
     return report if same and binds_current_code(Path(run_dir), Path(repo_root or Path.cwd())) else None
 
 
@@ -52,8 +60,11 @@ def binds_current_code(run_dir: Path, repo_root: Path) -> bool:
         now = rc.collect_source(repo_root, paths)
     except ValueError:
         return False
-    return (sorted(receipt.source.source_paths) == sorted(paths) and receipt.source.tree_sha256 == now.tree_sha256
-            and (now.git_dirty or not receipt.source.git_dirty))  # fmt: skip
+    return (
+        sorted(receipt.source.source_paths) == sorted(paths)
+        and receipt.source.tree_sha256 == now.tree_sha256
+        and (now.git_dirty or not receipt.source.git_dirty)
+    )
 
 
 def copy_run(source: Path, target: Path, log: Callable[[str], None]) -> None:

@@ -26,8 +26,17 @@ from pappo import numerics
 from pappo.config import Params
 from pappo.experiment import receipt as rc
 from pappo.env.protocol import tools_for
-from pappo.experiment.report import (Budget, RunReport, Timing, UpdateEval, budget_limits, budget_used, flat_metrics,
-                                     params_subset, run_stage)
+from pappo.experiment.report import (
+    Budget,
+    RunReport,
+    Timing,
+    UpdateEval,
+    budget_limits,
+    budget_used,
+    flat_metrics,
+    params_subset,
+    run_stage,
+)
 from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes
 from pappo.policy.adapters import POLICY, ActorCritic
 from pappo.policy.chat import ChatCodec
@@ -62,8 +71,9 @@ def receipt_code(root: Path) -> list[str]:
         return list(rc.SOURCE_PATHS)
 
 
-def run_method(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
-               log: Callable[[str], None] = print) -> RunReport | None:  # fmt: skip
+def run_method(
+    params: Params, seed: int, method: str, out_dir: Path, base_dir: Path, log: Callable[[str], None] = print
+) -> RunReport | None:
     """Train (unless `base`), evaluate, write the run's files and its receipt; returns the report
     (None on ranks other than 0).
 
@@ -72,9 +82,18 @@ def run_method(params: Params, seed: int, method: str, out_dir: Path, base_dir: 
     rank 0 alone writes; the receipt records the world size and every rank's device."""
     clock, out_dir = rc.Clock.start(), Path(out_dir)
     dist = Dist.from_env(params.model.device)
-    receipt_args = dict(run_id=f"seed_{seed}/{method}", stage=run_stage(seed, method), seed=seed, method=method,
-                        profile=params.model.profile, clock=clock, repo_root=Path.cwd(), source_paths=receipt_code(Path.cwd()),
-                        world_size=dist.world_size, numerics=numerics.collect(params.numerics))  # fmt: skip
+    receipt_args = dict(
+        run_id=f"seed_{seed}/{method}",
+        stage=run_stage(seed, method),
+        seed=seed,
+        method=method,
+        profile=params.model.profile,
+        clock=clock,
+        repo_root=Path.cwd(),
+        source_paths=receipt_code(Path.cwd()),
+        world_size=dist.world_size,
+        numerics=numerics.collect(params.numerics),
+    )
     devices = [str(d) for d in dist.gather(dist.device)]
     try:
         report = _run(params, seed, method, out_dir, base_dir, log, dist)
@@ -82,33 +101,50 @@ def run_method(params: Params, seed: int, method: str, out_dir: Path, base_dir: 
     except BaseException as e:
         if dist.is_main:
             out_dir.mkdir(parents=True, exist_ok=True)
-            failure = rc.new_receipt(**receipt_args, run_dir=out_dir, checkpoint=None, inputs=None, error=e,  # type: ignore[arg-type]
-                                     ranks_devices=devices)  # fmt: skip
+            failure = rc.new_receipt(
+                **receipt_args, run_dir=out_dir, checkpoint=None, inputs=None, error=e, ranks_devices=devices
+            )
             log(f"run failed; receipt in {rc.write_failure(out_dir, failure)}")
         raise
     if report is None:  # not rank 0
         return None
-    inputs = rc.InputsInfo(manifest_lock_sha256=report.manifest_lock_sha256, params_sha256=report.params_sha256,
-                           claims_sha256=rc.claims_sha256(params))  # fmt: skip
+    inputs = rc.InputsInfo(
+        manifest_lock_sha256=report.manifest_lock_sha256,
+        params_sha256=report.params_sha256,
+        claims_sha256=rc.claims_sha256(params),
+    )
     checkpoint = rc.CheckpointInfo.from_record(report.checkpoint, report.adapters_sha256)
-    receipt = rc.new_receipt(**receipt_args, run_dir=out_dir, checkpoint=checkpoint, inputs=inputs,  # type: ignore[arg-type]
-                             ranks_devices=devices)  # fmt: skip
+    receipt = rc.new_receipt(
+        **receipt_args, run_dir=out_dir, checkpoint=checkpoint, inputs=inputs, ranks_devices=devices
+    )
     rc.write_receipt(out_dir, receipt)
     return report
 
 
-def _run(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
-         log: Callable[[str], None], dist: Dist) -> RunReport | None:  # fmt: skip
+def _run(
+    params: Params,
+    seed: int,
+    method: str,
+    out_dir: Path,
+    base_dir: Path,
+    log: Callable[[str], None],
+    dist: Dist,
+) -> RunReport | None:
     started, t0 = datetime.now(timezone.utc), time.perf_counter()
     torch.manual_seed(seed)
     lock_sha, train_ids, eval_ids = read_split(params, seed)
     model, tokenizer, record = load_checkpoint(params.model, base_dir)
     model = place(model, params, dist)
-    codec, store = ChatCodec(tokenizer, tools_for(params.env.actions)), TaskStore.from_params(params, "repofix")
+    codec, store = (
+        ChatCodec(tokenizer, tools_for(params.env.actions)),
+        TaskStore.from_params(params, "repofix"),
+    )
     grade_fn = functools.partial(grade_many, default_pool(params.sandbox), hidden=store.hidden)
     ac = ActorCritic(model, params.lora, params.model.logits_fp32)
     subset = params_subset(params, method)
-    fingerprint = sha256_bytes(canonical_json([subset, source_sha256(), record.revision, method, seed]).encode())
+    fingerprint = sha256_bytes(
+        canonical_json([subset, source_sha256(), record.revision, method, seed]).encode()
+    )
 
     def evaluate_now(tag: int) -> EvalResult:
         with ac.adapter(POLICY):
@@ -120,7 +156,7 @@ def _run(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
         evals = [UpdateEval(update=0, result=evaluate_now(0))]
     else:
         work = CHECKPOINTS / f"seed_{seed}" / method
-        trainer = Trainer(method, params, ac, codec, store, train_ids, grade_fn, work, seed, dist)  # type: ignore[arg-type]
+        trainer = Trainer(method, params, ac, codec, store, train_ids, grade_fn, work, seed, dist)
         trainer.fingerprint, trainer.log = fingerprint, log
 
         def after_update(done: int, rec: dict[str, Any]) -> None:
@@ -131,6 +167,7 @@ def _run(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
             log(_progress(method, seed, done, params.rl.updates, rec))
 
         with _progress_bar(f"{method} seed {seed}", params.rl.updates) as advance:
+
             def after_update_bar(done: int, rec: dict[str, Any]) -> None:
                 after_update(done, rec)
                 advance(done, int(rec["rollout"]["episodes"]))
@@ -146,13 +183,24 @@ def _run(params: Params, seed: int, method: str, out_dir: Path, base_dir: Path,
     adapters = hash_files(out_dir / "adapters")
     ended = datetime.now(timezone.utc)
     report = RunReport(
-        method=method, seed=seed, profile=params.model.profile, device=dist.device.type, params=subset,  # type: ignore[arg-type]
-        params_sha256=sha256_bytes(canonical_json(subset).encode()), source_sha256=source_sha256(),
-        manifest_lock_sha256=lock_sha, train_tasks=len(train_ids), eval_instance_ids=sorted(eval_ids),
-        checkpoint=record, budget=budget, updates=history, evals=evals, final_eval=evals[-1].result,
+        method=method,
+        seed=seed,
+        profile=params.model.profile,
+        device=dist.device.type,
+        params=subset,
+        params_sha256=sha256_bytes(canonical_json(subset).encode()),
+        source_sha256=source_sha256(),
+        manifest_lock_sha256=lock_sha,
+        train_tasks=len(train_ids),
+        eval_instance_ids=sorted(eval_ids),
+        checkpoint=record,
+        budget=budget,
+        updates=history,
+        evals=evals,
+        final_eval=evals[-1].result,
         adapters_sha256=adapters,
         timing=Timing(started=started.isoformat(), ended=ended.isoformat(), wall_s=time.perf_counter() - t0),
-    )  # fmt: skip
+    )
     _write(out_dir, report)
     if method != "base":
         shutil.rmtree(CHECKPOINTS / f"seed_{seed}" / method, ignore_errors=True)
@@ -175,14 +223,19 @@ def place(model: torch.nn.Module, params: Params, dist: Dist) -> torch.nn.Module
     return model
 
 
-def _budget(params: Params, method: str, seed: int, history: list[dict[str, Any]],
-            evals: list[UpdateEval]) -> Budget:  # fmt: skip
+def _budget(
+    params: Params, method: str, seed: int, history: list[dict[str, Any]], evals: list[UpdateEval]
+) -> Budget:
     """The seed's common budget and this run's use; a run over it fails here, before writing."""
     episodes, tokens = budget_limits(params, method)
     draws = [Trainer.task_draw(params, seed, u) for u in range(params.rl.updates)] if episodes else []
     try:
-        return Budget(episodes_limit=episodes, generated_tokens_limit=tokens,
-                      task_draws_sha256=sha256_bytes(canonical_json(draws).encode()), **budget_used(history, evals))
+        return Budget(
+            episodes_limit=episodes,
+            generated_tokens_limit=tokens,
+            task_draws_sha256=sha256_bytes(canonical_json(draws).encode()),
+            **budget_used(history, evals),
+        )
     except ValueError as e:
         raise PappoError(f"{method} seed {seed}: {e}; nothing written") from None
 
@@ -224,8 +277,13 @@ def _progress_bar(label: str, total: int) -> Iterator[Callable[[int, int], None]
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("updates, {task.fields[episodes]} episodes"),
-               TimeRemainingColumn())  # fmt: skip
+    columns = (
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("updates, {task.fields[episodes]} episodes"),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, transient=True) as bar:
         task = bar.add_task(label, total=total, episodes=0)
         seen = 0
@@ -250,5 +308,7 @@ def _progress(method: str, seed: int, done: int, total: int, rec: dict[str, Any]
     r = rec["rollout"]
     held = rec.get("eval", {}).get("result", {}).get("success", {}).get("mean")
     tail = f", held-out success {held:.2f}" if held is not None else ""
-    return (f"{method} seed {seed}: update {done}/{total}: {r['episodes']} episodes, train success "
-            f"{r['success']:.2f}, {r['tokens']} tokens{tail}")  # fmt: skip
+    return (
+        f"{method} seed {seed}: update {done}/{total}: {r['episodes']} episodes, train success "
+        f"{r['success']:.2f}, {r['tokens']} tokens{tail}"
+    )

@@ -41,8 +41,9 @@ def check_dev_seed(params: Params) -> None:
         )
 
 
-def run_experiment(params: Params, out: Path, runs: Path, base_dir: Path,
-                   log: Callable[[str], None] = print) -> dict[str, dict[str, float]]:  # fmt: skip
+def run_experiment(
+    params: Params, out: Path, runs: Path, base_dir: Path, log: Callable[[str], None] = print
+) -> dict[str, dict[str, float]]:
     seed, out = params.seed, Path(out)
     check_dev_seed(params)
     revision = read_record(base_dir).revision

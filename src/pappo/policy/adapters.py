@@ -76,7 +76,9 @@ class ActorCritic(nn.Module):
         super().__init__()
         _check_base(base, lora)
         self.lora = lora
-        self.logits_fp32 = logits_fp32  # model.logits_fp32: `token_logits` in float32 (as the rollout decoder's)
+        self.logits_fp32 = (
+            logits_fp32  # model.logits_fp32: `token_logits` in float32 (as the rollout decoder's)
+        )
         # get_peft_model wraps `base` in place: its Linear layers become LoRA layers whose
         # `base_layer` is the original Linear (same tensors). peft docs: "Load adapters" /
         # PeftModel.add_adapter, which adds a second adapter next to the first.
@@ -156,15 +158,18 @@ class ActorCritic(nn.Module):
             use_cache=use_cache,
         )
 
-    def policy_hidden(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def policy_hidden(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Last hidden states (B, T, H) with the policy adapter, without the lm_head: callers apply
         `lm_head` only where they need logits (the sampled tokens), not at every prompt position."""
         self._use(POLICY)
         attention_mask = dense_or_mask(attention_mask)
         position_ids = _positions(attention_mask, input_ids, None)  # (B, T)
         decoder = self.peft.get_base_model().base_model  # e.g. Qwen2Model, LoRA layers inside
-        return decoder(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                       use_cache=False).last_hidden_state  # fmt: skip
+        return decoder(
+            input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+        ).last_hidden_state
 
     @property
     def lm_head(self) -> nn.Module:
@@ -217,7 +222,9 @@ class ActorCritic(nn.Module):
 
     def critic_parameters(self) -> list[nn.Parameter]:
         """What the critic optimizer steps: the critic LoRA, the value head and its reward weight."""
-        return self.adapter_parameters(CRITIC) + list(self.value_head.parameters()) + [self.reward_head.weight]
+        return (
+            self.adapter_parameters(CRITIC) + list(self.value_head.parameters()) + [self.reward_head.weight]
+        )
 
     # ------------------------------------------------------------------ save / load
     def save(self, out_dir: Path) -> None:

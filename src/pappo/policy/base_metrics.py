@@ -17,4 +17,8 @@ def metrics_path(report_path: Path) -> Path:
 def headline(report: dict[str, Any]) -> dict[str, float]:
     """The base model's success, greedy and sampled (none for a hub checkpoint, which is not evaluated)."""
     ev = report.get("eval")
-    return {"success": ev["greedy"]["success_rate"], "sampled_success": ev["sampled"]["success_rate"]} if ev else {}
+    return (
+        {"success": ev["greedy"]["success_rate"], "sampled_success": ev["sampled"]["success_rate"]}
+        if ev
+        else {}
+    )

@@ -74,11 +74,15 @@ def _tiny(params: Params, out_dir: Path, log: Any) -> dict[str, Any]:
     tokenizer = load_tokenizer(tok_dir)  # the encoding RL and evaluation will load with the checkpoint
     codec = ChatCodec(tokenizer, tools_for(params.env.actions))
     model = build_tiny_model(params.model.tiny, tokenizer)
-    log(f"tokenizer: {corpus['vocab_size']} tokens from {corpus['n_files']} files; model: "
-        f"{model.num_parameters() / 1e6:.2f}M parameters")  # fmt: skip
+    log(
+        f"tokenizer: {corpus['vocab_size']} tokens from {corpus['n_files']} files; model: "
+        f"{model.num_parameters() / 1e6:.2f}M parameters"
+    )
     stream = _corpus_stream(codec, params.tasks.warmup.repos, max_bytes)
     windows = sft.lm_windows(stream, bm.pretrain_seq_len)
-    pre = sft.train(model, windows, _schedule(bm, bm.pretrain_steps, bm.pretrain_seq_len), codec.pad_id, bm.seed)
+    pre = sft.train(
+        model, windows, _schedule(bm, bm.pretrain_steps, bm.pretrain_seq_len), codec.pad_id, bm.seed
+    )
     log(f"pre-training: {len(windows)} windows, loss {_ends(pre)}")
     with SandboxPool(params.sandbox) as pool:
         demos = demonstrations(params, pool)
@@ -90,13 +94,23 @@ def _tiny(params: Params, out_dir: Path, log: Any) -> dict[str, Any]:
         evaluation = evaluate(params, model, codec, pool)
     shutil.rmtree(out_dir, ignore_errors=True)
     staging.rename(out_dir)  # complete or absent: never half-written
-    log(f"base policy on {evaluation['n_tasks']} eval tasks of split {bm.eval_split_seed}: success "
-        f"greedy {evaluation['greedy']['success_rate']:.2f}, sampled {evaluation['sampled']['success_rate']:.2f}")  # fmt: skip
-    return {"profile": "tiny", "checkpoint": record.model_dump(mode="json"), "corpus": corpus,
-            "pretrain": {"windows": len(windows), "loss_first": pre[:1], "loss_last": pre[-1:]},
-            "sft": {"demonstrations": len(demos), "demo_success_rate": _rate(demos),
-                    "loss_first": tuned[:1], "loss_last": tuned[-1:]},
-            "eval": evaluation}  # fmt: skip
+    log(
+        f"base policy on {evaluation['n_tasks']} eval tasks of split {bm.eval_split_seed}: success "
+        f"greedy {evaluation['greedy']['success_rate']:.2f}, sampled {evaluation['sampled']['success_rate']:.2f}"
+    )
+    return {
+        "profile": "tiny",
+        "checkpoint": record.model_dump(mode="json"),
+        "corpus": corpus,
+        "pretrain": {"windows": len(windows), "loss_first": pre[:1], "loss_last": pre[-1:]},
+        "sft": {
+            "demonstrations": len(demos),
+            "demo_success_rate": _rate(demos),
+            "loss_first": tuned[:1],
+            "loss_last": tuned[-1:],
+        },
+        "eval": evaluation,
+    }
 
 
 def _schedule(bm: Any, steps: int, max_len: int) -> sft.Schedule:
@@ -116,28 +130,46 @@ def demonstrations(params: Params, pool: SandboxPool) -> list[dict[str, Any]]:
     candidates mode each episode shows its own candidate order (seeded per demonstration)."""
     bm = params.base_model
     store = TaskStore.from_params(params, "warmup")
-    envs = [task_env(store, tid, params.env, seed=bm.seed * 1000 + k) for tid in sorted(store.tasks)
-            for k in range(bm.demos_per_task)]  # fmt: skip
+    envs = [
+        task_env(store, tid, params.env, seed=bm.seed * 1000 + k)
+        for tid in sorted(store.tasks)
+        for k in range(bm.demos_per_task)
+    ]
     vec = VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden))
     vec.reset()  # first: a candidates-mode demonstrator is made from its episode's board
     play_all(vec, [_demonstrator(params, env) for env in envs], reset=False)
-    return [{"instance_id": e.task.instance_id, "transcript": e.transcript, "success": e.metrics.success}
-            for e in envs]  # fmt: skip
+    return [
+        {"instance_id": e.task.instance_id, "transcript": e.transcript, "success": e.metrics.success}
+        for e in envs
+    ]
 
 
 def _demonstrator(params: Params, env: RepairEnv) -> Agent:
     bm = params.base_model
     if params.env.actions == "candidates":
         k, correct = board_of(env)
-        noisy = NoisyCandidateAgent(correct, k, seed=env.seed, p_wrong_edit=bm.p_wrong_edit,
-                                    p_failed_edit=bm.p_failed_edit, p_repeated_test=bm.p_repeated_test,
-                                    p_parse_error=bm.p_parse_error)  # fmt: skip
+        noisy = NoisyCandidateAgent(
+            correct,
+            k,
+            seed=env.seed,
+            p_wrong_edit=bm.p_wrong_edit,
+            p_failed_edit=bm.p_failed_edit,
+            p_repeated_test=bm.p_repeated_test,
+            p_parse_error=bm.p_parse_error,
+        )
         return Thoughtless(noisy) if params.rollout.calls == "constrained" else noisy
     if bm.demo_agent == "grounded":
         return GroundedAgent(seed=env.seed, order="shuffle")
-    return NoisyAgent(env.task, env.buggy_tree, seed=env.seed, p_wrong_edit=bm.p_wrong_edit,
-                      p_failed_edit=bm.p_failed_edit, p_repeated_test=bm.p_repeated_test,
-                      p_parse_error=bm.p_parse_error, view_max_lines=params.env.view_max_lines)  # fmt: skip
+    return NoisyAgent(
+        env.task,
+        env.buggy_tree,
+        seed=env.seed,
+        p_wrong_edit=bm.p_wrong_edit,
+        p_failed_edit=bm.p_failed_edit,
+        p_repeated_test=bm.p_repeated_test,
+        p_parse_error=bm.p_parse_error,
+        view_max_lines=params.env.view_max_lines,
+    )
 
 
 def eval_tasks(params: Params) -> tuple[TaskStore, list[str]]:
@@ -153,13 +185,17 @@ def evaluate(params: Params, model: torch.nn.Module, codec: ChatCodec, pool: San
     for mode, greedy in (("greedy", True), ("sampled", False)):
         results = []
         for start in range(0, len(ids), params.rollout.batch_size):
-            envs = [task_env(store, i, params.env, board_seed(params.base_model.eval_split_seed, start + n))
-                    for n, i in enumerate(ids[start : start + params.rollout.batch_size])]  # fmt: skip
-            trajs = engine.run(VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden)), seed=params.base_model.seed + start,
-                               greedy=greedy)  # fmt: skip
+            envs = [
+                task_env(store, i, params.env, board_seed(params.base_model.eval_split_seed, start + n))
+                for n, i in enumerate(ids[start : start + params.rollout.batch_size])
+            ]
+            trajs = engine.run(
+                VecEnv(envs, functools.partial(grade_many, pool, hidden=store.hidden)),
+                seed=params.base_model.seed + start,
+                greedy=greedy,
+            )
             results += [t.metrics for t in trajs]
-        out[mode] = {"success_rate": sum(m["success"] for m in results) / len(results),
-                     "episodes": results}  # fmt: skip
+        out[mode] = {"success_rate": sum(m["success"] for m in results) / len(results), "episodes": results}
     return out
 
 

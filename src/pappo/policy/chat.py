@@ -95,29 +95,40 @@ class ChatCodec:
         self.tool_call_close_id = self._single_id(TOOL_CALL_CLOSE)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.pad_id: int = self.endoftext_id if pad is None else int(pad)
-        self.stop_ids: frozenset[int] = frozenset({self.tool_call_close_id, self.im_end_id, self.endoftext_id})
+        self.stop_ids: frozenset[int] = frozenset(
+            {self.tool_call_close_id, self.im_end_id, self.endoftext_id}
+        )
         self._close_text = self._render(_PRELUDE)  # the prelude, ending with '<|im_end|>\n'
         if not self._close_text.endswith(f"{IM_END}\n"):
-            raise PappoError("the chat template does not end an assistant turn with '<|im_end|>\\n'; "
-                             "ChatCodec needs Qwen2.5's ChatML turns")  # fmt: skip
+            raise PappoError(
+                "the chat template does not end an assistant turn with '<|im_end|>\\n'; "
+                "ChatCodec needs Qwen2.5's ChatML turns"
+            )
 
     def _single_id(self, token: str) -> int:
         ids = self.encode(token)
         if len(ids) != 1:
             name = getattr(self.tokenizer, "name_or_path", "") or type(self.tokenizer).__name__
-            raise PappoError(f"tokenizer {name}: {token!r} is not a single token (got ids {ids}); use a "
-                             "Qwen2.5-style tokenizer, or rebuild the tiny one (policy/tokenizer.py)")  # fmt: skip
+            raise PappoError(
+                f"tokenizer {name}: {token!r} is not a single token (got ids {ids}); use a "
+                "Qwen2.5-style tokenizer, or rebuild the tiny one (policy/tokenizer.py)"
+            )
         return ids[0]
 
     def _render(self, messages: Sequence[Mapping[str, Any]], generation_prompt: bool = False) -> str:
         return self.tokenizer.apply_chat_template(
-            [dict(m) for m in messages], tools=self.tools, tokenize=False,
-            add_generation_prompt=generation_prompt, chat_template=self._template,
-        )  # fmt: skip
+            [dict(m) for m in messages],
+            tools=self.tools,
+            tokenize=False,
+            add_generation_prompt=generation_prompt,
+            chat_template=self._template,
+        )
 
     def encode(self, text: str) -> list[int]:
         """Ids of `text` alone (no BOS/EOS added); special-token strings become their ids."""
-        return list(self.tokenizer.encode(text, add_special_tokens=False, verbose=False))  # long source files are fine
+        return list(
+            self.tokenizer.encode(text, add_special_tokens=False, verbose=False)
+        )  # long source files are fine
 
     def prompt_ids(self, messages: list[dict[str, Any]]) -> list[int]:
         """System + user messages rendered by the template with add_generation_prompt=True
@@ -140,13 +151,17 @@ class ChatCodec:
     def observation_text(self, message: Mapping[str, Any], stopped_on: int | None) -> str:
         """The text `observation_ids` encodes."""
         if message.get("role") not in ("tool", "user"):
-            raise PappoError(f"an observation is a 'tool' or 'user' message, got role {message.get('role')!r}")
+            raise PappoError(
+                f"an observation is a 'tool' or 'user' message, got role {message.get('role')!r}"
+            )
         full = self._render([*_PRELUDE, message], generation_prompt=True)
         if not full.startswith(self._close_text):
-            raise PappoError("the chat template renders a message differently depending on what "
-                             "follows it; ChatCodec needs an append-only template like Qwen2.5's")  # fmt: skip
+            raise PappoError(
+                "the chat template renders a message differently depending on what "
+                "follows it; ChatCodec needs an append-only template like Qwen2.5's"
+            )
         close = "\n" if stopped_on == self.im_end_id else f"{IM_END}\n"
-        return close + full[len(self._close_text):]
+        return close + full[len(self._close_text) :]
 
     def decode(self, ids: Sequence[int]) -> str:
         """Assistant text of a turn's generated ids, <tool_call> tags kept, <|im_end|> and

@@ -58,7 +58,9 @@ class CheckpointRecord(BaseModel):
     )
     n_parameters: int = Field(ge=1, description="Distinct parameters (tied weights counted once).")
     architecture: str = Field(description="config.json model_type, e.g. 'qwen2'.")
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(description="Dtype the weights are loaded and run in.")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        description="Dtype the weights are loaded and run in."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,14 +88,19 @@ def verify_against(record: CheckpointRecord, path: Path) -> None:
     _refuse_diff(record.files, hash_files(Path(path)), f"{path}", record)
 
 
-def _refuse_diff(expected: dict[str, str], actual: dict[str, str], where: str, record: CheckpointRecord) -> None:
+def _refuse_diff(
+    expected: dict[str, str], actual: dict[str, str], where: str, record: CheckpointRecord
+) -> None:
     changed = sorted(n for n in expected.keys() & actual.keys() if expected[n] != actual[n])
     missing = sorted(expected.keys() - actual.keys())
     extra = sorted(actual.keys() - expected.keys())
     if not (changed or missing or extra):
         return
-    parts = [f"{label}: {', '.join(names)}" for label, names in
-             (("changed", changed), ("missing", missing), ("extra", extra)) if names]  # fmt: skip
+    parts = [
+        f"{label}: {', '.join(names)}"
+        for label, names in (("changed", changed), ("missing", missing), ("extra", extra))
+        if names
+    ]
     raise PappoError(
         f"{where}: files do not match the checkpoint record of {record.model_id}@{record.revision} "
         f"({'; '.join(parts)}); the checkpoint was modified after it was recorded: rebuild or "
@@ -163,8 +170,13 @@ def build_tiny_model(params: TinyModelParams, tokenizer: PreTrainedTokenizerBase
     from transformers import Qwen2ForCausalLM
 
     # len(): the embedding must cover added special tokens too, whatever the trained vocab reached.
-    config = tiny_config(params, len(tokenizer), bos_token_id=tokenizer.bos_token_id,
-                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)  # fmt: skip
+    config = tiny_config(
+        params,
+        len(tokenizer),
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     # fork_rng: seeding must not disturb the caller's random stream.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(params.seed)
@@ -194,7 +206,7 @@ def save_checkpoint(
         files=files,
         n_parameters=model.num_parameters(),
         architecture=model.config.model_type,
-        dtype=str(model.dtype).removeprefix("torch."),  # type: ignore[arg-type]
+        dtype=str(model.dtype).removeprefix("torch."),
     )
     atomic_write_json(out_dir / RECORD_NAME, record.model_dump(mode="json"))
     return record
@@ -204,13 +216,17 @@ def read_record(folder: Path) -> CheckpointRecord:
     """The `checkpoint.json` in `folder` (a tiny one checked to be self-consistent)."""
     path = Path(folder) / RECORD_NAME
     if not path.is_file():
-        raise PappoError(f"{path} is missing: {folder} is not a saved checkpoint; build it with save_checkpoint")
+        raise PappoError(
+            f"{path} is missing: {folder} is not a saved checkpoint; build it with save_checkpoint"
+        )
     try:
         record = CheckpointRecord.model_validate_json(path.read_text())
     except ValidationError as e:
         raise PappoError(f"{path} is not a valid checkpoint record: {e}; rebuild the checkpoint") from e
     if record.profile == "tiny" and content_revision(record.files) != record.revision:
-        raise PappoError(f"{path}: revision does not match its own `files` listing; the record was edited: rebuild")
+        raise PappoError(
+            f"{path}: revision does not match its own `files` listing; the record was edited: rebuild"
+        )
     return record
 
 
@@ -229,8 +245,10 @@ def hub_cache_root(params: ModelParams) -> Path:
 
 def _fetch_hint(params: ModelParams, revision: str) -> str:
     cache = f" --cache-dir {params.cache_dir}" if params.cache_dir is not None else ""
-    return (f"on a machine with internet run `hf download {params.id} --revision {revision}{cache}` "
-            "(`huggingface-cli download ...` before huggingface_hub 1.0) and copy the cache here")  # fmt: skip
+    return (
+        f"on a machine with internet run `hf download {params.id} --revision {revision}{cache}` "
+        "(`huggingface-cli download ...` before huggingface_hub 1.0) and copy the cache here"
+    )
 
 
 def _refuse_unpinned(params: ModelParams) -> None:
@@ -254,7 +272,9 @@ def _resolve_commit(params: ModelParams, repo: Path) -> tuple[str, str | None]:
         raise PappoError(f"{ref_file}: no cached ref {ref!r} of {params.id}; {_fetch_hint(params, ref)}")
     commit = ref_file.read_text().strip()
     if not _COMMIT.fullmatch(commit):
-        raise PappoError(f"{ref_file} holds {commit!r}, not a 40-hex commit; the cache is corrupt: re-download")
+        raise PappoError(
+            f"{ref_file} holds {commit!r}, not a 40-hex commit; the cache is corrupt: re-download"
+        )
     return commit, ref
 
 
@@ -274,20 +294,26 @@ def _content_address(path: Path, etag: str) -> tuple[str, str]:
 def _verify_link(rel: str, link: Path, blobs: Path, fix: str) -> str:
     """sha256 of one snapshot file after checking it against its blob name; refuses naming `rel`."""
     if not link.is_symlink():
-        raise PappoError(f"{rel}: not a link into {blobs}, so its content cannot be checked against the hub; "
-                         f"the snapshot was copied or edited by hand: delete it and re-download ({fix})")  # fmt: skip
+        raise PappoError(
+            f"{rel}: not a link into {blobs}, so its content cannot be checked against the hub; "
+            f"the snapshot was copied or edited by hand: delete it and re-download ({fix})"
+        )
     blob = link.resolve()
     if blob.parent != blobs.resolve() or not blob.is_file():
-        raise PappoError(f"{rel}: links to {blob}, which is not a blob of this repository; "
-                         f"the cache is corrupt: delete it and re-download ({fix})")  # fmt: skip
+        raise PappoError(
+            f"{rel}: links to {blob}, which is not a blob of this repository; "
+            f"the cache is corrupt: delete it and re-download ({fix})"
+        )
     etag = blob.name
     if len(etag) not in (40, 64):
         raise PappoError(f"{rel}: blob name {etag!r} is neither a git sha1 nor a sha256; re-download ({fix})")
     sha256, address = _content_address(blob, etag)
     if address != etag:
         kind = "git blob sha1" if len(etag) == 40 else "sha256"
-        raise PappoError(f"{rel}: content {kind} {address} does not match its hub address blobs/{etag}; "
-                         f"the cache is corrupt or was edited: delete and re-download ({fix})")  # fmt: skip
+        raise PappoError(
+            f"{rel}: content {kind} {address} does not match its hub address blobs/{etag}; "
+            f"the cache is corrupt or was edited: delete and re-download ({fix})"
+        )
     return sha256
 
 
@@ -364,8 +390,10 @@ def load_checkpoint(
 def _refuse_other(expect: CheckpointRecord, record: CheckpointRecord) -> None:
     loaded, recorded = f"{record.model_id}@{record.revision}", f"{expect.model_id}@{expect.revision}"
     if loaded != recorded:
-        raise PappoError(f"loaded checkpoint {loaded} is not the recorded {recorded}: set model.id and "
-                         "model.revision to the recorded ones, or rerun the stages that recorded it")  # fmt: skip
+        raise PappoError(
+            f"loaded checkpoint {loaded} is not the recorded {recorded}: set model.id and "
+            "model.revision to the recorded ones, or rerun the stages that recorded it"
+        )
     _refuse_diff(expect.files, record.files, loaded, expect)
 
 
@@ -388,8 +416,13 @@ def _load_hub(params: ModelParams) -> tuple[PreTrainedModel, PreTrainedTokenizer
     kwargs = {"revision": revision, **where}
     # adapter_kwargs: transformers' AutoModel adapter probe (adapter_config.json) does not get
     # cache_dir or local_files_only otherwise, and asks the network (cf. transformers#29401).
-    model = AutoModelForCausalLM.from_pretrained(params.id, dtype=_torch_dtype(params.dtype), adapter_kwargs=where,
-                                                 attn_implementation=HUB_ATTN_IMPLEMENTATION, **kwargs)  # fmt: skip
+    model = AutoModelForCausalLM.from_pretrained(
+        params.id,
+        dtype=_torch_dtype(params.dtype),
+        adapter_kwargs=where,
+        attn_implementation=HUB_ATTN_IMPLEMENTATION,
+        **kwargs,
+    )
     tokenizer = AutoTokenizer.from_pretrained(params.id, **kwargs)
     if not params.local_files_only:
         _, record = resolve_hub(params)  # files may just have been downloaded: verify what landed
@@ -407,13 +440,18 @@ def load_tokenizer(folder: Path) -> PreTrainedTokenizerBase:
     return PreTrainedTokenizerFast.from_pretrained(folder, local_files_only=True)
 
 
-def _load_tiny(params: ModelParams, folder: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, CheckpointRecord]:
+def _load_tiny(
+    params: ModelParams, folder: Path
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, CheckpointRecord]:
     from transformers import AutoModelForCausalLM
 
     record = read_record(folder)
     verify_against(record, folder)
     model = AutoModelForCausalLM.from_pretrained(
-        folder, dtype=_torch_dtype(params.dtype), attn_implementation=ATTN_IMPLEMENTATION, local_files_only=True
+        folder,
+        dtype=_torch_dtype(params.dtype),
+        attn_implementation=ATTN_IMPLEMENTATION,
+        local_files_only=True,
     )
     tokenizer = load_tokenizer(folder)
     _refuse_other_shape(params.tiny, model.config, folder)
@@ -422,9 +460,20 @@ def _load_tiny(params: ModelParams, folder: Path) -> tuple[PreTrainedModel, PreT
 
 def _refuse_other_shape(params: TinyModelParams, config: Any, folder: Path) -> None:
     """A tiny checkpoint built from other model.tiny params is stale, not a different model to run."""
-    names = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-             "num_key_value_heads", "max_position_embeddings")  # fmt: skip
-    diff = [f"{n}: checkpoint {getattr(config, n)} vs params {getattr(params, n)}"
-            for n in names if getattr(config, n) != getattr(params, n)]  # fmt: skip
+    names = (
+        "hidden_size",
+        "intermediate_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "max_position_embeddings",
+    )
+    diff = [
+        f"{n}: checkpoint {getattr(config, n)} vs params {getattr(params, n)}"
+        for n in names
+        if getattr(config, n) != getattr(params, n)
+    ]
     if diff:
-        raise PappoError(f"{folder}: built from other model.tiny params ({'; '.join(diff)}); rebuild the tiny checkpoint")
+        raise PappoError(
+            f"{folder}: built from other model.tiny params ({'; '.join(diff)}); rebuild the tiny checkpoint"
+        )

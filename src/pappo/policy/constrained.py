@@ -27,8 +27,10 @@ from pappo.policy.decisions import ARG, NAME, decision_flags
 def valid_calls(mode: Mode, k: int) -> list[str]:
     """The text of every valid call of candidates mode with k candidates, no thought."""
     if mode != "candidates":
-        raise PappoError(f"constrained calls need env.actions 'candidates' (got {mode!r}): free-mode "
-                         "arguments (paths, code) are open-ended; set rollout.calls: sampled")  # fmt: skip
+        raise PappoError(
+            f"constrained calls need env.actions 'candidates' (got {mode!r}): free-mode "
+            "arguments (paths, code) are open-ended; set rollout.calls: sampled"
+        )
     out = []
     for name in tool_names(mode):
         args = [{"id": i} for i in range(1, k + 1)] if name in ("apply", "view") else [{}]
@@ -44,8 +46,10 @@ class CallTrie:
         seqs = [codec.encode(text) for text in valid_calls(mode, k)]
         for ids in seqs:
             if not ids or ids[-1] not in codec.stop_ids:
-                raise PappoError(f"the codec encodes a call without ending on a stop token ({ids[-3:]}); "
-                                 "constrained calls need the turn to end on </tool_call>")  # fmt: skip
+                raise PappoError(
+                    f"the codec encodes a call without ending on a stop token ({ids[-3:]}); "
+                    "constrained calls need the turn to end on </tool_call>"
+                )
             for i, tok in enumerate(ids):
                 kids = self.children.setdefault(tuple(ids[:i]), [])
                 if tok not in kids:
@@ -54,8 +58,10 @@ class CallTrie:
             flags = decision_flags(codec, ids)
             for i in range(len(ids)):
                 if len(self.children[tuple(ids[:i])]) > 1 and flags[i] not in (NAME, ARG):
-                    raise PappoError(f"the tokenizer makes a call's format branch at token {i} of "
-                                     f"{codec.decode(ids)!r} (not a tool or id choice); use rollout.calls: sampled")  # fmt: skip
+                    raise PappoError(
+                        f"the tokenizer makes a call's format branch at token {i} of "
+                        f"{codec.decode(ids)!r} (not a tool or id choice); use rollout.calls: sampled"
+                    )
         self.longest = max(len(ids) for ids in seqs)
 
     def allowed(self, prefix: list[int]) -> list[int]:
@@ -79,6 +85,8 @@ def call_trie(codec: Any, params: Params) -> CallTrie | None:
         return None
     trie = CallTrie(codec, params.env.actions, params.env.candidates.k)
     if trie.longest > params.rollout.max_new_tokens_per_turn:
-        raise PappoError(f"rollout.max_new_tokens_per_turn {params.rollout.max_new_tokens_per_turn} is shorter "
-                         f"than the longest constrained call ({trie.longest} tokens); raise it")  # fmt: skip
+        raise PappoError(
+            f"rollout.max_new_tokens_per_turn {params.rollout.max_new_tokens_per_turn} is shorter "
+            f"than the longest constrained call ({trie.longest} tokens); raise it"
+        )
     return trie

@@ -60,8 +60,10 @@ def choice_tokens(codec: Any, mode: Mode, k: int) -> dict[int, frozenset[int]]:
                 value = name if kind == NAME else str(args["id"])
                 seen = options[kind].setdefault(int(tok), value)
                 if seen != value:  # the choice would be made after the first token: not trained
-                    raise PappoError(f"the tokenizer spells {seen!r} and {value!r} with the same first token "
-                                     f"{int(tok)}; rl.loss_tokens 'decisions' needs distinct first tokens (use 'response')")  # fmt: skip
+                    raise PappoError(
+                        f"the tokenizer spells {seen!r} and {value!r} with the same first token "
+                        f"{int(tok)}; rl.loss_tokens 'decisions' needs distinct first tokens (use 'response')"
+                    )
     return {kind: frozenset(toks) for kind, toks in options.items()}
 
 

@@ -187,11 +187,13 @@ class Qwen2Decoder:
         bias = torch.cat([qb, kb, vb]) if qb is not None and kb is not None and vb is not None else None
         return _Layer(
             ln1=block.input_layernorm.weight.detach().clone(),
-            qkv_w=torch.cat([q, k, v]), qkv_b=bias, o_w=_dense(attn.o_proj)[0],
+            qkv_w=torch.cat([q, k, v]),
+            qkv_b=bias,
+            o_w=_dense(attn.o_proj)[0],
             ln2=block.post_attention_layernorm.weight.detach().clone(),
             gate_up_w=torch.cat([_dense(mlp.gate_proj)[0], _dense(mlp.up_proj)[0]]),
             down_w=_dense(mlp.down_proj)[0],
-        )  # fmt: skip
+        )
 
     def new_cache(self, capacity: int | None = None) -> KVCache:
         return KVCache(len(self.layers), capacity)
@@ -216,8 +218,14 @@ class Qwen2Decoder:
         return torch.where(allowed, zero, torch.finfo(self.embed.dtype).min)[:, None]
 
     @torch.inference_mode()
-    def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,
-                 cache: KVCache, last_only: bool) -> torch.Tensor:  # fmt: skip
+    def __call__(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        position_ids: torch.Tensor,
+        cache: KVCache,
+        last_only: bool,
+    ) -> torch.Tensor:
         b, t = input_ids.shape
         input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
         position_ids = position_ids.to(self.device)

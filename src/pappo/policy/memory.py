@@ -54,9 +54,16 @@ class Dims:
     def from_config(cls, cfg: Any) -> "Dims":
         """From a transformers Qwen2Config (or any object with its field names)."""
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        return cls(cfg.vocab_size, cfg.hidden_size, cfg.intermediate_size, cfg.num_hidden_layers,
-                   cfg.num_attention_heads, cfg.num_key_value_heads, head_dim,
-                   bool(getattr(cfg, "tie_word_embeddings", False)))
+        return cls(
+            cfg.vocab_size,
+            cfg.hidden_size,
+            cfg.intermediate_size,
+            cfg.num_hidden_layers,
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+            head_dim,
+            bool(getattr(cfg, "tie_word_embeddings", False)),
+        )
 
     def parameters(self) -> int:
         """Base weights: embedding, lm_head unless tied, per layer q/k/v (with biases), o, MLP, two norms."""
@@ -68,8 +75,15 @@ class Dims:
         """One adapter's A and B over the target projections of every layer (Qwen2 names)."""
         h, i = self.hidden, self.intermediate
         q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
-        shapes = {"q_proj": (h, q), "k_proj": (h, kv), "v_proj": (h, kv), "o_proj": (q, h),
-                  "gate_proj": (h, i), "up_proj": (h, i), "down_proj": (i, h)}
+        shapes = {
+            "q_proj": (h, q),
+            "k_proj": (h, kv),
+            "v_proj": (h, kv),
+            "o_proj": (q, h),
+            "gate_proj": (h, i),
+            "up_proj": (h, i),
+            "down_proj": (i, h),
+        }
         return self.layers * sum(rank * sum(shapes[t]) for t in targets if t in shapes)
 
     def kv_bytes_per_position(self, dtype_bytes: int) -> int:
@@ -110,12 +124,22 @@ class Prediction:
         return max(self.rollout, self.update)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"parts_bytes": self.parts, "rollout_bytes": self.rollout, "update_bytes": self.update,
-                "peak_bytes": self.peak, "peak_gib": round(self.peak / GIB, 2)}
+        return {
+            "parts_bytes": self.parts,
+            "rollout_bytes": self.rollout,
+            "update_bytes": self.update,
+            "peak_bytes": self.peak,
+            "peak_gib": round(self.peak / GIB, 2),
+        }
 
 
-def predict(params: Params, dims: Dims, rows: int | None = None, prompt_tokens: int = 512,
-            sampled_fraction: float | None = None) -> Prediction:
+def predict(
+    params: Params,
+    dims: Dims,
+    rows: int | None = None,
+    prompt_tokens: int = 512,
+    sampled_fraction: float | None = None,
+) -> Prediction:
     """Peak bytes of one update of `params` on a model of `dims`. rows: episodes decoded together
     (default: rollout.batch_size, at most the episodes of an update); prompt_tokens: the first
     prefill (sets the KV cache's growth steps); sampled_fraction: sampled share of a row's tokens
@@ -140,11 +164,20 @@ def predict(params: Params, dims: Dims, rows: int | None = None, prompt_tokens: 
         activations = dims.layers * tokens * dims.hidden * s + 2 * per_layer
     else:
         activations = dims.layers * per_layer
-    copies = LOGIT_COPIES_FP32 - (1 if s == 4 else 0)  # in float32, .float() returns the lm_head output itself
+    copies = LOGIT_COPIES_FP32 - (
+        1 if s == 4 else 0
+    )  # in float32, .float() returns the lm_head output itself
     logits = int(tokens * sampled_fraction) * dims.vocab * (s + 4 * copies)
-    parts = {"weights": weights, "adapters_and_optimizer": adapters, "decoder_snapshot": weights,
-             "kv_cache": kv, "sampler_logits": sampler_logits, "prefill": prefill,
-             "activations": activations, "train_logits": logits}
+    parts = {
+        "weights": weights,
+        "adapters_and_optimizer": adapters,
+        "decoder_snapshot": weights,
+        "kv_cache": kv,
+        "sampler_logits": sampler_logits,
+        "prefill": prefill,
+        "activations": activations,
+        "train_logits": logits,
+    }
     rollout = weights + adapters + weights + kv + sampler_logits + prefill
     return Prediction(parts, rollout, weights + adapters + activations + logits)
 
@@ -158,22 +191,29 @@ def refusal(params: Params, dims: Dims, gpu_bytes: int, headroom: float = 0.9) -
         return None
     rp, rl = params.rollout, params.rl
     if p.rollout >= p.update:
-        fix = (f"lower rollout.batch_size (now {rp.batch_size}) or rollout.max_tokens_per_episode "
-               f"(now {rp.max_tokens_per_episode}): the KV cache is {p.parts['kv_cache'] / GIB:.1f} GiB")
+        fix = (
+            f"lower rollout.batch_size (now {rp.batch_size}) or rollout.max_tokens_per_episode "
+            f"(now {rp.max_tokens_per_episode}): the KV cache is {p.parts['kv_cache'] / GIB:.1f} GiB"
+        )
     else:
         fix = f"lower rl.micro_batch_size (now {rl.micro_batch_size})"
         if not params.model.gradient_checkpointing:
             fix += " or set model.gradient_checkpointing: true"
-        fix += (f": activations {p.parts['activations'] / GIB:.1f} GiB, logits "
-                f"{p.parts['train_logits'] / GIB:.1f} GiB")
-    return (f"predicted peak memory {p.peak / GIB:.1f} GiB (rollout {p.rollout / GIB:.1f}, update "
-            f"{p.update / GIB:.1f}) exceeds {headroom:.0%} of the GPU's {gpu_bytes / GIB:.1f} GiB; {fix}")
+        fix += (
+            f": activations {p.parts['activations'] / GIB:.1f} GiB, logits "
+            f"{p.parts['train_logits'] / GIB:.1f} GiB"
+        )
+    return (
+        f"predicted peak memory {p.peak / GIB:.1f} GiB (rollout {p.rollout / GIB:.1f}, update "
+        f"{p.update / GIB:.1f}) exceeds {headroom:.0%} of the GPU's {gpu_bytes / GIB:.1f} GiB; {fix}"
+    )
 
 
 # Qwen/Qwen2.5-Coder-7B-Instruct's config.json: the hub profile's model, used when its config is not
 # in the local cache yet (`pappo profile` runs before the download).
-QWEN25_CODER_7B = Dims(vocab=152064, hidden=3584, intermediate=18944, layers=28, heads=28, kv_heads=4,
-                       head_dim=128, tied=False)
+QWEN25_CODER_7B = Dims(
+    vocab=152064, hidden=3584, intermediate=18944, layers=28, heads=28, kv_heads=4, head_dim=128, tied=False
+)
 
 
 def dims_for(params: Params) -> Dims | None:
@@ -182,14 +222,22 @@ def dims_for(params: Params) -> Dims | None:
     m = params.model
     if m.profile == "tiny":
         t = m.tiny
-        return Dims(t.vocab_size, t.hidden_size, t.intermediate_size, t.num_hidden_layers,
-                    t.num_attention_heads, t.num_key_value_heads, t.hidden_size // t.num_attention_heads,
-                    tied=True)
+        return Dims(
+            t.vocab_size,
+            t.hidden_size,
+            t.intermediate_size,
+            t.num_hidden_layers,
+            t.num_attention_heads,
+            t.num_key_value_heads,
+            t.hidden_size // t.num_attention_heads,
+            tied=True,
+        )
     try:
         from transformers import AutoConfig
 
-        cfg = AutoConfig.from_pretrained(m.id, revision=m.revision or None, cache_dir=m.cache_dir,
-                                         local_files_only=True)
+        cfg = AutoConfig.from_pretrained(
+            m.id, revision=m.revision or None, cache_dir=m.cache_dir, local_files_only=True
+        )
         return Dims.from_config(cfg)
     except (OSError, ValueError, KeyError):  # not downloaded yet, or not a Qwen2-like config
         return QWEN25_CODER_7B if m.id == "Qwen/Qwen2.5-Coder-7B-Instruct" else None
@@ -199,8 +247,11 @@ def device_bytes() -> int | None:
     """Total memory of the current CUDA device; None without one."""
     import torch
 
-    return int(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory) if (
-        torch.cuda.is_available()) else None
+    return (
+        int(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory)
+        if (torch.cuda.is_available())
+        else None
+    )
 
 
 def check(params: Params, gpu_memory_gib: float | None = None) -> str | None:

@@ -47,7 +47,9 @@ class Trajectory:
     response_mask: list[int]  # 1 where the policy sampled the token
     tool_mask: list[int]  # 1 on environment tokens appended after the prompt
     prompt_len: int
-    decision_kind: list[int] = field(default_factory=list)  # kind of choice a sampled token spells (decisions.decision_flags), 0 elsewhere
+    decision_kind: list[int] = field(
+        default_factory=list
+    )  # kind of choice a sampled token spells (decisions.decision_flags), 0 elsewhere
     turn_spans: list[tuple[int, int]] = field(default_factory=list)  # [start, end) of each turn's sampled ids
     turn_rewards: list[float] = field(default_factory=list)  # per turn, terminal reward on the last
     terminal_reward: float = 0.0  # the part of the last turn's reward that is the outcome
@@ -64,10 +66,17 @@ class Trajectory:
 def hf_forward(model: torch.nn.Module) -> Forward:
     """The Forward of a transformers causal LM (or anything with the same call signature)."""
 
-    def forward(ids: torch.Tensor, mask: torch.Tensor, pos: torch.Tensor, cache: DynamicCache,
-                last_only: bool) -> torch.Tensor:  # fmt: skip
-        out = model(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True,
-                    logits_to_keep=1 if last_only else 0)  # fmt: skip
+    def forward(
+        ids: torch.Tensor, mask: torch.Tensor, pos: torch.Tensor, cache: DynamicCache, last_only: bool
+    ) -> torch.Tensor:
+        out = model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=pos,
+            cache=cache,
+            use_cache=True,
+            logits_to_keep=1 if last_only else 0,
+        )
         return out.logits
 
     return forward
@@ -84,8 +93,9 @@ class Sampler:
         self.temperature, self.top_p, self.greedy = params.temperature, params.top_p, greedy
         self.generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
 
-    def __call__(self, logits: torch.Tensor, episodes: Sequence[int],
-                 allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    def __call__(
+        self, logits: torch.Tensor, episodes: Sequence[int], allowed: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """logits (B, V) of the given episodes -> sampled ids (B,), their log-probs (B,) under the
         temperature-scaled softmax, restricted to `allowed` (B, V) bool when given."""
         logits = logits.float()
@@ -102,7 +112,11 @@ class Sampler:
             cdf = probs.cumsum(dim=-1)  # (B, V)
             u = torch.cat([torch.rand(1, generator=self.generators[e]) for e in episodes])[:, None]  # (B, 1)
             u = u.to(cdf.device)  # CPU generators: the same draws on any device
-            ids = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1).clamp(max=probs.shape[-1] - 1)
+            ids = (
+                torch.searchsorted(cdf, u * cdf[:, -1:], right=True)
+                .squeeze(-1)
+                .clamp(max=probs.shape[-1] - 1)
+            )
         return ids, logp.gather(-1, ids[:, None]).squeeze(-1)
 
 
@@ -130,8 +144,8 @@ class _Batch:
         chunk_mask = torch.zeros(len(chunks), width, dtype=torch.long)  # (B, T)
         for r, c in enumerate(chunks):
             if c:
-                ids[r, width - len(c):] = torch.tensor(c)
-                chunk_mask[r, width - len(c):] = 1
+                ids[r, width - len(c) :] = torch.tensor(c)
+                chunk_mask[r, width - len(c) :] = 1
         pos = self.next_pos[:, None] + (chunk_mask.cumsum(-1) - 1).clamp(min=0)  # (B, T)
         self.mask = torch.cat([self.mask, chunk_mask], dim=1)
         self.next_pos = self.next_pos + chunk_mask.sum(-1)
@@ -186,23 +200,30 @@ class RolloutEngine:
     `decoder` is a `Qwen2Decoder` snapshot of the policy (build a new one after the weights change);
     with `trie` (`constrained.call_trie`) every turn is one of its valid calls."""
 
-    def __init__(self, decoder: Qwen2Decoder, codec: Any, params: RolloutParams, trie: CallTrie | None = None) -> None:
+    def __init__(
+        self, decoder: Qwen2Decoder, codec: Any, params: RolloutParams, trie: CallTrie | None = None
+    ) -> None:
         self.decoder, self.codec, self.params, self.trie = decoder, codec, params, trie
         self.forward: Forward = decoder
         self.compactions = 0  # sub-batches made (diagnostics)
 
     @torch.inference_mode()
-    def run(self, vec: VecEnv, seed: int, greedy: bool = False,
-            episode_seeds: Sequence[int] | None = None) -> list[Trajectory]:  # fmt: skip
+    def run(
+        self, vec: VecEnv, seed: int, greedy: bool = False, episode_seeds: Sequence[int] | None = None
+    ) -> list[Trajectory]:
         """Play every episode to its end. Episode i samples from seed `episode_seeds[i]`
         (default: derived from `seed` and i)."""
-        seeds = episode_seeds if episode_seeds is not None else [seed * 1_000_003 + i for i in range(len(vec))]
+        seeds = (
+            episode_seeds if episode_seeds is not None else [seed * 1_000_003 + i for i in range(len(vec))]
+        )
         sample = Sampler(self.params, seeds, greedy)
         messages = vec.reset()
         trajs = [self._start(env.task.instance_id, m) for env, m in zip(vec.envs, messages)]
         static = self.params.kv_cache == "static"
-        batch = _Batch(list(range(len(trajs))), self.decoder.new_cache(
-            self.params.max_tokens_per_episode if static else None))
+        batch = _Batch(
+            list(range(len(trajs))),
+            self.decoder.new_cache(self.params.max_tokens_per_episode if static else None),
+        )
         logits = batch.feed_prompts(self.forward, [t.token_ids for t in trajs], self.codec.pad_id)
         while batch.rows:
             turns, stops, pending = self._turn(batch, logits, trajs, sample)
@@ -224,15 +245,21 @@ class RolloutEngine:
         traj.tool_mask = [0] * len(ids)  # the prompt is neither policy nor environment feedback
         return traj
 
-    def _turn(self, batch: _Batch, logits: torch.Tensor, trajs: list[Trajectory],
-              sample: Sampler) -> tuple[list[list[int]], list[int | None], list[list[int]]]:  # fmt: skip
+    def _turn(
+        self, batch: _Batch, logits: torch.Tensor, trajs: list[Trajectory], sample: Sampler
+    ) -> tuple[list[list[int]], list[int | None], list[list[int]]]:
         """Sample one assistant turn for every running row, in lockstep.
 
         Returns each row's sampled ids, the stop token it ended on (None: cut by a limit), and
         the ids sampled last but not yet fed to the model (fed with the observation)."""
         n = len(batch.rows)
-        limits = [min(self.params.max_new_tokens_per_turn,
-                      self.params.max_tokens_per_episode - len(trajs[e].token_ids)) for e in batch.rows]  # fmt: skip
+        limits = [
+            min(
+                self.params.max_new_tokens_per_turn,
+                self.params.max_tokens_per_episode - len(trajs[e].token_ids),
+            )
+            for e in batch.rows
+        ]
         turns: list[list[int]] = [[] for _ in range(n)]
         lps: list[list[float]] = [[] for _ in range(n)]
         stops: list[int | None] = [None] * n
@@ -242,8 +269,12 @@ class RolloutEngine:
         active, rows = batch, list(range(n))  # the batch being decoded and its rows (of `batch`)
         while any(live[r] for r in rows):
             drawing = [j for j, r in enumerate(rows) if live[r]]  # idle rows draw nothing
-            allowed = self.trie.mask([turns[rows[j]] for j in drawing], logits.shape[-1]) if self.trie else None
-            ids, lp = sample(logits[drawing], [batch.rows[rows[j]] for j in drawing], allowed)  # (B_live,) each
+            allowed = (
+                self.trie.mask([turns[rows[j]] for j in drawing], logits.shape[-1]) if self.trie else None
+            )
+            ids, lp = sample(
+                logits[drawing], [batch.rows[rows[j]] for j in drawing], allowed
+            )  # (B_live,) each
             drawn = {j: (int(ids[k]), float(lp[k])) for k, j in enumerate(drawing)}
             step = []
             for j, r in enumerate(rows):
@@ -282,8 +313,15 @@ class RolloutEngine:
             trajs[env_i].decision_kind[start:] = decision_flags(self.codec, turns[r])
         return turns, stops, last
 
-    def _observe(self, vec: VecEnv, batch: _Batch, trajs: list[Trajectory], results: list[Any],
-                 stops: list[int | None], pending: list[list[int]]) -> torch.Tensor:  # fmt: skip
+    def _observe(
+        self,
+        vec: VecEnv,
+        batch: _Batch,
+        trajs: list[Trajectory],
+        results: list[Any],
+        stops: list[int | None],
+        pending: list[list[int]],
+    ) -> torch.Tensor:
         """Append each running episode's observation; end the finished and the out-of-budget."""
         chunks: dict[int, list[int]] = {}
         out_of_budget = []

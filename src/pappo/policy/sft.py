@@ -85,10 +85,14 @@ def dense_or_mask(attention_mask: torch.Tensor | None) -> torch.Tensor | None:
     return None if bool((m[:, 1:] <= m[:, :-1]).all()) else attention_mask
 
 
-def model_lm_loss(model: torch.nn.Module, ids: torch.Tensor, attn: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
+def model_lm_loss(
+    model: torch.nn.Module, ids: torch.Tensor, attn: torch.Tensor, loss_mask: torch.Tensor
+) -> torch.Tensor:
     """`masked_lm_loss` of a Qwen2 causal LM with the lm_head and softmax only at the positions
     whose target is in the loss (SFT: the assistant's tokens, a fraction of each sequence)."""
-    hidden = model.model(input_ids=ids, attention_mask=dense_or_mask(attn), use_cache=False).last_hidden_state  # (B, T, H)
+    hidden = model.model(
+        input_ids=ids, attention_mask=dense_or_mask(attn), use_cache=False
+    ).last_hidden_state  # (B, T, H)
     picked = loss_mask[:, 1:] != 0  # (B, T-1): position t-1 predicts token t
     logits = model.lm_head(hidden[:, :-1][picked]).float()  # (M, V)
     nll = torch.nn.functional.cross_entropy(logits, ids[:, 1:][picked], reduction="sum")
@@ -104,8 +108,9 @@ class Schedule:
     warmup: int = 10
 
 
-def train(model: torch.nn.Module, examples: Sequence[Example], schedule: Schedule, pad_id: int,
-          seed: int) -> list[float]:  # fmt: skip
+def train(
+    model: torch.nn.Module, examples: Sequence[Example], schedule: Schedule, pad_id: int, seed: int
+) -> list[float]:
     """AdamW with linear warm-up and cosine decay, gradient clipping at 1.0; returns the losses.
 
     Deterministic for a given seed on a given machine: batches are drawn from a seeded generator.

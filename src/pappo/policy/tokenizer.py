@@ -76,11 +76,15 @@ def warmup_files(warmup_repos: Path) -> list[tuple[str, bytes]]:
     """Every file of every warm-up family, labelled warmup/<family>/<path>."""
     warmup_repos = Path(warmup_repos)
     if "repofix" in warmup_repos.parts:
-        raise PappoError(f"{warmup_repos}: the tokenizer corpus must not include the benchmark "
-                         "repositories; pass tasks.warmup.repos")  # fmt: skip
-    return [(f"warmup/{family}/{path}", data)
-            for family in list_families(warmup_repos)
-            for path, data in load_tree(warmup_repos / family).items()]  # fmt: skip
+        raise PappoError(
+            f"{warmup_repos}: the tokenizer corpus must not include the benchmark "
+            "repositories; pass tasks.warmup.repos"
+        )
+    return [
+        (f"warmup/{family}/{path}", data)
+        for family in list_families(warmup_repos)
+        for path, data in load_tree(warmup_repos / family).items()
+    ]
 
 
 def protocol_files() -> list[tuple[str, bytes]]:
@@ -88,7 +92,10 @@ def protocol_files() -> list[tuple[str, bytes]]:
     files = []
     for mode, args in (("free", _EXAMPLE_ARGS), ("candidates", _EXAMPLE_ARGS_CANDIDATES)):
         tag = "protocol" if mode == "free" else f"protocol/{mode}"
-        files += [(f"{tag}/system", system_prompt(mode).encode()), (f"{tag}/tools", json.dumps(tools_for(mode)).encode())]
+        files += [
+            (f"{tag}/system", system_prompt(mode).encode()),
+            (f"{tag}/tools", json.dumps(tools_for(mode)).encode()),
+        ]
         for name in tool_names(mode):
             call = format_tool_call(name, args[name], f"I call {name} next.", mode=mode)
             files.append((f"{tag}/call/{name}", call.encode()))
@@ -130,8 +137,10 @@ def train_tokenizer(files: Sequence[tuple[str, bytes]], vocab_size: int) -> PreT
     """Byte-level BPE with the special tokens at ids 0..6, pad <|endoftext|>, eos <|im_end|>."""
     floor = len(SPECIAL_TOKENS) + len(pre_tokenizers.ByteLevel.alphabet())
     if vocab_size <= floor:
-        raise PappoError(f"model.tiny.vocab_size {vocab_size} leaves no room for merges: it must exceed "
-                         f"{floor} (special tokens + 256 byte symbols)")  # fmt: skip
+        raise PappoError(
+            f"model.tiny.vocab_size {vocab_size} leaves no room for merges: it must exceed "
+            f"{floor} (special tokens + 256 byte symbols)"
+        )
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()

@@ -44,7 +44,9 @@ def _rewards_on_mask(rewards: Tensor, mask: Tensor, where: str) -> None:
         raise ValueError(f"rewards must sit on {where}; found a non-zero reward outside the mask")
 
 
-def _masked_gae(rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam: float) -> tuple[Tensor, Tensor]:
+def _masked_gae(
+    rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam: float
+) -> tuple[Tensor, Tensor]:
     """GAE along dim 1 over the masked entries of each row, skipping the unmasked ones.
 
     The masked entries of each row are gathered to the left (in order), GAE runs on the
@@ -53,8 +55,10 @@ def _masked_gae(rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam
     """
     mask = mask.bool()
     if rewards.shape != values.shape or mask.shape != values.shape or values.dim() != 2:
-        raise ValueError(f"rewards, values, mask must share one (B, T) shape; got "
-                         f"{tuple(rewards.shape)}, {tuple(values.shape)}, {tuple(mask.shape)}")  # fmt: skip
+        raise ValueError(
+            f"rewards, values, mask must share one (B, T) shape; got "
+            f"{tuple(rewards.shape)}, {tuple(values.shape)}, {tuple(mask.shape)}"
+        )
     dtype = _float(rewards, values)
     counts = mask.sum(dim=1)  # (B,)
     width = int(counts.max()) if mask.numel() else 0
@@ -77,8 +81,9 @@ def _masked_gae(rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam
     return adv, ret
 
 
-def token_gae(token_rewards: Tensor, values: Tensor, response_mask: Tensor, gamma: float,
-              lam: float) -> tuple[Tensor, Tensor]:  # fmt: skip
+def token_gae(
+    token_rewards: Tensor, values: Tensor, response_mask: Tensor, gamma: float, lam: float
+) -> tuple[Tensor, Tensor]:
     """Token-level GAE over policy tokens (Schulman et al. 2016, "High-dimensional continuous
     control using generalized advantage estimation", eq. 16; masking as verl's
     `compute_gae_advantage_return`).
@@ -94,8 +99,9 @@ def token_gae(token_rewards: Tensor, values: Tensor, response_mask: Tensor, gamm
     return _masked_gae(token_rewards, values, response_mask, gamma, lam)
 
 
-def turn_gae(turn_rewards: Tensor, turn_values: Tensor, turn_mask: Tensor, gamma: float,
-             lam: float) -> tuple[Tensor, Tensor]:  # fmt: skip
+def turn_gae(
+    turn_rewards: Tensor, turn_values: Tensor, turn_mask: Tensor, gamma: float, lam: float
+) -> tuple[Tensor, Tensor]:
     """Turn-level GAE: one step per assistant turn (Schulman et al. 2016, eq. 16, with turns as
     time steps; the turn-as-action MDP of multi-turn agent RL).
 
@@ -138,11 +144,15 @@ def rewards_before_turn(turn_rewards: Tensor, turn_index: Tensor, response_mask:
     turn_rewards (B, N), turn_index (B, T), response_mask (B, T) -> (B, T), 0 off the mask:
         out[b, t] = sum(turn_rewards[b, :turn_index[b, t]]) if response_mask[b, t] else 0.
     """
-    before = torch.nn.functional.pad(torch.cumsum(turn_rewards, dim=1), (1, 0))[:, :-1]  # (B, N), no subtraction
+    before = torch.nn.functional.pad(torch.cumsum(turn_rewards, dim=1), (1, 0))[
+        :, :-1
+    ]  # (B, N), no subtraction
     return broadcast_turns(before, turn_index, response_mask)
 
 
-def turn_values_from_tokens(values: Tensor, turn_index: Tensor, response_mask: Tensor, n_turns: int) -> Tensor:
+def turn_values_from_tokens(
+    values: Tensor, turn_index: Tensor, response_mask: Tensor, n_turns: int
+) -> Tensor:
     """The critic's value of each turn: its value at the turn's first policy token.
 
     values, turn_index, response_mask (B, T) -> (B, n_turns). With `values[:, t]` the value of
@@ -160,8 +170,9 @@ def turn_values_from_tokens(values: Tensor, turn_index: Tensor, response_mask: T
     return torch.where(first < t, out, torch.zeros((), dtype=out.dtype, device=out.device))
 
 
-def turn_index_from_spans(turn_spans: Sequence[Sequence[tuple[int, int]]], length: int,
-                          offsets: Sequence[int] | None = None) -> Tensor:  # fmt: skip
+def turn_index_from_spans(
+    turn_spans: Sequence[Sequence[tuple[int, int]]], length: int, offsets: Sequence[int] | None = None
+) -> Tensor:
     """(B, length) long: the turn of each token covered by a span, -1 elsewhere.
 
     turn_spans[b] lists [start, end) of each turn's sampled ids in row b (`Trajectory.turn_spans`);
@@ -190,8 +201,13 @@ def pad_rows(rows: Sequence[Sequence[float]], width: int | None = None) -> tuple
     return values, mask
 
 
-def grpo_advantages(scores: Tensor, group_index: Tensor | None = None, norm_by_std: bool = True,
-                    eps: float = 1e-6, valid: Tensor | None = None) -> Tensor:  # fmt: skip
+def grpo_advantages(
+    scores: Tensor,
+    group_index: Tensor | None = None,
+    norm_by_std: bool = True,
+    eps: float = 1e-6,
+    valid: Tensor | None = None,
+) -> Tensor:
     """Group-relative advantages (Shao et al. 2024, DeepSeekMath, GRPO outcome supervision:
     A_i = (r_i - mean(r_group)) / std(r_group); Liu et al. 2025, Dr. GRPO: no std division).
 
@@ -226,8 +242,9 @@ def grpo_advantages(scores: Tensor, group_index: Tensor | None = None, norm_by_s
     return torch.where(live, dev, zero).reshape(shape)
 
 
-def whiten_with_moments(x: Tensor, mask: Tensor, mean: Tensor, var: Tensor, shift_mean: bool = True,
-                        eps: float = 1e-8) -> Tensor:
+def whiten_with_moments(
+    x: Tensor, mask: Tensor, mean: Tensor, var: Tensor, shift_mean: bool = True, eps: float = 1e-8
+) -> Tensor:
     """(x - mean) * rsqrt(var + eps) on the mask, 0 off it; with shift_mean False the mean is added back.
 
     The whitening formula alone: the caller supplies the moments, so `masked_whiten` (moments of x)
@@ -283,7 +300,9 @@ def pappo_turn_rewards(terminal: Tensor, process: Tensor, turn_mask: Tensor, loc
     mask = turn_mask.bool()
     _rewards_on_mask(process, mask, "real turns (turn_mask == 1)")
     dtype = _float(process, terminal)
-    out = torch.where(mask, local_prior * process.to(dtype), torch.zeros((), dtype=dtype, device=process.device))
+    out = torch.where(
+        mask, local_prior * process.to(dtype), torch.zeros((), dtype=dtype, device=process.device)
+    )
     return _place_terminal(out, terminal, mask, "real turn")
 
 

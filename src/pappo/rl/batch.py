@@ -35,8 +35,12 @@ class RolloutBatch:
     process: torch.Tensor  # (B, N) per-turn process rewards (patch-aware events), outcome excluded
     group: torch.Tensor  # (B,) long, index of the task (GRPO groups)
     index: torch.Tensor  # (B,) long, global episode index of the update (minibatches are drawn over it)
-    decision_mask: torch.Tensor  # float, 1 on the sampled tokens that make a choice (a subset of response_mask)
-    choice_row: torch.Tensor  # long, row of the choice table whose options a choice is made among; 0: all tokens
+    decision_mask: (
+        torch.Tensor
+    )  # float, 1 on the sampled tokens that make a choice (a subset of response_mask)
+    choice_row: (
+        torch.Tensor
+    )  # long, row of the choice table whose options a choice is made among; 0: all tokens
     rewards_so_far: torch.Tensor  # float, the process rewards received before each sampled token's turn
     old_log_prob: torch.Tensor | None = None
     ref_log_prob: torch.Tensor | None = None
@@ -50,7 +54,9 @@ class RolloutBatch:
     def to(self, device: torch.device | str) -> "RolloutBatch":
         """The same batch with every tensor on `device` (the trainer's model device)."""
         moved = {f.name: getattr(self, f.name) for f in fields(self)}
-        return replace(self, **{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in moved.items()})
+        return replace(
+            self, **{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in moved.items()}
+        )
 
     def select(self, index: torch.Tensor) -> "RolloutBatch":
         """The rows in `index`, cut to the longest of them (a minibatch or micro-batch)."""
@@ -66,8 +72,13 @@ class RolloutBatch:
         return replace(self, **out)
 
 
-def from_trajectories(trajs: Sequence[Trajectory], groups: Sequence[int], pad_id: int,
-                      index: Sequence[int] | None = None, choices: torch.Tensor | None = None) -> RolloutBatch:  # fmt: skip
+def from_trajectories(
+    trajs: Sequence[Trajectory],
+    groups: Sequence[int],
+    pad_id: int,
+    index: Sequence[int] | None = None,
+    choices: torch.Tensor | None = None,
+) -> RolloutBatch:
     """Right-padded tensors of the given trajectories (their order kept); `index`: each one's
     global episode index (default 0..B-1, a single process). `choices` (`decisions.choice_table`,
     finite options): a choice is the first token of a name or argument value that is one of its
@@ -101,14 +112,30 @@ def from_trajectories(trajs: Sequence[Trajectory], groups: Sequence[int], pad_id
     process = rewards.clone()
     has_turn = turn_mask.any(-1)
     process[has_turn, last[has_turn]] -= terminal[has_turn]  # the outcome is not a process reward
-    return RolloutBatch(ids, attn, resp, sampler, turn_index, turn_mask.float(), terminal, process,
-                        torch.tensor(list(groups), dtype=torch.long),
-                        torch.tensor(list(range(b) if index is None else index), dtype=torch.long),
-                        decision.float(), row, rewards_before_turn(process, turn_index, resp))  # fmt: skip
+    return RolloutBatch(
+        ids,
+        attn,
+        resp,
+        sampler,
+        turn_index,
+        turn_mask.float(),
+        terminal,
+        process,
+        torch.tensor(list(groups), dtype=torch.long),
+        torch.tensor(list(range(b) if index is None else index), dtype=torch.long),
+        decision.float(),
+        row,
+        rewards_before_turn(process, turn_index, resp),
+    )
 
 
-def policy_outputs(ac: ActorCritic, batch: RolloutBatch, temperature: float, entropy: bool = False,
-                   choices: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:  # fmt: skip
+def policy_outputs(
+    ac: ActorCritic,
+    batch: RolloutBatch,
+    temperature: float,
+    entropy: bool = False,
+    choices: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Trainer log-probs (B, T) of the sampled tokens under the policy adapter, and the entropy of
     the distributions they were drawn from; 0 elsewhere. The lm_head runs only at the positions
     that predict a sampled token (prompt and tool tokens are most of a sequence). With `choices`
@@ -133,8 +160,9 @@ def _scatter(values: torch.Tensor, picked: torch.Tensor) -> torch.Tensor:
     return out.masked_scatter(torch.nn.functional.pad(picked, (1, 0)), values)
 
 
-def reference_log_probs(ac: ActorCritic, batch: RolloutBatch, temperature: float,
-                        choices: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+def reference_log_probs(
+    ac: ActorCritic, batch: RolloutBatch, temperature: float, choices: torch.Tensor | None = None
+) -> torch.Tensor:
     """Log-probs under the frozen base (adapters off): (B, T)."""
     with ac.adapter("policy") as peft, peft.disable_adapter():
         return policy_outputs(ac, batch, temperature, choices=choices)[0]

@@ -42,11 +42,19 @@ class Dist:
         if device == "cuda" and not torch.cuda.is_available():
             from pappo.io import PappoError
 
-            raise PappoError("model.device is 'cuda' but torch sees no CUDA device; set model.device: cpu "
-                             "in params.yaml, or run where `python -c 'import torch; print(torch.cuda.is_available())'` "
-                             "prints True")  # fmt: skip
+            raise PappoError(
+                "model.device is 'cuda' but torch sees no CUDA device; set model.device: cpu "
+                "in params.yaml, or run where `python -c 'import torch; print(torch.cuda.is_available())'` "
+                "prints True"
+            )
         if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
-            return cls(0, 1, torch.device("cuda", torch.cuda.current_device()) if device == "cuda" else torch.device("cpu"))
+            return cls(
+                0,
+                1,
+                torch.device("cuda", torch.cuda.current_device())
+                if device == "cuda"
+                else torch.device("cpu"),
+            )
         from accelerate import PartialState
 
         state = PartialState(cpu=device == "cpu")  # opens the process group once per process

@@ -177,8 +177,9 @@ def ratio_interval(
     return lo.to(p_old.dtype), hi.to(p_old.dtype)
 
 
-def _check_shapes(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: torch.Tensor,
-                  response_mask: torch.Tensor) -> None:
+def _check_shapes(
+    log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: torch.Tensor, response_mask: torch.Tensor
+) -> None:
     shape = log_prob.shape
     if log_prob.dim() != 2 or old_log_prob.shape != shape or response_mask.shape != shape:
         raise ValueError(

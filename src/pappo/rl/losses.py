@@ -42,7 +42,9 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor, dim: int | None = None) -> 
     return num / torch.where(den > 0, den, torch.ones_like(den))
 
 
-def agg_loss(loss_mat: torch.Tensor, mask: torch.Tensor, loss_agg_mode: LossAggMode = "token-mean") -> torch.Tensor:
+def agg_loss(
+    loss_mat: torch.Tensor, mask: torch.Tensor, loss_agg_mode: LossAggMode = "token-mean"
+) -> torch.Tensor:
     """Reduce a per-token loss (B, T) over the masked tokens to a scalar (verl `agg_loss`).
 
     - token-mean: sum(loss * mask) / sum(mask); every policy token weighs the same.
@@ -108,7 +110,9 @@ def policy_loss(
     _check_clip(clip_ratio_low, clip_ratio_high, clip_ratio_c)
     on = _on(response_mask)
     zero = torch.zeros((), dtype=log_prob.dtype, device=log_prob.device)
-    log_ratio = torch.where(on, log_prob - old_log_prob.detach(), zero).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+    log_ratio = torch.where(on, log_prob - old_log_prob.detach(), zero).clamp(
+        -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP
+    )
     adv = torch.where(on, advantages.detach().to(log_prob.dtype), zero)
     ratio = torch.exp(log_ratio)
     clipped_ratio = ratio.clamp(1.0 - clip_ratio_low, 1.0 + clip_ratio_high)
@@ -153,7 +157,9 @@ def value_loss(
     strictly larger (0 without clipping).
     """
     if cliprange_value is not None and cliprange_value < 0:
-        raise ValueError(f"cliprange_value={cliprange_value} must be >= 0, or None to turn value clipping off")
+        raise ValueError(
+            f"cliprange_value={cliprange_value} must be >= 0, or None to turn value clipping off"
+        )
     on = _on(response_mask)
     zero = torch.zeros((), dtype=values.dtype, device=values.device)
     v = torch.where(on, values, zero)
@@ -170,7 +176,9 @@ def value_loss(
     return 0.5 * agg_loss(vf_losses, response_mask, loss_agg_mode), {"vf_clipfrac": clipfrac}
 
 
-def kl_penalty(log_prob: torch.Tensor, ref_log_prob: torch.Tensor, estimator: KlEstimator = "k3") -> torch.Tensor:
+def kl_penalty(
+    log_prob: torch.Tensor, ref_log_prob: torch.Tensor, estimator: KlEstimator = "k3"
+) -> torch.Tensor:
     """Per-token estimate (B, T) of KL(pi || pi_ref) from tokens sampled by pi; verl `kl_penalty`.
 
     With d = log_prob - ref_log_prob (Schulman, "Approximating KL divergence", 2020):

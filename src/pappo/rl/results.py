@@ -39,9 +39,13 @@ class TaskOutcome(BaseModel):
     samples: int = Field(description="Episodes sampled at the training temperature.")
     sample_successes: int
     infra_errors: int = Field(description="Episodes (greedy and sampled) hit by a sandbox infra error.")
-    hack_attempts: int = Field(description="Episodes (greedy and sampled) with a grade rejected as a hack attempt.")
-    plausible_wrong: int = Field(description="Episodes (greedy and sampled) ending on a patch that passes the "
-                                 "visible tests but fails hidden checks.")  # fmt: skip
+    hack_attempts: int = Field(
+        description="Episodes (greedy and sampled) with a grade rejected as a hack attempt."
+    )
+    plausible_wrong: int = Field(
+        description="Episodes (greedy and sampled) ending on a patch that passes the "
+        "visible tests but fails hidden checks."
+    )
     # the rest make every aggregate recomputable from the task list (the audit re-derives them)
     edits: int = Field(description="Greedy episode: str_replace calls that applied.")
     test_runs: int = Field(description="Greedy episode: run_tests calls.")
@@ -74,13 +78,18 @@ def aggregate(tasks: list[TaskOutcome], k: int, n_boot: int) -> EvalResult:
     edits = [t.edits + t.failed_edits for t in tasks]
     tests = [t.test_runs for t in tasks]
     return EvalResult(
-        n_tasks=len(tasks), samples=k,
+        n_tasks=len(tasks),
+        samples=k,
         success=ci([float(t.success) for t in tasks]),
         pass_at_1=ci([t.sample_successes / k for t in tasks] if k else [float(t.success) for t in tasks]),
-        pass_at_k=ci([mean_pass_at_k([(k, t.sample_successes)], k) for t in tasks] if k
-                     else [float(t.success) for t in tasks]),
+        pass_at_k=ci(
+            [mean_pass_at_k([(k, t.sample_successes)], k) for t in tasks]
+            if k
+            else [float(t.success) for t in tasks]
+        ),
         failed_edit_rate=ci([t.failed_edits / e if e else 0.0 for t, e in zip(tasks, edits)]),
         tool_cost=ci([t.tool_cost for t in tasks]),
         repeated_test_rate=ci([t.repeated_tests / r if r else 0.0 for t, r in zip(tasks, tests)]),
-        tokens=sum(t.tokens + t.sample_tokens for t in tasks), tasks=tasks,
-    )  # fmt: skip
+        tokens=sum(t.tokens + t.sample_tokens for t in tasks),
+        tasks=tasks,
+    )

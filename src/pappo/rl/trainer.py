@@ -60,15 +60,27 @@ EV_MOMENT = "_ev_moment/"  # explained-variance sums, summed unweighted then tur
 class Trainer:
     """Trains `ac` (policy + critic adapters over the frozen base) with `method` on `train_ids`."""
 
-    def __init__(self, method: Method, params: Params, ac: ActorCritic, codec: Any, store: TaskStore,
-                 train_ids: Sequence[str], grade_fn: Callable[..., Any], out_dir: Path, seed: int,
-                 dist: Dist | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        method: Method,
+        params: Params,
+        ac: ActorCritic,
+        codec: Any,
+        store: TaskStore,
+        train_ids: Sequence[str],
+        grade_fn: Callable[..., Any],
+        out_dir: Path,
+        seed: int,
+        dist: Dist | None = None,
+    ) -> None:
         if method not in METHODS:
             raise PappoError(f"unknown method {method!r}; use one of {list(METHODS)}")
         self.dist = dist or Dist(device=next(ac.parameters()).device)
         if self.dist.world_size > params.rl.tasks_per_update:
-            raise PappoError(f"rl.tasks_per_update ({params.rl.tasks_per_update}) is smaller than the number of "
-                             f"processes ({self.dist.world_size}): every rank needs a task; raise it or launch fewer")  # fmt: skip
+            raise PappoError(
+                f"rl.tasks_per_update ({params.rl.tasks_per_update}) is smaller than the number of "
+                f"processes ({self.dist.world_size}): every rank needs a task; raise it or launch fewer"
+            )
         self.method, self.params, self.rl, self.ac, self.codec = method, params, params.rl, ac, codec
         self.store, self.train_ids, self.grade_fn = store, sorted(train_ids), grade_fn
         self.out_dir, self.seed = Path(out_dir), seed
@@ -84,8 +96,12 @@ class Trainer:
         self.trie = call_trie(codec, params)  # rollout.calls constrained: the valid calls, else None
         self.history: list[dict[str, Any]] = []
         self.update_index = 0
-        self.on_update: Callable[[int, dict[str, Any]], None] | None = None  # eval hook, before the checkpoint
-        self.fingerprint = ""  # what the run depends on (params, code, checkpoint); a different one is not resumed
+        self.on_update: Callable[[int, dict[str, Any]], None] | None = (
+            None  # eval hook, before the checkpoint
+        )
+        self.fingerprint = (
+            ""  # what the run depends on (params, code, checkpoint); a different one is not resumed
+        )
         self.log: Callable[[str], None] = lambda message: None
 
     def _choice_table(self) -> torch.Tensor | None:
@@ -98,7 +114,9 @@ class Trainer:
 
     def _optimizers(self) -> None:
         self.actor_opt = torch.optim.AdamW(self.ac.policy_parameters(), lr=self.rl.actor_lr, weight_decay=0.0)
-        self.critic_opt = torch.optim.AdamW(self.ac.critic_parameters(), lr=self.rl.critic_lr, weight_decay=0.0)
+        self.critic_opt = torch.optim.AdamW(
+            self.ac.critic_parameters(), lr=self.rl.critic_lr, weight_decay=0.0
+        )
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> list[dict[str, Any]]:
@@ -133,15 +151,24 @@ class Trainer:
         kept = [i for i, t in enumerate(trajs) if not t.metrics.get("infra_error")]
         record["rollout"]["infra_dropped"] = sum(bool(s["infra_error"]) for s in summaries)
         if self.dist.sum(0 if kept else 1):
-            raise PappoError(f"update {u}: every episode of a rank hit a sandbox infra error; check `pappo run-tests`")
-        batch = from_trajectories([trajs[i] for i in kept], [groups[i] for i in kept], self.codec.pad_id,
-                                  [index[i] for i in kept], self.choices).to(self.dist.device)  # fmt: skip
+            raise PappoError(
+                f"update {u}: every episode of a rank hit a sandbox infra error; check `pappo run-tests`"
+            )
+        batch = from_trajectories(
+            [trajs[i] for i in kept],
+            [groups[i] for i in kept],
+            self.codec.pad_id,
+            [index[i] for i in kept],
+            self.choices,
+        ).to(self.dist.device)
         record |= self.optimise(batch, u, lap)
         lap("optimise")
         record["wall_s"] = timing  # seconds per phase: the only run-to-run noise in a record
         return record
 
-    def optimise(self, batch: RolloutBatch, u: int, lap: Callable[[str], None] | None = None) -> dict[str, Any]:
+    def optimise(
+        self, batch: RolloutBatch, u: int, lap: Callable[[str], None] | None = None
+    ) -> dict[str, Any]:
         """Learn from update `u`'s batch: rft's SFT steps, or the critic warm-up (update 0 of ppo and
         pappo), `freeze` and the PPO steps. Returns the update record's fields: `steps` (rft), or
         `critic_warmup`, `freeze`, `steps` and `epochs_used`. `lap("freeze")` is called once the
@@ -164,7 +191,10 @@ class Trainer:
         mine = self.dist.shard(len(ids))  # whole groups: GRPO statistics stay on one rank
         groups = [g for g in mine for _ in range(k)]
         index = [g * k + j for g in mine for j in range(k)]
-        envs = [task_env(self.store, ids[g], self.params.env, hash_seed(self.seed, u, i)) for g, i in zip(groups, index)]
+        envs = [
+            task_env(self.store, ids[g], self.params.env, hash_seed(self.seed, u, i))
+            for g, i in zip(groups, index)
+        ]
         with self.ac.adapter(POLICY):
             decoder = Qwen2Decoder(self.ac.peft, self.params.model.logits_fp32)  # the policy's snapshot
         engine = RolloutEngine(decoder, self.codec, self.params.rollout, self.trie)
@@ -246,7 +276,11 @@ class Trainer:
         assert b.old_log_prob is not None
         rl = self.rl
         return rollout_is_weights(
-            b.old_log_prob, b.sampler_log_prob, self.gap_mask(b), rl.rollout_is_level, rl.rollout_is_mode,
+            b.old_log_prob,
+            b.sampler_log_prob,
+            self.gap_mask(b),
+            rl.rollout_is_level,
+            rl.rollout_is_mode,
             rl.rollout_is_threshold,
         )
 
@@ -357,8 +391,9 @@ class Trainer:
         row = {int(g): r for r, g in enumerate(batch.index.tolist())}
         return torch.tensor([row[g] for g in chunk.tolist() if g in row], dtype=torch.long)
 
-    def log_probs(self, mb: RolloutBatch, temperature: float,
-                  entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:  # fmt: skip
+    def log_probs(
+        self, mb: RolloutBatch, temperature: float, entropy: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """`policy_outputs` under the run's choice table (the one place the trainer applies it)."""
         return policy_outputs(self.ac, mb, temperature, entropy=entropy, choices=self.choices)
 
@@ -386,24 +421,44 @@ class Trainer:
         log_prob, entropy = self.log_probs(mb, self.params.rollout.temperature, entropy=True)
         assert entropy is not None
         if rl.trust_region == "gppo":
-            pg, st = gppo_loss(log_prob, mb.old_log_prob, mb.advantages, mask, rl.gppo.geometry,
-                               rl.gppo.topology, rl.gppo.delta, rl.loss_agg_mode)  # fmt: skip
+            pg, st = gppo_loss(
+                log_prob,
+                mb.old_log_prob,
+                mb.advantages,
+                mask,
+                rl.gppo.geometry,
+                rl.gppo.topology,
+                rl.gppo.delta,
+                rl.loss_agg_mode,
+            )
             st.setdefault("pg_clipfrac_lower", torch.zeros(()))
-            st["ppo_kl"] = losses.masked_mean(losses.kl_penalty(mb.old_log_prob, log_prob.detach(), "k3"), mask)
+            st["ppo_kl"] = losses.masked_mean(
+                losses.kl_penalty(mb.old_log_prob, log_prob.detach(), "k3"), mask
+            )
         else:
             # rows are whole sequences here (minibatches split by episode), as sequence level needs
             weights = None if rl.rollout_is_level == "none" else self._is_weights(mb)[0]
             pg, st = losses.policy_loss(
-                log_prob, mb.old_log_prob, mb.advantages, mask, rl.clip_ratio_low, rl.clip_ratio_high,
-                rl.clip_ratio_c, rl.loss_agg_mode, rollout_is_weights=weights,
+                log_prob,
+                mb.old_log_prob,
+                mb.advantages,
+                mask,
+                rl.clip_ratio_low,
+                rl.clip_ratio_high,
+                rl.clip_ratio_c,
+                rl.loss_agg_mode,
+                rollout_is_weights=weights,
             )
         ent = losses.agg_loss(entropy, mask, rl.loss_agg_mode)
         loss = pg - rl.entropy_coeff * ent
         stats = {f"actor/{k}": v for k, v in st.items()}
         stats |= {"actor/pg_loss": pg.detach(), "actor/entropy": ent.detach()}
         if rl.kl_coef > 0 and mb.ref_log_prob is not None:
-            kl = losses.agg_loss(losses.kl_penalty(log_prob, mb.ref_log_prob, rl.kl_estimator), self.kl_mask(mb),
-                                 rl.loss_agg_mode)  # fmt: skip
+            kl = losses.agg_loss(
+                losses.kl_penalty(log_prob, mb.ref_log_prob, rl.kl_estimator),
+                self.kl_mask(mb),
+                rl.loss_agg_mode,
+            )
             loss = loss + rl.kl_coef * kl
             stats["actor/kl_loss"] = kl.detach()
         return loss, stats
@@ -411,11 +466,20 @@ class Trainer:
     def _critic_loss(self, mb: RolloutBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         assert mb.old_values is not None and mb.returns is not None
         values = token_values(self.ac, mb, self.rl.critic_sees_rewards)
-        loss, st = losses.value_loss(values, mb.old_values, mb.returns, mb.response_mask,
-                                     self.rl.cliprange_value, self.rl.loss_agg_mode)  # fmt: skip
+        loss, st = losses.value_loss(
+            values,
+            mb.old_values,
+            mb.returns,
+            mb.response_mask,
+            self.rl.cliprange_value,
+            self.rl.loss_agg_mode,
+        )
         moments = losses.ev_moments(values.detach(), mb.returns, mb.response_mask)
-        return loss, {"critic/value_loss": loss.detach(), "critic/vf_clipfrac": st["vf_clipfrac"],
-                      **{f"{EV_MOMENT}{i}": m for i, m in enumerate(moments)}}  # fmt: skip
+        return loss, {
+            "critic/value_loss": loss.detach(),
+            "critic/vf_clipfrac": st["vf_clipfrac"],
+            **{f"{EV_MOMENT}{i}": m for i, m in enumerate(moments)},
+        }
 
     def _critic_warmup(self, batch: RolloutBatch) -> list[dict[str, float]]:
         """Critic-only steps on the base policy's first batch (returns from its own values)."""
@@ -460,7 +524,9 @@ class Trainer:
                 nll_sum = self.dist.sum(nll_sum)
                 norm = self._clip_and_step(self.ac.policy_parameters(), self.actor_opt)
                 self._scale_update()
-                steps.append({"epoch": epoch, "minibatch": m, "actor/sft_nll": nll_sum, "actor/grad_norm": norm})
+                steps.append(
+                    {"epoch": epoch, "minibatch": m, "actor/sft_nll": nll_sum, "actor/grad_norm": norm}
+                )
         return steps
 
     def _micro(self, idx: torch.Tensor) -> list[torch.Tensor]:
@@ -478,13 +544,26 @@ class Trainer:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         self.ac.save(tmp / "adapters")
-        torch.save({"actor": self.actor_opt.state_dict(), "critic": self.critic_opt.state_dict(),
-                    "torch_rng": torch.get_rng_state()}, tmp / "optim.pt")  # fmt: skip
+        torch.save(
+            {
+                "actor": self.actor_opt.state_dict(),
+                "critic": self.critic_opt.state_dict(),
+                "torch_rng": torch.get_rng_state(),
+            },
+            tmp / "optim.pt",
+        )
         if self.scaler is not None:  # float16: the loss scale reached, so a resume scales as the run would
             torch.save(self.scaler.state_dict(), tmp / "scaler.pt")
-        atomic_write_json(tmp / "state.json", {"method": self.method, "seed": self.seed,
-                                               "update_index": self.update_index, "history": self.history,
-                                               "fingerprint": self.fingerprint})  # fmt: skip
+        atomic_write_json(
+            tmp / "state.json",
+            {
+                "method": self.method,
+                "seed": self.seed,
+                "update_index": self.update_index,
+                "history": self.history,
+                "fingerprint": self.fingerprint,
+            },
+        )
         old = self.out_dir / f".{CHECKPOINT}.old"
         shutil.rmtree(old, ignore_errors=True)
         if final.exists():
@@ -503,8 +582,10 @@ class Trainer:
             return
         state = json.loads((folder / "state.json").read_text())
         if (state["method"], state["seed"]) != (self.method, self.seed):
-            raise PappoError(f"{folder}: checkpoint of {state['method']} seed {state['seed']}, not "
-                             f"{self.method} seed {self.seed}; use another --out or delete it")  # fmt: skip
+            raise PappoError(
+                f"{folder}: checkpoint of {state['method']} seed {state['seed']}, not "
+                f"{self.method} seed {self.seed}; use another --out or delete it"
+            )
         if state.get("fingerprint", "") != self.fingerprint:
             self.log(f"{folder}: written by another configuration or code version; starting afresh")
             self.dist.barrier()  # every rank has read state.json
@@ -532,7 +613,10 @@ def hash_seed(seed: int, update: int, index: int) -> int:
 def episode_summary(t: Trajectory) -> dict[str, Any]:
     """What `rollout_stats` needs of one episode (small: gathered from every rank)."""
     keys = ("success", "tokens", "turns", "failed_edit", "parse_error", "infra_error")
-    return {**{k: t.metrics.get(k, 0) for k in keys}, "process_reward": sum(t.turn_rewards) - t.terminal_reward}
+    return {
+        **{k: t.metrics.get(k, 0) for k in keys},
+        "process_reward": sum(t.turn_rewards) - t.terminal_reward,
+    }
 
 
 def rollout_stats(episodes: Sequence[dict[str, Any]]) -> dict[str, float]:
@@ -553,7 +637,10 @@ def _accumulate(into: dict[str, float], stats: dict[str, torch.Tensor], share: f
     """Micro-batch stats into minibatch stats: min/max for ratio bounds, else a weighted mean
     (`merge_stats`' rule, which then merges the ranks' partial stats)."""
     bound = ("ratio_min", "ratio_max")
-    part = {k: float(v) if k.endswith(bound) or k.startswith(EV_MOMENT) else float(v) * share for k, v in stats.items()}
+    part = {
+        k: float(v) if k.endswith(bound) or k.startswith(EV_MOMENT) else float(v) * share
+        for k, v in stats.items()
+    }
     into.update(merge_stats([into, part]))
 
 

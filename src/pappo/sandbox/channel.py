@@ -78,8 +78,17 @@ def _drain(fd: int) -> bytes:
 
 def parse_records(data: bytes, key: bytes) -> dict[str, Any]:
     """Verify each record's HMAC and sequence; anything else on the channel is tampering."""
-    out: dict[str, Any] = {"outcomes": {}, "failures": {}, "collect_errors": [], "tamper": [],
-                           "ready": False, "done": False, "hidden": None, "trace": [], "types": {}}  # fmt: skip
+    out: dict[str, Any] = {
+        "outcomes": {},
+        "failures": {},
+        "collect_errors": [],
+        "tamper": [],
+        "ready": False,
+        "done": False,
+        "hidden": None,
+        "trace": [],
+        "types": {},
+    }
     expected = 0
     for line in data.split(b"\n"):
         if not line:

@@ -26,7 +26,20 @@ _encode, _decode, _find = values.encode, values.decode, values.find_class
 _CO_GEN = 0x20 | 0x80 | 0x200  # generator, coroutine, async generator: resumed, not called
 _CO_VARARGS, _CO_VARKW = 0x04, 0x08
 _TIMEOUT = "pappo.sandbox.pytest_plugin:SandboxTestTimeout"
-_IMMUTABLE = {"none", "bool", "int", "float", "str", "bytes", "fraction", "decimal", "date", "timedelta", "enum", "fn"}
+_IMMUTABLE = {
+    "none",
+    "bool",
+    "int",
+    "float",
+    "str",
+    "bytes",
+    "fraction",
+    "decimal",
+    "date",
+    "timedelta",
+    "enum",
+    "fn",
+}
 CHECK_TIMEOUT_S = 1.0  # per check; the clean tree answers each in microseconds
 MAX_ENTRIES_PER_TARGET = 40  # per test: a loop over 4000 inputs needs not send them all
 
@@ -62,7 +75,9 @@ def run_one(c: dict[str, Any], roots: frozenset[str], timeout: float) -> dict[st
     except BaseException as e:  # noqa: BLE001  SystemExit and the alarm included
         _setitimer(signal.ITIMER_REAL, 0)
         return _raised(e, roots)
-    if c["kind"] in ("method", "property") or not all(map(_immutable, [*c["args"], *(v for _, v in c["kwargs"])])):
+    if c["kind"] in ("method", "property") or not all(
+        map(_immutable, [*c["args"], *(v for _, v in c["kwargs"])])
+    ):
         try:  # what the call did to its receiver and arguments
             out["s"] = _encode([receiver, args, kwargs], roots)
         except values.Unencodable as e:
@@ -155,7 +170,9 @@ class Tracer:
         return {**call, "reached": {qual}}
 
 
-def describe_call(qual: str, code: Any, local: dict[str, Any], roots: frozenset[str]) -> dict[str, Any] | None:
+def describe_call(
+    qual: str, code: Any, local: dict[str, Any], roots: frozenset[str]
+) -> dict[str, Any] | None:
     """The check spec that repeats this call: target, kind, encoded receiver and arguments.
 
     Arguments equal to their default are left out, so a changed default still shows."""
@@ -168,12 +185,23 @@ def describe_call(qual: str, code: Any, local: dict[str, Any], roots: frozenset[
     kind = _kind(owner, raw, code)
     if kind is None:
         return None
-    func = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw.fget if kind == "property" else raw
+    func = (
+        raw.__func__
+        if isinstance(raw, (staticmethod, classmethod))
+        else raw.fget
+        if kind == "property"
+        else raw
+    )
     names = code.co_varnames
     n_pos, n_kw = code.co_argcount, code.co_kwonlyargcount
     skip = 1 if kind in ("method", "property", "classmethod") else 0
-    spec: dict[str, Any] = {"target": qual, "kind": kind, "args": [], "kwargs": [],
-                            "self": _encode(local[names[0]], roots) if kind in ("method", "property") else None}  # fmt: skip
+    spec: dict[str, Any] = {
+        "target": qual,
+        "kind": kind,
+        "args": [],
+        "kwargs": [],
+        "self": _encode(local[names[0]], roots) if kind in ("method", "property") else None,
+    }
     if kind == "property":
         return spec
     defaults = dict(zip(names[n_pos - len(func.__defaults__ or ()) : n_pos], func.__defaults__ or ()))

@@ -57,7 +57,9 @@ class Grade:
     @property
     def plausible_wrong(self) -> bool:
         """Passes the visible tests, fails hidden checks: a wrong (or gamed) patch that looks right."""
-        return self.visible_pass and not self.hidden_pass and not self.hack_attempt and self.infra_error is None
+        return (
+            self.visible_pass and not self.hidden_pass and not self.hack_attempt and self.infra_error is None
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "plausible_wrong": self.plausible_wrong}
@@ -95,7 +97,9 @@ def same_outcome(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         if len(a) == 2 and len(b) == 2 and a[0] == b[0] == "float":
             x, y = float(a[1]), float(b[1])
-            return x == y or (math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12)
+            return (
+                x == y or (math.isnan(x) and math.isnan(y)) or math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12)
+            )
         return len(a) == len(b) and all(same_outcome(x, y) for x, y in zip(a, b))
     return type(a) is type(b) and a == b
 
@@ -105,7 +109,9 @@ def outcomes_digest(outcomes: list[dict[str, Any]]) -> str:
     return sha256_bytes(text.encode())
 
 
-def trusted_tree(family: Mapping[str, bytes], candidate: Mapping[str, bytes]) -> tuple[dict[str, bytes], list[str]]:
+def trusted_tree(
+    family: Mapping[str, bytes], candidate: Mapping[str, bytes]
+) -> tuple[dict[str, bytes], list[str]]:
     """The candidate with every test path taken from the validated `family` tree."""
     tree = {p: d for p, d in candidate.items() if not is_test_path(p)}
     restored = sorted(p for p in candidate if is_test_path(p) and family.get(p) != candidate[p])
@@ -118,7 +124,8 @@ def trusted_tree(family: Mapping[str, bytes], candidate: Mapping[str, bytes]) ->
 
 
 def grade_many(
-    pool: "SandboxPool", items: Sequence[tuple["Task", Mapping[str, bytes], Mapping[str, bytes]]],
+    pool: "SandboxPool",
+    items: Sequence[tuple["Task", Mapping[str, bytes], Mapping[str, bytes]]],
     hidden: Mapping[str, HiddenSuite],
 ) -> list[Grade]:
     """Grade (task, validated family tree, candidate tree) triples; runs go to the pool in parallel.
@@ -132,16 +139,27 @@ def grade_many(
     for task, family, candidate in items:
         tree, restored = trusted_tree(family, candidate)
         prepared.append((task, tree, restored, scan(family, candidate)))
-    jobs = [(tree, _graded(task), hidden[task.instance_id].spec()) for task, tree, _, reasons in prepared if not reasons]
+    jobs = [
+        (tree, _graded(task), hidden[task.instance_id].spec())
+        for task, tree, _, reasons in prepared
+        if not reasons
+    ]
     runs = iter(pool.run_many(jobs))
     return [
-        _rejected(task, restored, reasons) if reasons else _grade(task, next(runs), restored, hidden[task.instance_id])
+        _rejected(task, restored, reasons)
+        if reasons
+        else _grade(task, next(runs), restored, hidden[task.instance_id])
         for task, _, restored, reasons in prepared
     ]
 
 
-def grade(pool: "SandboxPool", task: "Task", family: Mapping[str, bytes], candidate: Mapping[str, bytes],
-          hidden: Mapping[str, HiddenSuite]) -> Grade:  # fmt: skip
+def grade(
+    pool: "SandboxPool",
+    task: "Task",
+    family: Mapping[str, bytes],
+    candidate: Mapping[str, bytes],
+    hidden: Mapping[str, HiddenSuite],
+) -> Grade:
     return grade_many(pool, [(task, family, candidate)], hidden)[0]
 
 
@@ -154,9 +172,13 @@ def _expect(pool: "SandboxPool", suites: Sequence[tuple[HiddenSuite, Mapping[str
     runs = pool.run_many([(dict(fam), [], s.spec(always=True)) for s, fam in todo])
     for (suite, _), run in zip(todo, runs):
         if run.hidden is None or outcomes_digest(run.hidden) != suite.outcomes_sha256:
-            why = run.infra_error or ("no answers" if run.hidden is None else "answers differ from the locked digest")
-            raise PappoError(f"hidden checks of {suite.instance_id} do not reproduce on the clean tree ({why}); "
-                             "run `pappo validate`, or `pappo hidden-checks` if the family changed")  # fmt: skip
+            why = run.infra_error or (
+                "no answers" if run.hidden is None else "answers differ from the locked digest"
+            )
+            raise PappoError(
+                f"hidden checks of {suite.instance_id} do not reproduce on the clean tree ({why}); "
+                "run `pappo validate`, or `pappo hidden-checks` if the family changed"
+            )
         suite.expected = run.hidden
 
 
@@ -166,8 +188,9 @@ def _graded(task: "Task") -> list[str]:
 
 def _rejected(task: "Task", restored: list[str], reasons: list[str]) -> Grade:
     outcomes = {t: "not_run" for t in _graded(task)}
-    return Grade(task.instance_id, False, outcomes, len(outcomes), True, reasons, None, restored,
-                 None, 0.0, "")  # fmt: skip
+    return Grade(
+        task.instance_id, False, outcomes, len(outcomes), True, reasons, None, restored, None, 0.0, ""
+    )
 
 
 def _grade(task: "Task", run: TestRun, restored: list[str], suite: HiddenSuite) -> Grade:
@@ -188,20 +211,37 @@ def _grade(task: "Task", run: TestRun, restored: list[str], suite: HiddenSuite) 
     if not visible_pass and run.hidden is None:  # not run: the grade failed on the visible tests
         hidden_failed, hidden_pass = 0, False
     else:
-        hidden_failed = len(expected) if answers is None else sum(not same_outcome(a, e) for a, e in zip(answers, expected))
+        hidden_failed = (
+            len(expected)
+            if answers is None
+            else sum(not same_outcome(a, e) for a, e in zip(answers, expected))
+        )
         hidden_pass = suite.expected is not None and hidden_failed == 0
     success = visible_pass and hidden_pass and not hack and run.infra_error is None
     reasons = list(run.tamper) + [f"typed assertion: rigged comparison by {r}" for r in rigged]
     return Grade(
-        instance_id=task.instance_id, success=success, outcomes=outcomes, n_failing=len(failing),
-        hack_attempt=hack, hack_reasons=reasons, infra_error=run.infra_error,
-        restored=restored, first_failure=first, duration_s=run.duration_s, isolation=run.isolation,
-        visible_pass=visible_pass, hidden_pass=hidden_pass, hidden_failed=hidden_failed,
-        hidden_total=len(expected), typed_failed=len(typed_problems),
-    )  # fmt: skip
+        instance_id=task.instance_id,
+        success=success,
+        outcomes=outcomes,
+        n_failing=len(failing),
+        hack_attempt=hack,
+        hack_reasons=reasons,
+        infra_error=run.infra_error,
+        restored=restored,
+        first_failure=first,
+        duration_s=run.duration_s,
+        isolation=run.isolation,
+        visible_pass=visible_pass,
+        hidden_pass=hidden_pass,
+        hidden_failed=hidden_failed,
+        hidden_total=len(expected),
+        typed_failed=len(typed_problems),
+    )
 
 
-def _typed(outcomes: dict[str, str], run: TestRun, suite: HiddenSuite) -> tuple[dict[str, list[str]], list[str]]:
+def _typed(
+    outcomes: dict[str, str], run: TestRun, suite: HiddenSuite
+) -> tuple[dict[str, list[str]], list[str]]:
     """Passed graded tests whose asserts' operand types differ from the clean tree's, and the
     candidate's rigged types among them (`typed.rigged`)."""
     problems: dict[str, list[str]] = {}

@@ -16,33 +16,106 @@ from collections import Counter
 from collections.abc import Mapping
 
 # Top-level modules whose import by library code means reaching for the runner or the process.
-FORBIDDEN_MODULES = frozenset({
-    "gc", "ctypes", "_ctypes", "inspect", "builtins", "__builtin__", "importlib", "pytest",
-    "_pytest", "pluggy", "pappo", "signal", "atexit", "faulthandler", "sys_monitoring",
-})  # fmt: skip
+FORBIDDEN_MODULES = frozenset(
+    {
+        "gc",
+        "ctypes",
+        "_ctypes",
+        "inspect",
+        "builtins",
+        "__builtin__",
+        "importlib",
+        "pytest",
+        "_pytest",
+        "pluggy",
+        "pappo",
+        "signal",
+        "atexit",
+        "faulthandler",
+        "sys_monitoring",
+    }
+)
 # Attribute names that reach frames, module tables, globals, exits or signals of the process.
-FORBIDDEN_ATTRS = frozenset({
-    "modules", "_getframe", "_current_frames", "settrace", "setprofile", "exit", "_exit",
-    "abort", "kill", "killpg", "f_back", "f_globals", "f_locals", "f_builtins", "tb_frame",
-    "gi_frame", "cr_frame", "ag_frame", "__globals__", "__builtins__", "__subclasses__",
-    "__import__", "__code__", "__closure__", "__loader__", "__spec__", "meta_path",
-    "path_hooks", "excepthook", "unraisablehook", "addaudithook", "monitoring", "__dict__",
-    "__base__", "__bases__", "__mro__", "__reduce__", "__reduce_ex__",
-})  # fmt: skip
+FORBIDDEN_ATTRS = frozenset(
+    {
+        "modules",
+        "_getframe",
+        "_current_frames",
+        "settrace",
+        "setprofile",
+        "exit",
+        "_exit",
+        "abort",
+        "kill",
+        "killpg",
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "tb_frame",
+        "gi_frame",
+        "cr_frame",
+        "ag_frame",
+        "__globals__",
+        "__builtins__",
+        "__subclasses__",
+        "__import__",
+        "__code__",
+        "__closure__",
+        "__loader__",
+        "__spec__",
+        "meta_path",
+        "path_hooks",
+        "excepthook",
+        "unraisablehook",
+        "addaudithook",
+        "monitoring",
+        "__dict__",
+        "__base__",
+        "__bases__",
+        "__mro__",
+        "__reduce__",
+        "__reduce_ex__",
+    }
+)
 # Substrings of string constants that only a grader-reaching patch would spell.
 FORBIDDEN_TEXT = ("pytest", "pappo", "/proc/", "pluggy")
 # Bare names with the same reach: exits, dynamic code, and reflection that reaches any of the
 # above through computed strings (`getattr(sys, "mod" + "ules")`).
-FORBIDDEN_NAMES = frozenset({
-    "__builtins__", "__import__", "exit", "quit", "eval", "exec", "compile", "breakpoint",
-    "SystemExit", "KeyboardInterrupt", "__loader__", "__spec__", "getattr", "setattr", "delattr",
-    "vars", "globals", "locals",
-})  # fmt: skip
+FORBIDDEN_NAMES = frozenset(
+    {
+        "__builtins__",
+        "__import__",
+        "exit",
+        "quit",
+        "eval",
+        "exec",
+        "compile",
+        "breakpoint",
+        "SystemExit",
+        "KeyboardInterrupt",
+        "__loader__",
+        "__spec__",
+        "getattr",
+        "setattr",
+        "delattr",
+        "vars",
+        "globals",
+        "locals",
+    }
+)
 # Files that configure the interpreter or pytest; a patch never needs to add or change them.
-CONFIG_FILES = frozenset({
-    "conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "sitecustomize.py",
-    "usercustomize.py",
-})  # fmt: skip
+CONFIG_FILES = frozenset(
+    {
+        "conftest.py",
+        "pytest.ini",
+        "tox.ini",
+        "setup.cfg",
+        "pyproject.toml",
+        "sitecustomize.py",
+        "usercustomize.py",
+    }
+)
 
 
 def is_test_path(path: str) -> bool:
@@ -90,8 +163,10 @@ def _tokens(source: bytes) -> Counter[str]:
             found[f"name {node.id}"] += 1
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             text = node.value.strip()
-            if text in FORBIDDEN_ATTRS or text.split(".")[0] in FORBIDDEN_MODULES or any(
-                t in text for t in FORBIDDEN_TEXT
+            if (
+                text in FORBIDDEN_ATTRS
+                or text.split(".")[0] in FORBIDDEN_MODULES
+                or any(t in text for t in FORBIDDEN_TEXT)
             ):
                 found[f"string {node.value[:40]!r}"] += 1  # names spelled as data
     return found

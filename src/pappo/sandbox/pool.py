@@ -76,12 +76,16 @@ def worker_env() -> dict[str, str]:
     but PATH and HOME (packages must be installed in the interpreter, not only on PYTHONPATH)."""
     src = str(Path(__file__).resolve().parents[2])
     return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
-        "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "PYTHONPATH": src,
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONPATH": src,
         "HOME": os.path.expanduser("~"),  # the worker hides it from runs wherever it is
         # Installed plugins (hypothesis, xdist...) are neither needed nor trusted in a run.
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-    }  # fmt: skip
+    }
 
 
 class _StderrTail:
@@ -114,8 +118,12 @@ class _Worker:
         uid = _UID_BASE + next(_UIDS) % 4000
         self.proc = subprocess.Popen(
             [sys.executable, "-B", "-m", "pappo.sandbox.server", limits.isolation, str(uid)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=worker_env(), cwd="/",
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=worker_env(),
+            cwd="/",
+        )
         self.stderr = _StderrTail(self.proc.stderr)
         hello = self.receive(deadline=time.monotonic() + 120)
         if not hello or not hello.get("hello"):
@@ -215,8 +223,13 @@ class SandboxPool:
         for worker in workers:
             worker.close()
 
-    def run(self, files: Mapping[str, bytes], test_ids: Sequence[str] | None = None,
-            hidden: Mapping[str, Any] | None = None, trace: Mapping[str, Any] | None = None) -> TestRun:
+    def run(
+        self,
+        files: Mapping[str, bytes],
+        test_ids: Sequence[str] | None = None,
+        hidden: Mapping[str, Any] | None = None,
+        trace: Mapping[str, Any] | None = None,
+    ) -> TestRun:
         """One run; `hidden` checks run after the tests, `trace` records entry calls (`sandbox.checks`)."""
         for rel in files:  # a caller's mistake, not a sandbox fault: refuse before sending
             parts = rel.split("/")
@@ -224,18 +237,24 @@ class SandboxPool:
                 raise ValueError(f"file path {rel!r} escapes the workspace or is not a plain relative path")
         payload = {
             "files": {p: base64.b64encode(d).decode() for p, d in files.items()},
-            "limits": {k: getattr(self.limits, k) for k in
-                       ("timeout_s", "test_timeout_s", "cpu_s", "memory_mb", "max_procs", "max_file_mb")},
-        }  # fmt: skip
+            "limits": {
+                k: getattr(self.limits, k)
+                for k in ("timeout_s", "test_timeout_s", "cpu_s", "memory_mb", "max_procs", "max_file_mb")
+            },
+        }
         if trace is not None:
             payload["trace"] = dict(trace)
         ref = None if hidden is None else _spec_ref(hidden)
         worker = self._next_idle()
         start = time.monotonic()
-        reply = worker.request(payload | _hidden_fields(worker, hidden, ref), timeout=self.limits.timeout_s + GRACE_S)
+        reply = worker.request(
+            payload | _hidden_fields(worker, hidden, ref), timeout=self.limits.timeout_s + GRACE_S
+        )
         if reply is not None and reply.get("unknown_hidden_ref"):  # the worker let it go: send it whole
             worker.specs_sent.discard(reply["unknown_hidden_ref"])
-            reply = worker.request(payload | _hidden_fields(worker, hidden, ref), timeout=self.limits.timeout_s + GRACE_S)
+            reply = worker.request(
+                payload | _hidden_fields(worker, hidden, ref), timeout=self.limits.timeout_s + GRACE_S
+            )
         if reply is not None and ref is not None:
             worker.specs_sent.add(ref)
         if reply is None:  # crashed or hung: replace it; the run is the sandbox's fault
@@ -302,7 +321,9 @@ def _hidden_fields(worker: _Worker, hidden: Mapping[str, Any] | None, ref: str |
 
 def _to_run(reply: dict[str, Any], test_ids: Sequence[str] | None, elapsed: float) -> TestRun:
     if reply.get("infra_error"):
-        return TestRun({t: "missing" for t in test_ids or []}, infra_error=reply["infra_error"], duration_s=elapsed)
+        return TestRun(
+            {t: "missing" for t in test_ids or []}, infra_error=reply["infra_error"], duration_s=elapsed
+        )
     reply |= parse_records(base64.b64decode(reply["records"]), bytes.fromhex(reply["key"]))
     infra = None
     if not reply["ready"] and not reply["timed_out"]:
@@ -312,13 +333,20 @@ def _to_run(reply: dict[str, Any], test_ids: Sequence[str] | None, elapsed: floa
     if test_ids is not None:
         outcomes = {t: outcomes.get(t, fill) for t in test_ids}
     return TestRun(
-        outcomes=dict(sorted(outcomes.items())), failures=reply["failures"],
-        collect_errors=reply["collect_errors"], duration_s=reply["duration_s"],
-        timed_out=reply["timed_out"], infra_error=infra, log_tail=reply["log_tail"],
-        tamper=reply["tamper"], isolation=reply["isolation"],
-        ended_early=reply["ready"] and not reply["done"], hidden=reply.get("hidden"),
-        trace=reply.get("trace", []), types=reply.get("types", {}),
-    )  # fmt: skip
+        outcomes=dict(sorted(outcomes.items())),
+        failures=reply["failures"],
+        collect_errors=reply["collect_errors"],
+        duration_s=reply["duration_s"],
+        timed_out=reply["timed_out"],
+        infra_error=infra,
+        log_tail=reply["log_tail"],
+        tamper=reply["tamper"],
+        isolation=reply["isolation"],
+        ended_early=reply["ready"] and not reply["done"],
+        hidden=reply.get("hidden"),
+        trace=reply.get("trace", []),
+        types=reply.get("types", {}),
+    )
 
 
 def containment_problem(limits: SandboxParams) -> str | None:
@@ -337,9 +365,11 @@ def start_failure_message(why: str, stderr: str) -> str:
     if stderr:
         msg += f"; its stderr ends:\n{stderr}"
     if "ModuleNotFoundError" in stderr or "ImportError" in stderr:
-        msg += (f"\nThe worker runs {sys.executable} with only this checkout's src on PYTHONPATH: install "
-                "the packages into that interpreter (e.g. pip install -r requirements.lock), not only on "
-                "PYTHONPATH.")
+        msg += (
+            f"\nThe worker runs {sys.executable} with only this checkout's src on PYTHONPATH: install "
+            "the packages into that interpreter (e.g. pip install -r requirements.lock), not only on "
+            "PYTHONPATH."
+        )
     return msg
 
 

@@ -42,15 +42,30 @@ class SandboxTestTimeout(BaseException):
     """Raised by the per-test alarm; a BaseException so `except Exception` cannot swallow it."""
 
 
-def begin_run(fd: int, key: bytes, test_timeout: float, trusted_tests: dict[str, str],
-              hidden: dict[str, Any] | None = None, trace: dict[str, Any] | None = None) -> None:
+def begin_run(
+    fd: int,
+    key: bytes,
+    test_timeout: float,
+    trusted_tests: dict[str, str],
+    hidden: dict[str, Any] | None = None,
+    trace: dict[str, Any] | None = None,
+) -> None:
     """Called in the forked child, before any code under test is imported. `hidden`: checks to run
     after the tests (`checks.run_checks`); `trace`: record the tests' entry calls (`checks.Tracer`)."""
     st = _fstat(fd)
     _RUN.clear()
-    _RUN.update(fd=fd, key=key, seq=0, test_timeout=test_timeout, phases={}, compare=None,
-                trusted_tests=trusted_tests, channel=(st.st_dev, st.st_ino), hidden=hidden,
-                trace=trace)  # fmt: skip
+    _RUN.update(
+        fd=fd,
+        key=key,
+        seq=0,
+        test_timeout=test_timeout,
+        phases={},
+        compare=None,
+        trusted_tests=trusted_tests,
+        channel=(st.st_dev, st.st_ino),
+        hidden=hidden,
+        trace=trace,
+    )
     _RUN["snapshot"] = _snapshot()
     signal.signal(signal.SIGALRM, _on_alarm)
     emit("ready")
@@ -71,8 +86,11 @@ def _watched() -> list[tuple[str, Callable[[], object]]]:
     """What must not change during a run, as (label, getter) pairs."""
     runner, reports, python = _pytest.runner, _pytest.reports, _pytest.python
     items: list[tuple[str, Callable[[], object]]] = [
-        ("os.write", lambda: os.write), ("os._exit", lambda: os._exit), ("json.dumps", lambda: json.dumps),
-        ("hmac.new", lambda: hmac.new), ("signal.setitimer", lambda: signal.setitimer),
+        ("os.write", lambda: os.write),
+        ("os._exit", lambda: os._exit),
+        ("json.dumps", lambda: json.dumps),
+        ("hmac.new", lambda: hmac.new),
+        ("signal.setitimer", lambda: signal.setitimer),
         ("signal.signal", lambda: signal.signal),
         ("runner.runtestprotocol", lambda: runner.runtestprotocol),
         ("runner.call_and_report", lambda: runner.call_and_report),
@@ -82,12 +100,27 @@ def _watched() -> list[tuple[str, Callable[[], object]]]:
         ("python.pytest_pyfunc_call", lambda: python.pytest_pyfunc_call),
         ("python.Function.runtest", lambda: python.Function.runtest),
         ("pluggy.HookCaller.__call__", lambda: pluggy.HookCaller.__call__),
-        ("pytest.raises", lambda: pytest.raises), ("pytest.approx", lambda: pytest.approx),
+        ("pytest.raises", lambda: pytest.raises),
+        ("pytest.approx", lambda: pytest.approx),
         ("builtins.__import__", lambda: builtins.__import__),
-        ("builtins.isinstance", lambda: builtins.isinstance), ("builtins.repr", lambda: builtins.repr),
-    ]  # fmt: skip
-    for name in ("pytest", "_pytest.runner", "_pytest.reports", "_pytest.python", "pluggy", "os",
-                 "json", "hmac", "builtins", __name__, checks.__name__, values.__name__, typed.__name__):  # fmt: skip
+        ("builtins.isinstance", lambda: builtins.isinstance),
+        ("builtins.repr", lambda: builtins.repr),
+    ]
+    for name in (
+        "pytest",
+        "_pytest.runner",
+        "_pytest.reports",
+        "_pytest.python",
+        "pluggy",
+        "os",
+        "json",
+        "hmac",
+        "builtins",
+        __name__,
+        checks.__name__,
+        values.__name__,
+        typed.__name__,
+    ):
         items.append((f"sys.modules[{name!r}]", lambda n=name: sys.modules.get(n)))
     for mod in (sys.modules[__name__], checks, values, typed):  # the plugin, hidden checks, typed asserts
         for name, obj in list(vars(mod).items()):
@@ -152,7 +185,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
+def pytest_runtest_call(item: pytest.Item):
     if not _RUN.get("trace"):
         yield
         return
@@ -166,7 +199,7 @@ def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     outcome = yield
     report = outcome.get_result()
     phases = _RUN["phases"].setdefault(item.nodeid, {})
@@ -241,8 +274,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     spec = _RUN.get("hidden")
     # After the visible tests, in the same process (no second start-up). Only when they all passed,
     # unless asked: otherwise the grade has failed already and the answers would go unread.
-    if spec and (spec.get("always") or (_RUN.get("n_passed") and not _RUN.get("n_other") and session.testsfailed == 0
-                                        and not session.shouldfail)):  # fmt: skip
+    if spec and (
+        spec.get("always")
+        or (
+            _RUN.get("n_passed")
+            and not _RUN.get("n_other")
+            and session.testsfailed == 0
+            and not session.shouldfail
+        )
+    ):
         results = checks.run_checks(_RUN["hidden"], min(_RUN["test_timeout"], checks.CHECK_TIMEOUT_S))
         _check_integrity("after hidden checks")
         emit("hidden", results=results)

@@ -20,6 +20,8 @@ def run_tests(files: Mapping[str, bytes], limits: Limits, test_ids: Sequence[str
     return default_pool(limits).run(files, test_ids)
 
 
-def run_many(jobs: Sequence[tuple[Mapping[str, bytes], Sequence[str] | None]], limits: Limits) -> list[TestRun]:
+def run_many(
+    jobs: Sequence[tuple[Mapping[str, bytes], Sequence[str] | None]], limits: Limits
+) -> list[TestRun]:
     """Run several (files, test_ids) jobs on the pool's parallel workers, results in order."""
     return default_pool(limits).run_many(jobs)

@@ -29,7 +29,12 @@ _ALLOW, _ERRNO, _KILL = 0x7FFF0000, 0x00050000, 0x80000000
 
 
 class _Insn(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+    _fields_ = [
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    ]
 
 
 class _Prog(ctypes.Structure):
@@ -68,8 +73,13 @@ def install() -> None:
     prog = _Prog(len(insns), table)
     for option, arg in ((PR_SET_NO_NEW_PRIVS, 1), (PR_SET_SECCOMP, SECCOMP_MODE_FILTER)):
         ptr = ctypes.cast(ctypes.byref(prog), ctypes.c_void_p) if option == PR_SET_SECCOMP else None
-        ret = _libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ptr if ptr is not None else ctypes.c_ulong(0),
-                          ctypes.c_ulong(0), ctypes.c_ulong(0))  # fmt: skip
+        ret = _libc.prctl(
+            ctypes.c_int(option),
+            ctypes.c_ulong(arg),
+            ptr if ptr is not None else ctypes.c_ulong(0),
+            ctypes.c_ulong(0),
+            ctypes.c_ulong(0),
+        )
         if ret != 0:
             err = ctypes.get_errno()
             raise OSError(err, f"installing the seccomp filter (prctl {option}): {os.strerror(err)}")

@@ -50,19 +50,67 @@ for _name in _pytest.config.default_plugins:  # import every builtin plugin once
     except ImportError:
         pass
 # Standard-library modules small packages commonly import; pre-importing saves each child the cost.
-for _name in ("dataclasses", "math", "fractions", "decimal", "datetime", "collections", "re",
-              "heapq", "bisect", "typing", "enum", "functools", "itertools", "string", "textwrap",
-              "difflib", "csv", "io", "statistics", "configparser", "operator", "copy"):  # fmt: skip
+for _name in (
+    "dataclasses",
+    "math",
+    "fractions",
+    "decimal",
+    "datetime",
+    "collections",
+    "re",
+    "heapq",
+    "bisect",
+    "typing",
+    "enum",
+    "functools",
+    "itertools",
+    "string",
+    "textwrap",
+    "difflib",
+    "csv",
+    "io",
+    "statistics",
+    "configparser",
+    "operator",
+    "copy",
+):
     __import__(_name)
 
 _TRUSTED_INI = "[pytest]\naddopts =\ntestpaths = tests\npython_files = test_*.py\n"
 _PYTEST_ARGS = [
-    "--noconftest", "--capture=no", "--continue-on-collection-errors", "-p", "no:cacheprovider",
-    "-p", "no:terminal", "-p", "no:faulthandler", "-p", "no:pastebin", "-p", "no:junitxml",
-    "-p", "no:doctest", "-p", "no:stepwise", "-p", "no:logging", "-p", "no:warnings",
-    "-p", "no:threadexception", "-p", "no:unraisableexception", "-p", "no:setuponly",
-    "-p", "no:setupplan", "-p", "no:legacypath", "tests",
-]  # fmt: skip
+    "--noconftest",
+    "--capture=no",
+    "--continue-on-collection-errors",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:terminal",
+    "-p",
+    "no:faulthandler",
+    "-p",
+    "no:pastebin",
+    "-p",
+    "no:junitxml",
+    "-p",
+    "no:doctest",
+    "-p",
+    "no:stepwise",
+    "-p",
+    "no:logging",
+    "-p",
+    "no:warnings",
+    "-p",
+    "no:threadexception",
+    "-p",
+    "no:unraisableexception",
+    "-p",
+    "no:setuponly",
+    "-p",
+    "no:setupplan",
+    "-p",
+    "no:legacypath",
+    "tests",
+]
 _CACHE: dict[tuple[str, str], Any] = {}
 
 
@@ -130,8 +178,10 @@ class Worker:
         self.rootless = False  # namespaces entered from an ordinary account (userns.enter_as_root)
         self.isolation, self.uid = self._isolate(mode, uid)
         if not seccomp.enabled:
-            self.notes.append(f"no seccomp filter for {os.uname().machine}: runs cannot be kept from unix "
-                              "sockets that their mount view shows")  # fmt: skip
+            self.notes.append(
+                f"no seccomp filter for {os.uname().machine}: runs cannot be kept from unix "
+                "sockets that their mount view shows"
+            )
         self.base = "/tmp" if self.isolation == "namespaces" else tempfile.mkdtemp(prefix="pappo-worker-")
         self.workspace = isolation.WORKSPACE if self.isolation == "namespaces" else f"{self.base}/workspace"
         os.makedirs(self.workspace, exist_ok=True)
@@ -144,15 +194,18 @@ class Worker:
 
     def _isolate(self, mode: str, uid: int) -> tuple[str, int | None]:
         if mode == "rlimits":
-            self.notes.append("isolation=rlimits by configuration: network and writes outside the "
-                              "workspace are NOT contained")  # fmt: skip
+            self.notes.append(
+                "isolation=rlimits by configuration: network and writes outside the "
+                "workspace are NOT contained"
+            )
             return "rlimits", None
         # `auto` and `namespaces` fail closed: an error here stops the pool (pool._fail_closed).
         self.rootless = os.geteuid() != 0
         self.notes += isolation.isolate_worker()
         if not self.rootless and not _can_drop_to(uid):
-            self.notes.append(f"uid {uid} cannot read the interpreter; children keep uid 0 inside "
-                              "read-only mounts")  # fmt: skip
+            self.notes.append(
+                f"uid {uid} cannot read the interpreter; children keep uid 0 inside read-only mounts"
+            )
             return "namespaces", None
         return "namespaces", uid
 
@@ -167,13 +220,21 @@ class Worker:
         session = _pytest.main.Session.from_config(config)
         config.hook.pytest_sessionstart(session=session)
         _rewrite._rewrite_test = _cached_rewrite
-        _pytest.python.Function.repr_failure = _brief_failure  # type: ignore[method-assign]
-        importlib.machinery.SourceFileLoader.source_to_code = _cached_source_to_code  # type: ignore[method-assign]
+        _pytest.python.Function.repr_failure = _brief_failure
+        importlib.machinery.SourceFileLoader.source_to_code = _cached_source_to_code
         return config, session
 
     def serve(self) -> None:
-        self._send({"hello": True, "isolation": self.isolation, "uid": self.uid, "notes": self.notes,
-                    "base": self.base, "pid": os.getpid()})  # fmt: skip
+        self._send(
+            {
+                "hello": True,
+                "isolation": self.isolation,
+                "uid": self.uid,
+                "notes": self.notes,
+                "base": self.base,
+                "pid": os.getpid(),
+            }
+        )
         while (request := self._receive()) is not None:
             try:
                 reply = self._handle(request)
@@ -229,7 +290,9 @@ class Worker:
         root = Path(self.workspace)
         write_tree(root, files)
         os.mkdir(root / ".tmp")
-        if self.uid is not None and not self.rootless:  # the root and tests/ stay root's: tests cannot be moved or edited
+        if (
+            self.uid is not None and not self.rootless
+        ):  # the root and tests/ stay root's: tests cannot be moved or edited
             for entry in root.iterdir():
                 if entry.name != "tests":
                     isolation.chown_tree(str(entry), self.uid)
@@ -241,8 +304,16 @@ class Worker:
         start = time.monotonic()
         ref = req.get("hidden_ref")
         hidden = None if ref is None or ref in spare.specs else self.specs[ref]  # else the child has it
-        go = json.dumps({"key": key.hex(), "test_timeout": float(req["limits"]["test_timeout_s"]), "trusted": trusted,
-                         "hidden": hidden, "hidden_ref": ref, "trace": req.get("trace")}).encode()  # fmt: skip
+        go = json.dumps(
+            {
+                "key": key.hex(),
+                "test_timeout": float(req["limits"]["test_timeout_s"]),
+                "trusted": trusted,
+                "hidden": hidden,
+                "hidden_ref": ref,
+                "trace": req.get("trace"),
+            }
+        ).encode()
         try:
             channel.write_all(spare.go, go)
         except OSError:
@@ -262,8 +333,13 @@ class Worker:
         # The records go to the pool as they came; it checks them (`channel.parse_records`), which
         # saves this worker a parse and a re-encoding of the large hidden-check answers.
         reply = {"records": base64.b64encode(data).decode(), "key": key.hex()}
-        reply.update(timed_out=timed_out, exit_status="killed" if status is None else status,
-                     duration_s=time.monotonic() - start, log_tail=log_tail, isolation=self.isolation)  # fmt: skip
+        reply.update(
+            timed_out=timed_out,
+            exit_status="killed" if status is None else status,
+            duration_s=time.monotonic() - start,
+            log_tail=log_tail,
+            isolation=self.isolation,
+        )
         return reply
 
     def _take_spare(self, limits: dict[str, Any]) -> _Spare:
@@ -306,7 +382,9 @@ class Worker:
             os.closerange(5, max_fd + 1)  # the protocol pipes and everything else of the worker
             if self.isolation == "namespaces":
                 isolation.unshare(isolation.CLONE_NEWNS)
-                isolation.mount("proc", "/proc", "proc", isolation.MS_NOSUID | isolation.MS_NODEV | isolation.MS_NOEXEC)
+                isolation.mount(
+                    "proc", "/proc", "proc", isolation.MS_NOSUID | isolation.MS_NODEV | isolation.MS_NOEXEC
+                )
             else:
                 os.setpgid(0, 0)
             _set_limits(limits)
@@ -321,8 +399,14 @@ class Worker:
                 isolation.protect_workspace(self.workspace, _writable(self.workspace))
                 userns.leave_worker_namespace(self.uid if self.uid is not None else 65534)
             _enter_workspace(self.workspace)
-            hidden = go["hidden"] if go["hidden_ref"] is None or go["hidden"] is not None else self.specs[go["hidden_ref"]]
-            pytest_plugin.begin_run(3, bytes.fromhex(go["key"]), go["test_timeout"], go["trusted"], hidden, go["trace"])
+            hidden = (
+                go["hidden"]
+                if go["hidden_ref"] is None or go["hidden"] is not None
+                else self.specs[go["hidden_ref"]]
+            )
+            pytest_plugin.begin_run(
+                3, bytes.fromhex(go["key"]), go["test_timeout"], go["trusted"], hidden, go["trace"]
+            )
         except BaseException as e:  # setup failed before any code under test ran: infra_error
             os.write(2, f"sandbox child setup failed: {type(e).__name__}: {e}\n".encode())
             os._exit(70)
@@ -357,11 +441,13 @@ def _enter_workspace(ws: str) -> None:
 
 def _set_limits(limits: dict[str, Any]) -> None:
     mb = 1024 * 1024
-    for kind, value in ((resource.RLIMIT_CPU, int(limits["cpu_s"])),
-                        (resource.RLIMIT_AS, int(limits["memory_mb"]) * mb),
-                        (resource.RLIMIT_FSIZE, int(limits["max_file_mb"]) * mb),
-                        (resource.RLIMIT_NPROC, int(limits["max_procs"])),
-                        (resource.RLIMIT_CORE, 0)):  # fmt: skip
+    for kind, value in (
+        (resource.RLIMIT_CPU, int(limits["cpu_s"])),
+        (resource.RLIMIT_AS, int(limits["memory_mb"]) * mb),
+        (resource.RLIMIT_FSIZE, int(limits["max_file_mb"]) * mb),
+        (resource.RLIMIT_NPROC, int(limits["max_procs"])),
+        (resource.RLIMIT_CORE, 0),
+    ):
         soft, hard = resource.getrlimit(kind)
         new = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(kind, (new, new))

@@ -37,9 +37,30 @@ _type_name = type.__dict__["__qualname__"].__get__
 _type_module = type.__dict__["__module__"].__get__
 _type_mro = type.__dict__["__mro__"].__get__
 _type_dict = type.__dict__["__dict__"].__get__
-_BUILTINS = (type(None), bool, int, float, complex, str, bytes, bytearray, list, tuple, dict, set, frozenset,
-             type, range, slice, object, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
-             type(NotImplemented), type(Ellipsis))  # fmt: skip
+_BUILTINS = (
+    type(None),
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    bytearray,
+    list,
+    tuple,
+    dict,
+    set,
+    frozenset,
+    type,
+    range,
+    slice,
+    object,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    type(NotImplemented),
+    type(Ellipsis),
+)
 _NAMES = {_id(t): ("None" if t is type(None) else t.__name__) for t in _BUILTINS}
 _CONTAINERS = frozenset({"list", "tuple", "set", "frozenset", "dict"})
 MAX_DEPTH, MAX_NODES = 4, 2000  # per operand; beyond them a container's signature ends in "..."
@@ -61,8 +82,10 @@ def collected() -> dict[str, list[list[str]]]:
 def note(site: str, left: object, right: object) -> None:
     """Called by the instrumented test code before each `==`/`!=` of an assert."""
     a, b = _NAMES.get(_id(_type(left))), _NAMES.get(_id(_type(right)))  # scalars: the common case
-    pair = (a if a is not None and a not in _CONTAINERS else signature(left),
-            b if b is not None and b not in _CONTAINERS else signature(right))  # fmt: skip
+    pair = (
+        a if a is not None and a not in _CONTAINERS else signature(left),
+        b if b is not None and b not in _CONTAINERS else signature(right),
+    )
     seen = _SEEN.get(site)
     if seen is None:
         seen = _SEEN[site] = set()
@@ -92,7 +115,9 @@ def _sig(v: object, depth: int, budget: list[int]) -> str:
             keys.add(_sig(k, depth + 1, budget))
             vals.add(_sig(x, depth + 1, budget))
         return name + "[" + "|".join(_sorted(keys)) + "=>" + "|".join(_sorted(vals)) + "]"
-    it = _list_iter if t is list else _tuple_iter if t is tuple else _set_iter if t is set else _frozenset_iter
+    it = (
+        _list_iter if t is list else _tuple_iter if t is tuple else _set_iter if t is set else _frozenset_iter
+    )
     items: set[str] = set()
     for x in it(v):
         budget[0] -= 1
@@ -120,7 +145,7 @@ def _foreign(t: type) -> str:
 def _text(s: object) -> str:
     for c in _tuple_iter(_type_mro(_type(s))):
         if c is str:
-            return _str_copy(s)  # type: ignore[arg-type]
+            return _str_copy(s)
     return "?"
 
 
@@ -159,8 +184,13 @@ def _walk(node: ast.AST, rel: str, k: int) -> int:
 
 def _asserted_comparison(stmt: ast.stmt) -> tuple[ast.Name, ast.Name] | None:
     """(left, right) of `@py_assertN = left == right` (or `!=`), the shape pytest gives an assert's compare."""
-    if not (isinstance(stmt, ast.Assign) and _len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-            and stmt.targets[0].id.startswith("@py_assert") and isinstance(stmt.value, ast.Compare)):  # fmt: skip
+    if not (
+        isinstance(stmt, ast.Assign)
+        and _len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        and stmt.targets[0].id.startswith("@py_assert")
+        and isinstance(stmt.value, ast.Compare)
+    ):
         return None
     c = stmt.value
     if _len(c.ops) != 1 or not isinstance(c.ops[0], (ast.Eq, ast.NotEq)):
@@ -205,7 +235,9 @@ def mismatches(expected: dict[str, list[list[str]]], seen: dict[str, list[list[s
     return out
 
 
-def rigged(expected: dict[str, list[list[str]]], seen: dict[str, list[list[str]]], roots: list[str]) -> list[str]:
+def rigged(
+    expected: dict[str, list[list[str]]], seen: dict[str, list[list[str]]], roots: list[str]
+) -> list[str]:
     """The candidate's own types that derive from a builtin or override `__eq__`, new at a site."""
     out = []
     for site, pairs in _sorted(seen.items()):

@@ -31,7 +31,11 @@ class _CapHeader(ctypes.Structure):
 
 
 class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
 
 
 class UserNamespaceError(OSError):
@@ -49,13 +53,18 @@ def _unshare_user() -> None:
 
 def _write_maps(inner: int, outer_uid: int, outer_gid: int) -> None:
     """Map one id; `setgroups` must be denied first, or an unprivileged gid_map is refused."""
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{inner} {outer_uid} 1"),
-                       ("gid_map", f"{inner} {outer_gid} 1")):  # fmt: skip
+    for name, text in (
+        ("setgroups", "deny"),
+        ("uid_map", f"{inner} {outer_uid} 1"),
+        ("gid_map", f"{inner} {outer_gid} 1"),
+    ):
         try:
             with open(f"/proc/self/{name}", "w") as f:
                 f.write(text)
         except OSError as e:
-            raise UserNamespaceError(e.errno or 1, f"writing /proc/self/{name} ({text!r}): {e.strerror}") from e
+            raise UserNamespaceError(
+                e.errno or 1, f"writing /proc/self/{name} ({text!r}): {e.strerror}"
+            ) from e
 
 
 def enter_as_root() -> str:

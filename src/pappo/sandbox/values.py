@@ -77,7 +77,10 @@ class _Encoder:
         if _id(t) in _SEQS:
             return [_SEQS[_id(t)], [self.enc(x, d) for x in (_list_iter if t is list else _tuple_iter)(v)]]
         if t is dict or t is collections.OrderedDict:
-            return ["dict" if t is dict else "odict", [[self.enc(k, d), self.enc(x, d)] for k, x in _dict_items(v)]]
+            return [
+                "dict" if t is dict else "odict",
+                [[self.enc(k, d), self.enc(x, d)] for k, x in _dict_items(v)],
+            ]
         if t is set or t is frozenset:
             items = [self.enc(x, d) for x in (set.__iter__ if t is set else frozenset.__iter__)(v)]
             return ["set" if t is set else "frozenset", _sorted(items, key=_dumps_key)]
@@ -92,7 +95,10 @@ class _Encoder:
         if t is types.FunctionType or t is types.BuiltinFunctionType:
             return ["fn", _function_name(v)]
         if t is datetime.timedelta:
-            return ["timedelta", [datetime.timedelta.__dict__[k].__get__(v) for k in ("days", "seconds", "microseconds")]]
+            return [
+                "timedelta",
+                [datetime.timedelta.__dict__[k].__get__(v) for k in ("days", "seconds", "microseconds")],
+            ]
         return self._family(v, t, d)
 
     def _family(self, v: Any, t: type, d: int) -> Any:
@@ -103,8 +109,10 @@ class _Encoder:
         mro = _type_mro(t)
         if enum.Enum in mro:  # a member is named; mixins (`class State(str, Enum)`) do not matter
             return ["enum", name, _getattr_obj(v, "_name_")]
-        if mro[-1] is not object or any(b not in (object, enum.Enum) and _type_module(b).split(".")[0] not in self.roots
-                                        for b in mro[1:-1]):  # fmt: skip
+        if mro[-1] is not object or any(
+            b not in (object, enum.Enum) and _type_module(b).split(".")[0] not in self.roots
+            for b in mro[1:-1]
+        ):
             raise Unencodable(f"type {name} derives from a non-family type")
         fields = {}
         for k, x in _fields(v, mro):
@@ -167,7 +175,9 @@ def decode(e: Any) -> Any:
         return (bytes if tag == "bytes" else bytearray).fromhex(e[1])
     if tag in ("list", "tuple", "set", "frozenset", "deque"):
         items = [decode(x) for x in e[1]]
-        return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset, "deque": collections.deque}[tag](items)
+        return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset, "deque": collections.deque}[
+            tag
+        ](items)
     if tag in ("dict", "odict"):
         return (dict if tag == "dict" else collections.OrderedDict)((decode(k), decode(x)) for k, x in e[1])
     if tag == "fraction":

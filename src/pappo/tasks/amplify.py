@@ -54,8 +54,11 @@ def variants(e: Enc, pool: dict[str, dict[str, Enc]], depth: int = 0) -> list[En
         items = e[1]
         out = [[tag, []], [tag, items[:-1]], [tag, items[1:]], [tag, items[::-1]]]
         if depth < 2:
-            out += [[tag, items[:k] + [[kv[0], m]] + items[k + 1 :]] for k, kv in enumerate(items[:3])
-                    for m in variants(kv[1], pool, depth + 1)[:3]]  # fmt: skip
+            out += [
+                [tag, items[:k] + [[kv[0], m]] + items[k + 1 :]]
+                for k, kv in enumerate(items[:3])
+                for m in variants(kv[1], pool, depth + 1)[:3]
+            ]
     elif tag in ("set", "frozenset"):
         out = [[tag, []], [tag, e[1][:-1]], [tag, e[1][1:]]]
     out += list(pool.get(type_key(e), {}).values())
@@ -69,8 +72,15 @@ def variants(e: Enc, pool: dict[str, dict[str, Enc]], depth: int = 0) -> list[En
 
 def _sequences(e: Enc, pool: dict[str, dict[str, Enc]], depth: int) -> list[Enc]:
     tag, items = e[0], e[1]
-    out = [[tag, []], [tag, items[:-1]], [tag, items[1:]], [tag, items + items[-1:]], [tag, items[::-1]],
-           [tag, items[1:] + items[:1]], [tag, items + items]]  # fmt: skip
+    out = [
+        [tag, []],
+        [tag, items[:-1]],
+        [tag, items[1:]],
+        [tag, items + items[-1:]],
+        [tag, items[::-1]],
+        [tag, items[1:] + items[:1]],
+        [tag, items + items],
+    ]
     if depth < 2 and items:
         for k in sorted({0, len(items) // 2, len(items) - 1}):
             out += [[tag, items[:k] + [m] + items[k + 1 :]] for m in variants(items[k], pool, depth + 1)[:4]]
@@ -91,7 +101,11 @@ def mutate_call(spec: dict[str, Any], pool: dict[str, dict[str, Enc]]) -> list[d
             if type_key(flat[i][2]) == type_key(flat[j][2]) and key(flat[i][2]) != key(flat[j][2]):
                 out.append(_swap(spec, flat[i], flat[j]))
     if spec.get("self") is not None:  # the same call on other states the tests reached
-        out += [{**spec, "self": s} for s in pool.get(type_key(spec["self"]), {}).values() if key(s) != key(spec["self"])]
+        out += [
+            {**spec, "self": s}
+            for s in pool.get(type_key(spec["self"]), {}).values()
+            if key(s) != key(spec["self"])
+        ]
     return out
 
 

@@ -60,12 +60,15 @@ def module_of(path: str) -> str:
 
 def covered_functions(trace: TestRun, task: Task, bug_fn: str | None) -> list[str]:
     """`module:qualname` (nested functions without `<locals>`) the FAIL_TO_PASS tests reach, plus the bug's."""
-    reached = {q for t in trace.trace if t["nodeid"] in task.FAIL_TO_PASS for e in t["entries"] for q in e["reached"]}
+    reached = {
+        q for t in trace.trace if t["nodeid"] in task.FAIL_TO_PASS for e in t["entries"] for q in e["reached"]
+    }
     return sorted({q.replace(".<locals>", "") for q in reached | ({bug_fn} if bug_fn else set())})
 
 
-def rank_wrong(task: Task, clean: dict[str, bytes], buggy: dict[str, bytes], fix: CandidateEdit,
-               covered: list[str]) -> list[CandidateEdit]:  # fmt: skip
+def rank_wrong(
+    task: Task, clean: dict[str, bytes], buggy: dict[str, bytes], fix: CandidateEdit, covered: list[str]
+) -> list[CandidateEdit]:
     """Candidate wrong edits of the buggy tree, best first (see the module docstring); not yet graded."""
     bug_fn = (bug_function(clean, task.bug_patch) or "").replace(".<locals>", "")
     near = [m for m in enumerate_mutants(fix.path, clean[fix.path].decode()) if _on_fix(m, clean, fix)]
@@ -74,7 +77,9 @@ def rank_wrong(task: Task, clean: dict[str, bytes], buggy: dict[str, bytes], fix
     for path, data in source_files(buggy).items():
         for m in enumerate_mutants(path, data.decode()):
             site = f"{module_of(path)}:{m.function}" if m.function else ""
-            if path == fix.path and (_within(site, [bug_fn]) if bug_fn else abs(m.lineno - fix.line) <= NEIGHBOUR_LINES):
+            if path == fix.path and (
+                _within(site, [bug_fn]) if bug_fn else abs(m.lineno - fix.line) <= NEIGHBOUR_LINES
+            ):
                 neighbours.append(m)
             elif _within(site, covered):
                 (inverses if m.operator == task.operator else others).append(m)
@@ -87,8 +92,10 @@ def rank_wrong(task: Task, clean: dict[str, bytes], buggy: dict[str, bytes], fix
         group.sort(key=lambda m: (m.path, m.start, m.replacement))
         rng.shuffle(group)
     out, seen = [], {tree_sha256(buggy), tree_sha256(clean)}
-    ranked = [*_interleave([(near, clean), (neighbours, buggy), (inverses, buggy), (others, buggy)]),
-              *((m, buggy) for m in rest)]  # fmt: skip
+    ranked = [
+        *_interleave([(near, clean), (neighbours, buggy), (inverses, buggy), (others, buggy)]),
+        *((m, buggy) for m in rest),
+    ]
     for m, base in ranked:
         tree = {**base, m.path: m.source.encode()}
         key = tree_sha256(tree)
@@ -110,12 +117,16 @@ def _on_fix(m: Mutant, clean: dict[str, bytes], fix: CandidateEdit) -> bool:
     """The mutant touches the lines the fix writes (in the clean file's numbering)."""
     data = clean[fix.path]
     first = data[: m.start].count(b"\n") + 1
-    last = first + data[m.start : max(m.start, m.end - 1)].count(b"\n")  # a span ending in a newline ends on that line
+    last = first + data[m.start : max(m.start, m.end - 1)].count(
+        b"\n"
+    )  # a span ending in a newline ends on that line
     lo, hi = fix.line, fix.line + max(len(fix.after), 1) - 1
     return first <= hi and last >= lo
 
 
-def _interleave(groups: list[tuple[list[Mutant], dict[str, bytes]]]) -> Iterator[tuple[Mutant, dict[str, bytes]]]:
+def _interleave(
+    groups: list[tuple[list[Mutant], dict[str, bytes]]],
+) -> Iterator[tuple[Mutant, dict[str, bytes]]]:
     for k in range(max(len(g) for g, _ in groups)):
         for g, base in groups:
             if k < len(g):
@@ -143,12 +154,16 @@ def build_set(manifest: Path, repos: Path, limits: SandboxParams) -> tuple[list[
 def _plans(pool: SandboxPool, tasks: list[Task], trees: Mapping[str, dict[str, bytes]]) -> list[_Plan]:
     """Each task's fix and ranked wrong edits, from one trace run of its buggy tree."""
     buggy = {t.instance_id: apply_patch(trees[t.family], t.bug_patch) for t in tasks}
-    jobs: list[tuple[Any, ...]] = [(buggy[t.instance_id], list(t.FAIL_TO_PASS), None,
-                                    {"roots": family_roots(trees[t.family])}) for t in tasks]  # fmt: skip
+    jobs: list[tuple[Any, ...]] = [
+        (buggy[t.instance_id], list(t.FAIL_TO_PASS), None, {"roots": family_roots(trees[t.family])})
+        for t in tasks
+    ]
     plans = []
     for task, trace in zip(tasks, pool.run_many(jobs)):
         if trace.infra_error:
-            raise PappoError(f"task {task.instance_id}: the trace run of the buggy tree failed: {trace.infra_error}")
+            raise PappoError(
+                f"task {task.instance_id}: the trace run of the buggy tree failed: {trace.infra_error}"
+            )
         clean, bug = trees[task.family], buggy[task.instance_id]
         fix = edit_between(bug, clean, "fix")
         covered = covered_functions(trace, task, bug_function(clean, task.bug_patch))
@@ -161,7 +176,9 @@ def _select(pool: SandboxPool, plan: _Plan, hidden: Mapping[str, HiddenSuite]) -
     task, family = plan.task, plan.clean
     fix_grade = grade_many(pool, [(task, family, plan.fix.apply(plan.buggy))], hidden)[0]
     if not fix_grade.success:
-        raise PappoError(f"the fix does not pass the grader ({fix_grade.infra_error or fix_grade.first_failure})")
+        raise PappoError(
+            f"the fix does not pass the grader ({fix_grade.infra_error or fix_grade.first_failure})"
+        )
     wrong: list[CandidateEdit] = []
     dropped = {"passes the visible tests": 0, "infra error": 0}
     queue = list(plan.ranked)
@@ -179,10 +196,13 @@ def _select(pool: SandboxPool, plan: _Plan, hidden: Mapping[str, HiddenSuite]) -
     shortfall = None
     if len(wrong) < MAX_WRONG:
         tried = len(plan.ranked) - len(queue)
-        shortfall = (f"{len(wrong)} wrong edits from {tried} graded of {len(plan.ranked)} ranked mutants; "
-                     "dropped: " + ", ".join(f"{n} {why}" for why, n in dropped.items()))  # fmt: skip
-    return TaskCandidates(instance_id=task.instance_id, covered=plan.covered, edits=[plan.fix, *wrong],
-                          shortfall=shortfall)  # fmt: skip
+        shortfall = (
+            f"{len(wrong)} wrong edits from {tried} graded of {len(plan.ranked)} ranked mutants; "
+            "dropped: " + ", ".join(f"{n} {why}" for why, n in dropped.items())
+        )
+    return TaskCandidates(
+        instance_id=task.instance_id, covered=plan.covered, edits=[plan.fix, *wrong], shortfall=shortfall
+    )
 
 
 def _reject(g: Grade) -> str | None:

@@ -18,7 +18,10 @@ END = "<!-- END GENERATED -->"
 
 def render_tables(params: Params) -> str:
     sections = []
-    for name, title in (("repofix", "Benchmark (RepoFix-100)"), ("warmup", "Warm-up (never in the benchmark)")):
+    for name, title in (
+        ("repofix", "Benchmark (RepoFix-100)"),
+        ("warmup", "Warm-up (never in the benchmark)"),
+    ):
         sp = getattr(params.tasks, name)
         tasks, errors = read_manifest(sp.manifest)
         if errors:
@@ -31,8 +34,10 @@ def render_tables(params: Params) -> str:
 
 
 def _family_table(tasks: list[Task], repos: Path) -> str:
-    rows = ["| family | source lines | tests | tasks | operators | easy / medium / hard |",
-            "|---|---:|---:|---:|---|---|"]  # fmt: skip
+    rows = [
+        "| family | source lines | tests | tasks | operators | easy / medium / hard |",
+        "|---|---:|---:|---:|---|---|",
+    ]
     for family in sorted({t.family for t in tasks}):
         mine = [t for t in tasks if t.family == family]
         ops = Counter(t.operator for t in mine)
@@ -40,8 +45,10 @@ def _family_table(tasks: list[Task], repos: Path) -> str:
         n_tests = len(mine[0].FAIL_TO_PASS) + len(mine[0].PASS_TO_PASS)
         lines = source_lines(load_tree(Path(repos) / family))
         op_text = ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(ops.items()))
-        rows.append(f"| {family} | {lines} | {n_tests} | {len(mine)} | {op_text} | "
-                    f"{diff['easy']} / {diff['medium']} / {diff['hard']} |")  # fmt: skip
+        rows.append(
+            f"| {family} | {lines} | {n_tests} | {len(mine)} | {op_text} | "
+            f"{diff['easy']} / {diff['medium']} / {diff['hard']} |"
+        )
     return "\n".join(rows)
 
 
@@ -49,16 +56,20 @@ def _operator_line(tasks: list[Task]) -> str:
     ops = Counter(t.operator for t in tasks)
     diff = Counter(t.difficulty for t in tasks)
     parts = ", ".join(f"{op}: {ops[op]}" for op in OPERATORS)
-    return (f"{len(tasks)} tasks; {sum(1 for o in OPERATORS if ops[o])} operator kinds ({parts}); "
-            f"difficulty easy {diff['easy']}, medium {diff['medium']}, hard {diff['hard']}.")  # fmt: skip
+    return (
+        f"{len(tasks)} tasks; {sum(1 for o in OPERATORS if ops[o])} operator kinds ({parts}); "
+        f"difficulty easy {diff['easy']}, medium {diff['medium']}, hard {diff['hard']}."
+    )
 
 
 def _split_table(tasks: list[Task], params: Params) -> str:
     rows = ["| seed | eval families (held out) | train / eval tasks |", "|---:|---|---|"]
     for seed in params.seeds:
         split = make_split(tasks, seed, params.tasks.n_train_families, params.tasks.n_eval_families)
-        rows.append(f"| {seed} | {', '.join(split.eval_families)} | "
-                    f"{len(split.train_instance_ids)} / {len(split.eval_instance_ids)} |")  # fmt: skip
+        rows.append(
+            f"| {seed} | {', '.join(split.eval_families)} | "
+            f"{len(split.train_instance_ids)} / {len(split.eval_instance_ids)} |"
+        )
     return "Splits by family, per seed (`params.yaml` seeds):\n\n" + "\n".join(rows)
 
 

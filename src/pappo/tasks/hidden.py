@@ -39,9 +39,17 @@ MAX_SEEDS = 40  # of them, at most this many are the visible calls themselves
 MAX_CANDIDATES = 1200  # inputs tried per task before selection
 # Exceptions an API raises on purpose; others (AttributeError, RecursionError...) on a mutated
 # input mean the input left the API's domain, where a correct alternative fix may differ.
-API_ERRORS = ("builtins:ValueError", "builtins:TypeError", "builtins:KeyError", "builtins:IndexError",
-              "builtins:ZeroDivisionError", "builtins:OverflowError", "builtins:LookupError",
-              "builtins:ArithmeticError", "decimal:InvalidOperation")  # fmt: skip
+API_ERRORS = (
+    "builtins:ValueError",
+    "builtins:TypeError",
+    "builtins:KeyError",
+    "builtins:IndexError",
+    "builtins:ZeroDivisionError",
+    "builtins:OverflowError",
+    "builtins:LookupError",
+    "builtins:ArithmeticError",
+    "decimal:InvalidOperation",
+)
 
 
 class HiddenChecks(BaseModel):
@@ -51,7 +59,9 @@ class HiddenChecks(BaseModel):
 
     instance_id: str
     bug_function: str | None = Field(description="`module:qualname` the bug is in (None: not in a function).")
-    roots: list[str] = Field(min_length=1, description="Family packages and test modules whose objects encode.")
+    roots: list[str] = Field(
+        min_length=1, description="Family packages and test modules whose objects encode."
+    )
     n_visible_calls: int = Field(ge=0, description="Distinct calls of FAIL_TO_PASS tests that reach the bug.")
     checks: list[dict[str, Any]] = Field(description="Call specs (`sandbox.checks`).")
     outcomes_sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the clean tree's answers.")
@@ -59,11 +69,17 @@ class HiddenChecks(BaseModel):
     uncovered: str | None = Field(None, description="Why no check reveals the bug (reported, not hidden).")
     typed_asserts: dict[str, dict[str, list[list[str]]]] = Field(
         description="Per FAIL_TO_PASS/PASS_TO_PASS test: assert site (`tests/test_x.py:<line>:<k>`) -> the "
-        "[left, right] exact operand types of its `==`/`!=` on the clean tree (`sandbox.typed`).")
+        "[left, right] exact operand types of its `==`/`!=` on the clean tree (`sandbox.typed`)."
+    )
 
     def suite(self) -> HiddenSuite:
-        return HiddenSuite(self.instance_id, list(self.roots), list(self.checks), self.outcomes_sha256,
-                           typed_asserts=self.typed_asserts)  # fmt: skip
+        return HiddenSuite(
+            self.instance_id,
+            list(self.roots),
+            list(self.checks),
+            self.outcomes_sha256,
+            typed_asserts=self.typed_asserts,
+        )
 
     @property
     def typed_operands(self) -> int:
@@ -77,7 +93,10 @@ def hidden_path(manifest: Path) -> Path:
 
 
 def read_hidden(path: Path) -> dict[str, HiddenChecks]:
-    return {h.instance_id: h for _, h in read_model_lines(path, HiddenChecks, "hidden checks", "pappo hidden-checks")}
+    return {
+        h.instance_id: h
+        for _, h in read_model_lines(path, HiddenChecks, "hidden checks", "pappo hidden-checks")
+    }
 
 
 def write_hidden(path: Path, items: list[HiddenChecks]) -> None:
@@ -105,9 +124,19 @@ def bug_function(clean: dict[str, bytes], bug_patch: str) -> str | None:
 
 def _enclosing(node: ast.AST, line: int, prefix: list[str]) -> str | None:
     for child in ast.iter_child_nodes(node):
-        start = min([child.lineno, *[d.lineno for d in getattr(child, "decorator_list", [])]]) if hasattr(child, "lineno") else 0
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and start <= line <= (child.end_lineno or 0):
-            inner = _enclosing(child, line, [*prefix, child.name] + (["<locals>"] if not isinstance(child, ast.ClassDef) else []))
+        start = (
+            min([child.lineno, *[d.lineno for d in getattr(child, "decorator_list", [])]])
+            if hasattr(child, "lineno")
+            else 0
+        )
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and start <= line <= (
+            child.end_lineno or 0
+        ):
+            inner = _enclosing(
+                child,
+                line,
+                [*prefix, child.name] + (["<locals>"] if not isinstance(child, ast.ClassDef) else []),
+            )
             if inner:
                 return inner
             return ".".join([*prefix, child.name]) if not isinstance(child, ast.ClassDef) else None
@@ -124,12 +153,16 @@ class _Plan:
     n_visible: int
 
 
-def build_family(tree: dict[str, bytes], tasks: list[Task], limits: SandboxParams) -> tuple[list[HiddenChecks], list[str]]:
+def build_family(
+    tree: dict[str, bytes], tasks: list[Task], limits: SandboxParams
+) -> tuple[list[HiddenChecks], list[str]]:
     """Hidden checks for the tasks of one family; problems are returned, one line per task."""
     roots = family_roots(tree)
     trace = run_many([(tree, None, None, {"roots": roots})], limits)[0]
     if trace.infra_error or trace.failing():
-        return [], [f"family {tasks[0].family}: the clean tree's trace run failed: {trace.infra_error or trace.failing()[:3]}"]
+        return [], [
+            f"family {tasks[0].family}: the clean tree's trace run failed: {trace.infra_error or trace.failing()[:3]}"
+        ]
     plans = [_plan(t, tree, trace) for t in tasks]
     jobs: list[tuple[Any, ...]] = []
     for p in plans:
@@ -137,9 +170,13 @@ def build_family(tree: dict[str, bytes], tasks: list[Task], limits: SandboxParam
         jobs += [(tree, None, spec), (tree, None, spec), (p.buggy, None, spec)]
     *runs, again = run_many([*jobs, (tree, None)], limits)
     if again.types != trace.types:  # the typed-assertion tables must not depend on the run
-        differ = sorted(t for t in set(trace.types) | set(again.types) if trace.types.get(t) != again.types.get(t))
-        return [], [f"family {tasks[0].family}: the asserts' operand types differ between two clean runs "
-                     f"in {differ[:3]}"]  # fmt: skip
+        differ = sorted(
+            t for t in set(trace.types) | set(again.types) if trace.types.get(t) != again.types.get(t)
+        )
+        return [], [
+            f"family {tasks[0].family}: the asserts' operand types differ between two clean runs "
+            f"in {differ[:3]}"
+        ]
     out, problems = [], []
     for k, p in enumerate(plans):
         result = _select(p, roots, runs[3 * k : 3 * k + 3])
@@ -147,7 +184,11 @@ def build_family(tree: dict[str, bytes], tasks: list[Task], limits: SandboxParam
             problems.append(f"task {p.task.instance_id}: {result}")
         else:
             graded = [*p.task.FAIL_TO_PASS, *p.task.PASS_TO_PASS]
-            out.append(result.model_copy(update={"typed_asserts": {t: trace.types.get(t, {}) for t in sorted(graded)}}))
+            out.append(
+                result.model_copy(
+                    update={"typed_asserts": {t: trace.types.get(t, {}) for t in sorted(graded)}}
+                )
+            )
     return out, problems
 
 
@@ -158,8 +199,13 @@ def _plan(task: Task, tree: dict[str, bytes], trace: TestRun) -> _Plan:
     if not seeds:  # no function, or never reached by name: the failing tests' own calls
         seeds = [e for n, e in entries if n in task.FAIL_TO_PASS]
     seeds = _unique([{k: v for k, v in e.items() if k != "reached"} for e in seeds])
-    f2p = _unique([{k: v for k, v in e.items() if k != "reached"} for n, e in entries
-                   if n in task.FAIL_TO_PASS and (not bug_fn or bug_fn in e["reached"])])  # fmt: skip
+    f2p = _unique(
+        [
+            {k: v for k, v in e.items() if k != "reached"}
+            for n, e in entries
+            if n in task.FAIL_TO_PASS and (not bug_fn or bug_fn in e["reached"])
+        ]
+    )
     pool: dict[str, dict[str, Any]] = {}
     for e in (e for _, e in entries):
         amplify.collect([*e["args"], *(v for _, v in e["kwargs"]), *([e["self"]] if e["self"] else [])], pool)
@@ -169,7 +215,7 @@ def _plan(task: Task, tree: dict[str, bytes], trace: TestRun) -> _Plan:
     return _Plan(task, apply_patch(tree, task.bug_patch), bug_fn, seeds, candidates, max(1, len(f2p)))
 
 
-def _unique(specs: list[dict[str, Any]], exclude: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:  # type: ignore[assignment]
+def _unique(specs: list[dict[str, Any]], exclude: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
     seen = {amplify.key(s) for s in exclude}
     out = []
     for s in specs:
@@ -182,7 +228,9 @@ def _unique(specs: list[dict[str, Any]], exclude: list[dict[str, Any]] = ()) -> 
 def _select(p: _Plan, roots: list[str], runs: list[TestRun]) -> HiddenChecks | str:
     first, second, buggy = (r.hidden for r in runs)
     if first is None or second is None:
-        return f"the hidden-check runs did not complete on the clean tree ({runs[0].infra_error or 'no answer'})"
+        return (
+            f"the hidden-check runs did not complete on the clean tree ({runs[0].infra_error or 'no answer'})"
+        )
     if buggy is None:  # the bug hangs or kills the run: every check fails on it
         buggy = [{"x": "no answer"}] * len(first)
     n_seeds = len(p.seeds)  # the visible calls themselves come first
@@ -194,7 +242,9 @@ def _select(p: _Plan, roots: list[str], runs: list[TestRun]) -> HiddenChecks | s
         target.append((c, a, same_outcome(a, bug)))
     seeds_revealing = [k for k in keep if not k[2]]
     seeds_other = [k for k in keep if k[2]]
-    chosen = (seeds_revealing + seeds_other[:MAX_SEEDS] + revealing + rest + seeds_other[MAX_SEEDS:])[:MAX_CHECKS]
+    chosen = (seeds_revealing + seeds_other[:MAX_SEEDS] + revealing + rest + seeds_other[MAX_SEEDS:])[
+        :MAX_CHECKS
+    ]
     n_revealing = sum(not ok for _, _, ok in chosen)
     uncovered = None
     if not chosen:
@@ -202,10 +252,16 @@ def _select(p: _Plan, roots: list[str], runs: list[TestRun]) -> HiddenChecks | s
     elif not n_revealing:
         uncovered = "no check made from the visible tests' calls answers differently on the buggy tree"
     return HiddenChecks(
-        instance_id=p.task.instance_id, bug_function=p.bug_fn, roots=roots, n_visible_calls=p.n_visible,
-        checks=[c for c, _, _ in chosen], outcomes_sha256=outcomes_digest([a for _, a, _ in chosen]),
-        n_revealing=n_revealing, uncovered=uncovered, typed_asserts={},
-    )  # fmt: skip
+        instance_id=p.task.instance_id,
+        bug_function=p.bug_fn,
+        roots=roots,
+        n_visible_calls=p.n_visible,
+        checks=[c for c, _, _ in chosen],
+        outcomes_sha256=outcomes_digest([a for _, a, _ in chosen]),
+        n_revealing=n_revealing,
+        uncovered=uncovered,
+        typed_asserts={},
+    )
 
 
 def _usable(outcome: dict[str, Any], roots: list[str]) -> bool:

@@ -19,12 +19,14 @@ Operator = Literal[
     "arithmetic_op",
     "wrong_default",
 ]
-OPERATORS: tuple[str, ...] = Operator.__args__  # type: ignore[attr-defined]
+OPERATORS: tuple[str, ...] = Operator.__args__
 Difficulty = Literal["easy", "medium", "hard"]
 
 _NAME = r"^[a-z][a-z0-9_]*$"
 _SHA = r"^[0-9a-f]{64}$"
-_TEST_ID = r"^tests/[A-Za-z0-9_/]+\.py::[A-Za-z_][A-Za-z0-9_]*(\[[^\n]*\])?$"  # parametrised ids may hold spaces
+_TEST_ID = (
+    r"^tests/[A-Za-z0-9_/]+\.py::[A-Za-z_][A-Za-z0-9_]*(\[[^\n]*\])?$"  # parametrised ids may hold spaces
+)
 
 
 class Task(BaseModel):
@@ -38,7 +40,9 @@ class Task(BaseModel):
     problem_statement: str = Field(min_length=40, description="User-style report of the failing behaviour.")
     patch: str = Field(min_length=1, description="The fix: unified diff from the buggy to the clean tree.")
     test_patch: str = Field("", description="SWE-bench field; empty here (tests are never changed).")
-    FAIL_TO_PASS: list[str] = Field(min_length=1, description="Tests failing on the bug, passing after the fix.")
+    FAIL_TO_PASS: list[str] = Field(
+        min_length=1, description="Tests failing on the bug, passing after the fix."
+    )
     PASS_TO_PASS: list[str] = Field(description="Tests passing both before and after the fix.")
     bug_patch: str = Field(min_length=1, description="Unified diff that injects the bug into the clean tree.")
     operator: Operator = Field(description="Mutation operator that made the bug.")
@@ -61,9 +65,9 @@ class Task(BaseModel):
         overlap = set(self.FAIL_TO_PASS) & set(self.PASS_TO_PASS)
         if overlap:
             raise ValueError(f"tests in both FAIL_TO_PASS and PASS_TO_PASS: {sorted(overlap)}")
-        if len(set(self.FAIL_TO_PASS)) != len(self.FAIL_TO_PASS) or len(
-            set(self.PASS_TO_PASS)
-        ) != len(self.PASS_TO_PASS):
+        if len(set(self.FAIL_TO_PASS)) != len(self.FAIL_TO_PASS) or len(set(self.PASS_TO_PASS)) != len(
+            self.PASS_TO_PASS
+        ):
             raise ValueError("FAIL_TO_PASS and PASS_TO_PASS must not repeat a test id")
         for path, digest in self.files_sha256.items():
             if not re.match(_SHA, digest) or path.startswith("/") or ".." in path.split("/"):
@@ -85,12 +89,20 @@ class TaskCheck(BaseModel):
     pass_to_pass_pass_on_fix: bool = Field(description="Every PASS_TO_PASS test passed after the fix.")
     runs: int = Field(ge=2, description="Buggy-tree runs that agreed test by test.")
     hidden_checks: int = Field(ge=0, description="Hidden differential checks of the task.")
-    hidden_sha256: str = Field(pattern=_SHA, description="sha256 of the task's line in the hidden checks file.")
+    hidden_sha256: str = Field(
+        pattern=_SHA, description="sha256 of the task's line in the hidden checks file."
+    )
     hidden_pass_on_fix: bool = Field(description="The clean tree reproduced the locked answers in every run.")
-    hidden_fail_on_bug: bool = Field(description="At least one hidden check fails on the buggy tree "
-                                     "(False only where the hidden checks record why: `uncovered`).")
-    candidates: int = Field(ge=2, description="Candidate edits (the fix + validated-wrong ones), all graded as recorded.")
-    candidates_sha256: str = Field(pattern=_SHA, description="sha256 of the task's line in the candidates file.")
+    hidden_fail_on_bug: bool = Field(
+        description="At least one hidden check fails on the buggy tree "
+        "(False only where the hidden checks record why: `uncovered`)."
+    )
+    candidates: int = Field(
+        ge=2, description="Candidate edits (the fix + validated-wrong ones), all graded as recorded."
+    )
+    candidates_sha256: str = Field(
+        pattern=_SHA, description="sha256 of the task's line in the candidates file."
+    )
 
 
 class FamilyLock(BaseModel):

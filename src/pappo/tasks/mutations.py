@@ -53,8 +53,8 @@ class _Source:
 
     def span(self, node: ast.AST) -> tuple[int, int]:
         return (
-            self.offset(node.lineno, node.col_offset),  # type: ignore[attr-defined]
-            self.offset(node.end_lineno, node.end_col_offset),  # type: ignore[attr-defined]
+            self.offset(node.lineno, node.col_offset),
+            self.offset(node.end_lineno, node.end_col_offset),
         )
 
     def seg(self, start: int, end: int) -> str:
@@ -64,11 +64,28 @@ class _Source:
         return self.seg(*self.span(node))
 
 
-_CMP_SWAP = {ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">", ast.Eq: "!=",
-             ast.NotEq: "==", ast.In: "not in", ast.NotIn: "in", ast.Is: "is not", ast.IsNot: "is"}  # fmt: skip
+_CMP_SWAP = {
+    ast.Lt: "<=",
+    ast.LtE: "<",
+    ast.Gt: ">=",
+    ast.GtE: ">",
+    ast.Eq: "!=",
+    ast.NotEq: "==",
+    ast.In: "not in",
+    ast.NotIn: "in",
+    ast.Is: "is not",
+    ast.IsNot: "is",
+}
 _CMP_TOKEN = r"(<=|>=|==|!=|<|>|\bnot\s+in\b|\bin\b|\bis\s+not\b|\bis\b)"
-_ARITH_SWAP = {ast.Add: "-", ast.Sub: "+", ast.Mult: "/", ast.Div: "*", ast.FloorDiv: "/",
-               ast.Mod: "//", ast.Pow: "*"}  # fmt: skip
+_ARITH_SWAP = {
+    ast.Add: "-",
+    ast.Sub: "+",
+    ast.Mult: "/",
+    ast.Div: "*",
+    ast.FloorDiv: "/",
+    ast.Mod: "//",
+    ast.Pow: "*",
+}
 _ARITH_TOKEN = r"(\*\*|//|[-+*/%])"
 _SIMPLE = (ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.Subscript)
 
@@ -93,9 +110,20 @@ def enumerate_mutants(path: str, text: str, operators: tuple[str, ...] = OPERATO
                 continue
             if changed:
                 seen.add(key)
-                lineno = edit.node.lineno  # type: ignore[attr-defined]
-                out.append(Mutant(op, path, lineno, funcs.get(id(edit.node)), edit.description,
-                                  edit.start, edit.end, edit.replacement, new_text))  # fmt: skip
+                lineno = edit.node.lineno
+                out.append(
+                    Mutant(
+                        op,
+                        path,
+                        lineno,
+                        funcs.get(id(edit.node)),
+                        edit.description,
+                        edit.start,
+                        edit.end,
+                        edit.replacement,
+                        new_text,
+                    )
+                )
     return out
 
 
@@ -135,13 +163,16 @@ def _walk(tree: ast.AST) -> Iterator[ast.AST]:
 
 
 def _is_docstring(node: ast.AST) -> bool:
-    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(
-        node.value.value, str
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
     )
 
 
-def _token_edit(src: _Source, node: ast.AST, start: int, end: int, pattern: str, new: str,
-                expect: str | None = None) -> _Edit | None:  # fmt: skip
+def _token_edit(
+    src: _Source, node: ast.AST, start: int, end: int, pattern: str, new: str, expect: str | None = None
+) -> _Edit | None:
     """Replace the operator token found in the gap [start, end) between two operands."""
     gap = src.seg(start, end)
     gap_code = gap.split("#", 1)[0] if "\n" in gap else gap
@@ -361,6 +392,7 @@ def _delete_statement(src: _Source, stmt: ast.stmt, alone: bool) -> Iterator[_Ed
 def _delete_else(src: _Source, stmt: ast.If) -> Iterator[_Edit]:
     first_else = stmt.orelse[0].lineno
     else_line = first_else - 1
+
     def line(n: int) -> str:
         return src.seg(*_whole_lines(src, n, n)).strip()
 

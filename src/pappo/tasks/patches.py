@@ -46,9 +46,7 @@ def apply_patch(files: dict[str, bytes], patch: str) -> dict[str, bytes]:
 def changed_lines(patch: str) -> list[str]:
     """Text of removed and added lines (without the +/- marker)."""
     return [
-        line[1:]
-        for line in patch.splitlines()
-        if line[:1] in "+-" and not line.startswith(("+++ ", "--- "))
+        line[1:] for line in patch.splitlines() if line[:1] in "+-" and not line.startswith(("+++ ", "--- "))
     ]
 
 
@@ -134,13 +132,24 @@ def apply_git_patch(files: dict[str, bytes], patch: str) -> dict[str, bytes]:
         root.mkdir()
         write_tree(root, files)
         (Path(tmp) / "change.diff").write_text(patch)
-        proc = subprocess.run(["git", "apply", "--whitespace=nowarn", str(Path(tmp) / "change.diff")],
-                              cwd=root, capture_output=True, text=True, env=_GIT_ENV)  # fmt: skip
+        proc = subprocess.run(
+            ["git", "apply", "--whitespace=nowarn", str(Path(tmp) / "change.diff")],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            env=_GIT_ENV,
+        )
         if proc.returncode != 0:
             raise PappoError(f"patch does not apply: {proc.stderr.strip() or proc.stdout.strip()}")
-        return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+        return {
+            p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+        }
 
 
 # git must not pick up the caller's repository or configuration.
-_GIT_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent",
-            "GIT_CEILING_DIRECTORIES": "/"}  # fmt: skip
+_GIT_ENV = {
+    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "HOME": "/nonexistent",
+    "GIT_CEILING_DIRECTORIES": "/",
+}

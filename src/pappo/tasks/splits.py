@@ -41,7 +41,9 @@ def read_split(params: Params, seed: int) -> tuple[str, list[str], list[str]]:
         raise PappoError(f"{path} is missing: run `pappo validate` (dvc repro validate) first")
     lock = ManifestLock.model_validate(json.loads(path.read_text()))
     if seed not in lock.splits:
-        raise PappoError(f"{path}: no split for seed {seed} (have {sorted(lock.splits)}); add the seed to "
-                         "params.yaml `seeds` and rerun validate, or pick one of those")  # fmt: skip
+        raise PappoError(
+            f"{path}: no split for seed {seed} (have {sorted(lock.splits)}); add the seed to "
+            "params.yaml `seeds` and rerun validate, or pick one of those"
+        )
     split = lock.splits[seed]
     return sha256_file(path), list(split.train_instance_ids), list(split.eval_instance_ids)

@@ -11,9 +11,33 @@ import re
 import textwrap
 from typing import Any
 
-_NOT_API = {"len", "list", "sorted", "set", "dict", "tuple", "round", "abs", "str", "repr", "int",
-            "float", "bool", "isinstance", "pytest.raises", "pytest.approx", "type", "min", "max",
-            "sum", "any", "all", "range", "enumerate", "zip"}  # fmt: skip
+_NOT_API = {
+    "len",
+    "list",
+    "sorted",
+    "set",
+    "dict",
+    "tuple",
+    "round",
+    "abs",
+    "str",
+    "repr",
+    "int",
+    "float",
+    "bool",
+    "isinstance",
+    "pytest.raises",
+    "pytest.approx",
+    "type",
+    "min",
+    "max",
+    "sum",
+    "any",
+    "all",
+    "range",
+    "enumerate",
+    "zip",
+}
 
 
 def problem_statement(tests: dict[str, str], failing: list[str], failures: dict[str, Any]) -> str:
@@ -62,9 +86,10 @@ def _snippet(source: str, lines: list[str], info: dict[str, Any]) -> tuple[str, 
     """Imports the test needs plus the test body up to the failing statement; and the docstring."""
     tree = ast.parse(source)
     func = next(
-        n for n in ast.walk(tree)
+        n
+        for n in ast.walk(tree)
         if isinstance(n, ast.FunctionDef) and n.lineno <= info["test_line"] <= (n.end_lineno or 0)
-    )  # fmt: skip
+    )
     docstring = (ast.get_docstring(func) or "").strip()
     body = func.body[1:] if docstring else func.body
     if not body:
@@ -74,8 +99,11 @@ def _snippet(source: str, lines: list[str], info: dict[str, Any]) -> tuple[str, 
     code = textwrap.dedent("\n".join(lines[body[0].lineno - 1 : covering.end_lineno]))
     helpers = _helpers_used(tree, source, code)
     used = code + "\n" + "\n".join(helpers)
-    imports = [_import_line(n, used) for n in tree.body
-               if isinstance(n, (ast.Import, ast.ImportFrom)) and _used(n, used)]  # fmt: skip
+    imports = [
+        _import_line(n, used)
+        for n in tree.body
+        if isinstance(n, (ast.Import, ast.ImportFrom)) and _used(n, used)
+    ]
     blocks = ["\n".join(imports), "\n\n".join(helpers), code]
     return "\n\n".join(b for b in blocks if b).strip(), docstring
 
@@ -92,8 +120,11 @@ def _helpers_used(tree: ast.Module, source: str, code: str) -> list[str]:
     chosen: set[int] = set()
     text = code
     while True:
-        new = {i for i, (names, _) in enumerate(defs) if i not in chosen
-               and any(_mentions(text, n) for n in names)}  # fmt: skip
+        new = {
+            i
+            for i, (names, _) in enumerate(defs)
+            if i not in chosen and any(_mentions(text, n) for n in names)
+        }
         if not new:
             return [defs[i][1] for i in sorted(chosen)]
         chosen |= new
@@ -177,14 +208,19 @@ def _observed(info: dict[str, Any], failing_src: str) -> str:
         raised = first.removeprefix("DID NOT RAISE").strip().strip("<>").removeprefix("class ").strip("'")
         return f"I expected `{raised.split('.')[-1]}` to be raised here, but no error was raised."
     if exc != "AssertionError":
-        return f"Instead it crashes with `{exc}: {first[:200]}`." if first else f"Instead it crashes with `{exc}`."
+        return (
+            f"Instead it crashes with `{exc}: {first[:200]}`."
+            if first
+            else f"Instead it crashes with `{exc}`."
+        )
     cmp = info.get("compare")
     if cmp and cmp["op"] in ("==", "is"):
         actual, expected, expr = _sides(failing_src, cmp)
         return f"`{expr}` gives `{actual}`, but it should be `{expected}`."
     if cmp:
-        return (f"This check fails: `{failing_src}` (left side: `{cmp['left']}`, "
-                f"right side: `{cmp['right']}`).")  # fmt: skip
+        return (
+            f"This check fails: `{failing_src}` (left side: `{cmp['left']}`, right side: `{cmp['right']}`)."
+        )
     return f"This check fails: `{failing_src}`."
 
 

@@ -36,8 +36,12 @@ class TaskStore:
     def hidden(self) -> dict[str, HiddenSuite]:
         """Every task's hidden checks, for `grading.grade_many` (read on first use)."""
         if self._hidden is None:
-            found = self._every_task(read_hidden(hidden_path(self.manifest)), hidden_path(self.manifest),
-                                     "hidden checks", "pappo hidden-checks")  # fmt: skip
+            found = self._every_task(
+                read_hidden(hidden_path(self.manifest)),
+                hidden_path(self.manifest),
+                "hidden checks",
+                "pappo hidden-checks",
+            )
             self._hidden = {tid: h.suite() for tid, h in found.items()}
         return self._hidden
 
@@ -45,8 +49,12 @@ class TaskStore:
     def candidates(self) -> dict[str, TaskCandidates]:
         """Every task's candidate edits (the candidates action mode; read on first use)."""
         if self._candidates is None:
-            self._candidates = self._every_task(read_candidates(candidates_path(self.manifest)),
-                                                candidates_path(self.manifest), "candidate edits", "pappo candidates")  # fmt: skip
+            self._candidates = self._every_task(
+                read_candidates(candidates_path(self.manifest)),
+                candidates_path(self.manifest),
+                "candidate edits",
+                "pappo candidates",
+            )
         return self._candidates
 
     def _every_task(self, found: dict[str, T], path: Path, what: str, command: str) -> dict[str, T]:

@@ -64,9 +64,13 @@ def check_clean_tree(family: str, files: dict[str, bytes], limits: SandboxParams
 
 
 def evaluate(
-    family: str, files: dict[str, bytes], mutants: list[Mutant], params: SynthesisParams,
-    limits: SandboxParams, all_tests: list[str],
-) -> list[Candidate]:  # fmt: skip
+    family: str,
+    files: dict[str, bytes],
+    mutants: list[Mutant],
+    params: SynthesisParams,
+    limits: SandboxParams,
+    all_tests: list[str],
+) -> list[Candidate]:
     """Run each mutant twice and keep the valid, deterministic ones."""
     trees = [{**files, m.path: m.source.encode()} for m in mutants]
     first = run_many([(t, all_tests) for t in trees], limits)
@@ -106,9 +110,7 @@ def _leaks(statement: str, bug_patch: str) -> bool:
 
 def _difficulty(m: Mutant, failing: list[str], run: TestRun, tests: dict[str, str], n_tests: int) -> str:
     """easy/medium/hard from three signals (docs/tasks.md): silent, few failing tests, indirect."""
-    crash = any(
-        run.failures.get(t, {}).get("exc_type") not in ("AssertionError", "Failed") for t in failing
-    )
+    crash = any(run.failures.get(t, {}).get("exc_type") not in ("AssertionError", "Failed") for t in failing)
     few = len(failing) <= 2
     func = (m.function or "").split(".")[-1]
     direct = bool(func) and any(
@@ -118,7 +120,9 @@ def _difficulty(m: Mutant, failing: list[str], run: TestRun, tests: dict[str, st
     return "easy" if score <= 1 else "medium" if score == 2 else "hard"
 
 
-def select(candidates: list[Candidate], k: int, usage: Counter[str], seed: int, family: str) -> list[Candidate]:
+def select(
+    candidates: list[Candidate], k: int, usage: Counter[str], seed: int, family: str
+) -> list[Candidate]:
     """Pick k candidates: new operators first, then new functions, operators rare across the
     whole set, varied difficulty; never two on the same line."""
     rng = random.Random(f"select:{seed}:{family}")
@@ -135,17 +139,26 @@ def select(candidates: list[Candidate], k: int, usage: Counter[str], seed: int, 
             break
         best = min(
             options,
-            key=lambda c: (c.mutant.operator in used_ops, c.mutant.function in used_funcs,
-                           usage[c.mutant.operator], levels[c.difficulty], pool.index(c)),
-        )  # fmt: skip
+            key=lambda c: (
+                c.mutant.operator in used_ops,
+                c.mutant.function in used_funcs,
+                usage[c.mutant.operator],
+                levels[c.difficulty],
+                pool.index(c),
+            ),
+        )
         chosen.append(best)
     return chosen
 
 
 def synthesize_family(
-    repos: Path, family: str, params: SynthesisParams, limits: SandboxParams, k: int,
+    repos: Path,
+    family: str,
+    params: SynthesisParams,
+    limits: SandboxParams,
+    k: int,
     usage: Counter[str],
-) -> list[Task]:  # fmt: skip
+) -> list[Task]:
     files = load_tree(repos / family)
     all_tests = check_clean_tree(family, files, limits)
     order = candidate_order(files, family, params.seed)[: params.max_candidates]
@@ -164,10 +177,20 @@ def synthesize_family(
     tasks = []
     for n, c in enumerate(chosen, 1):
         buggy = {**files, c.mutant.path: c.mutant.source.encode()}
-        tasks.append(Task(
-            instance_id=f"{family}-{n:03d}", repo=family, family=family,
-            problem_statement=c.statement, patch=make_patch(buggy, files), test_patch="",
-            FAIL_TO_PASS=c.failing, PASS_TO_PASS=c.passing, bug_patch=make_patch(files, buggy),
-            operator=c.mutant.operator, difficulty=c.difficulty, files_sha256=hashes,  # type: ignore[arg-type]
-        ))  # fmt: skip
+        tasks.append(
+            Task(
+                instance_id=f"{family}-{n:03d}",
+                repo=family,
+                family=family,
+                problem_statement=c.statement,
+                patch=make_patch(buggy, files),
+                test_patch="",
+                FAIL_TO_PASS=c.failing,
+                PASS_TO_PASS=c.passing,
+                bug_patch=make_patch(files, buggy),
+                operator=c.mutant.operator,
+                difficulty=c.difficulty,
+                files_sha256=hashes,
+            )
+        )
     return tasks

@@ -22,7 +22,13 @@ from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes
 from pappo.sandbox.grading import grade_many, outcomes_digest, same_outcome
 from pappo.sandbox.pool import default_pool
 from pappo.sandbox.runner import TestRun, run_many
-from pappo.tasks.candidates import TaskCandidates, candidates_path, check_candidates, line_json, read_candidates
+from pappo.tasks.candidates import (
+    TaskCandidates,
+    candidates_path,
+    check_candidates,
+    line_json,
+    read_candidates,
+)
 from pappo.tasks.families import files_sha256, load_tree, source_lines
 from pappo.tasks.hidden import HiddenChecks, hidden_path, read_hidden
 from pappo.tasks.manifest import read_manifest
@@ -78,11 +84,15 @@ def validate_set(task_set: TaskSet, params: Params) -> Validated:
     clean_runs, bug_runs, hidden_runs = _run_all(trees, prepared, repeats, params.sandbox)
     families, family_tests = _check_families(trees, clean_runs, errors)
     checks = [_check_task(p, bug_runs[p.task.instance_id], family_tests, errors) for p in prepared]
-    checks = [_check_hidden(p, c, hidden_runs[p.task.instance_id], bug_runs[p.task.instance_id], errors)
-              for p, c in zip(prepared, checks)]  # fmt: skip
+    checks = [
+        _check_hidden(p, c, hidden_runs[p.task.instance_id], bug_runs[p.task.instance_id], errors)
+        for p, c in zip(prepared, checks)
+    ]
     checks = [_check_typed(p, c, clean_runs.get(p.task.family, []), errors) for p, c in zip(prepared, checks)]
     # Candidates: one grade each; with the build's grade (the recorded n_failing) that is two agreeing runs.
-    checks = _check_candidates(prepared, checks, trees, 1, params.sandbox, candidates_path(sp.manifest), errors)
+    checks = _check_candidates(
+        prepared, checks, trees, 1, params.sandbox, candidates_path(sp.manifest), errors
+    )
     if errors:
         raise ValidationFailed(errors)
     all_runs = [r for runs in [*clean_runs.values(), *bug_runs.values(), *hidden_runs.values()] for r in runs]
@@ -93,15 +103,16 @@ def validate_set(task_set: TaskSet, params: Params) -> Validated:
         candidates_sha256=sha256_bytes(candidates_path(sp.manifest).read_bytes()),
         n_tasks=len(tasks),
         families={f: families[f] for f in sorted(families)},
-        tasks=checks,  # type: ignore[arg-type]
+        tasks=checks,
         splits=splits,
         sandbox=SandboxRecord(
-            **params.sandbox.model_dump(include={"timeout_s", "test_timeout_s", "cpu_s", "memory_mb",
-                                                 "max_procs", "max_file_mb"}),
+            **params.sandbox.model_dump(
+                include={"timeout_s", "test_timeout_s", "cpu_s", "memory_mb", "max_procs", "max_file_mb"}
+            ),
             isolation=default_pool(params.sandbox).isolation,
         ),
         repeats=repeats,
-    )  # fmt: skip
+    )
     return Validated(lock, len(all_runs), max(r.duration_s for r in all_runs))
 
 
@@ -118,11 +129,14 @@ def _check_counts(tasks: list[Task], per_family: int, manifest: Path) -> list[st
     counts = Counter(t.family for t in tasks)
     return [
         f"{manifest}: family {f} has {n} tasks; params.yaml tasks.tasks_per_family is {per_family}"
-        for f, n in sorted(counts.items()) if n != per_family
-    ]  # fmt: skip
+        for f, n in sorted(counts.items())
+        if n != per_family
+    ]
 
 
-def _prepare(tasks: list[Task], repos: Path, errors: list[str]) -> tuple[dict[str, dict[str, bytes]], list[_Prepared]]:
+def _prepare(
+    tasks: list[Task], repos: Path, errors: list[str]
+) -> tuple[dict[str, dict[str, bytes]], list[_Prepared]]:
     trees: dict[str, dict[str, bytes]] = {}
     prepared: list[_Prepared] = []
     for task in tasks:
@@ -133,13 +147,13 @@ def _prepare(tasks: list[Task], repos: Path, errors: list[str]) -> tuple[dict[st
                 errors.append(f"task {task.instance_id}: {e}")
                 continue
         clean = trees[task.family]
-        changed = sorted(
-            set(files_sha256(clean).items()) ^ set(task.files_sha256.items()), key=str
-        )
+        changed = sorted(set(files_sha256(clean).items()) ^ set(task.files_sha256.items()), key=str)
         if changed:
             paths = sorted({p for p, _ in changed})
-            errors.append(f"task {task.instance_id}: family tree differs from files_sha256 "
-                          f"({', '.join(paths)}); re-run `pappo synthesize` or restore the files")  # fmt: skip
+            errors.append(
+                f"task {task.instance_id}: family tree differs from files_sha256 "
+                f"({', '.join(paths)}); re-run `pappo synthesize` or restore the files"
+            )
             continue
         try:
             buggy = apply_patch(clean, task.bug_patch)
@@ -166,14 +180,23 @@ def _run_all(
 ) -> tuple[dict[str, list[TestRun]], dict[str, list[TestRun]], dict[str, list[TestRun]]]:
     """Clean trees, buggy trees (with the hidden checks), clean trees with each task's hidden checks."""
     jobs: list[tuple[object, ...]] = [(trees[f], None) for f in sorted(trees) for _ in range(repeats)]
-    jobs += [(p.buggy, None, p.hidden.suite().spec(always=True)) for p in prepared for _ in range(repeats)]  # type: ignore[union-attr]
-    jobs += [(trees[p.task.family], [], p.hidden.suite().spec(always=True)) for p in prepared for _ in range(repeats)]  # type: ignore[union-attr]
+    jobs += [(p.buggy, None, p.hidden.suite().spec(always=True)) for p in prepared for _ in range(repeats)]
+    jobs += [
+        (trees[p.task.family], [], p.hidden.suite().spec(always=True))
+        for p in prepared
+        for _ in range(repeats)
+    ]
     runs = run_many(jobs, limits)
     clean = {f: runs[i * repeats : (i + 1) * repeats] for i, f in enumerate(sorted(trees))}
     offset, n = len(trees) * repeats, len(prepared) * repeats
-    bug = {p.task.instance_id: runs[offset + i * repeats : offset + (i + 1) * repeats] for i, p in enumerate(prepared)}
-    hidden = {p.task.instance_id: runs[offset + n + i * repeats : offset + n + (i + 1) * repeats]
-              for i, p in enumerate(prepared)}  # fmt: skip
+    bug = {
+        p.task.instance_id: runs[offset + i * repeats : offset + (i + 1) * repeats]
+        for i, p in enumerate(prepared)
+    }
+    hidden = {
+        p.task.instance_id: runs[offset + n + i * repeats : offset + n + (i + 1) * repeats]
+        for i, p in enumerate(prepared)
+    }
     return clean, bug, hidden
 
 
@@ -185,8 +208,9 @@ def _attach_candidates(prepared: list[_Prepared], path: Path, errors: list[str])
     _attach(prepared, path, read_candidates, "candidates", "candidate edits", "pappo candidates", errors)
 
 
-def _attach(prepared: list[_Prepared], path: Path, read, attr: str, what: str, command: str,  # type: ignore[no-untyped-def]
-            errors: list[str]) -> None:  # fmt: skip
+def _attach(
+    prepared: list[_Prepared], path: Path, read, attr: str, what: str, command: str, errors: list[str]
+) -> None:
     """Set each task's `attr` from the file at `path` (`read` parses it); a task lacking one is an error."""
     try:
         found = read(path)
@@ -199,8 +223,9 @@ def _attach(prepared: list[_Prepared], path: Path, read, attr: str, what: str, c
             errors.append(f"task {p.task.instance_id}: no {what} in {path}; run `{command}`")
 
 
-def _check_hidden(p: _Prepared, check: TaskCheck | None, clean: list[TestRun], bug: list[TestRun],
-                  errors: list[str]) -> TaskCheck | None:  # fmt: skip
+def _check_hidden(
+    p: _Prepared, check: TaskCheck | None, clean: list[TestRun], bug: list[TestRun], errors: list[str]
+) -> TaskCheck | None:
     """The clean tree reproduces the locked answers in every run; the bug fails at least one check."""
     h, tid = p.hidden, p.task.instance_id
     if check is None or h is None:
@@ -211,50 +236,76 @@ def _check_hidden(p: _Prepared, check: TaskCheck | None, clean: list[TestRun], b
         errors.append(f"task {tid}: hidden checks: the clean tree's answers {why}; run `pappo hidden-checks`")
         return None
     answers = clean[0].hidden or []
-    fails = [r.hidden is None or len(r.hidden) != len(answers) or not all(map(same_outcome, r.hidden, answers))
-             for r in bug]  # fmt: skip
+    fails = [
+        r.hidden is None or len(r.hidden) != len(answers) or not all(map(same_outcome, r.hidden, answers))
+        for r in bug
+    ]
     if len(set(fails)) > 1:
         errors.append(f"task {tid}: hidden checks: the buggy tree's answers differ between runs (flaky)")
         return None
     if not fails[0] and not h.uncovered:
-        errors.append(f"task {tid}: hidden checks: no check fails on the buggy tree; run `pappo hidden-checks`")
+        errors.append(
+            f"task {tid}: hidden checks: no check fails on the buggy tree; run `pappo hidden-checks`"
+        )
         return None
     line = canonical_json(h.model_dump(mode="json"))
-    return check.model_copy(update={"hidden_checks": len(h.checks), "hidden_sha256": sha256_bytes(line.encode()),
-                                    "hidden_pass_on_fix": True, "hidden_fail_on_bug": fails[0]})  # fmt: skip
+    return check.model_copy(
+        update={
+            "hidden_checks": len(h.checks),
+            "hidden_sha256": sha256_bytes(line.encode()),
+            "hidden_pass_on_fix": True,
+            "hidden_fail_on_bug": fails[0],
+        }
+    )
 
 
-def _check_candidates(prepared: list[_Prepared], checks: list[TaskCheck | None], trees: dict[str, dict[str, bytes]],
-                      repeats: int, limits: SandboxParams, path: Path, errors: list[str]) -> list[TaskCheck | None]:  # fmt: skip
+def _check_candidates(
+    prepared: list[_Prepared],
+    checks: list[TaskCheck | None],
+    trees: dict[str, dict[str, bytes]],
+    repeats: int,
+    limits: SandboxParams,
+    path: Path,
+    errors: list[str],
+) -> list[TaskCheck | None]:
     """Grade every candidate edit `repeats` times (one batch on the pool); lock each task's line."""
-    todo = [(p, c) for p, c in zip(prepared, checks) if c is not None and p.candidates is not None and p.hidden]
-    hidden = {p.task.instance_id: p.hidden.suite() for p, _ in todo}  # type: ignore[union-attr]
-    items = [(p.task, trees[p.task.family], e.apply(p.buggy) if _applies(e, p.buggy) else p.buggy)
-             for p, _ in todo for _ in range(repeats) for e in p.candidates.edits]  # type: ignore[union-attr]
+    todo = [
+        (p, c) for p, c in zip(prepared, checks) if c is not None and p.candidates is not None and p.hidden
+    ]
+    hidden = {p.task.instance_id: p.hidden.suite() for p, _ in todo}
+    items = [
+        (p.task, trees[p.task.family], e.apply(p.buggy) if _applies(e, p.buggy) else p.buggy)
+        for p, _ in todo
+        for _ in range(repeats)
+        for e in p.candidates.edits
+    ]
     graded = iter(grade_many(default_pool(limits), items, hidden) if items else [])
     out: dict[str, TaskCheck] = {}
     for p, check in todo:
         c = p.candidates
-        n = len(c.edits)  # type: ignore[union-attr]
+        n = len(c.edits)
         grades = [[next(graded) for _ in range(n)] for _ in range(repeats)]
         where = f"{path}: task {p.task.instance_id}"
-        problems = check_candidates(c, p.buggy, trees[p.task.family], grades, where)  # type: ignore[arg-type]
+        problems = check_candidates(c, p.buggy, trees[p.task.family], grades, where)
         errors.extend(problems)
         if not problems:
-            out[p.task.instance_id] = check.model_copy(update={
-                "candidates": n, "candidates_sha256": sha256_bytes(line_json(c).encode())})  # type: ignore[arg-type]
+            out[p.task.instance_id] = check.model_copy(
+                update={"candidates": n, "candidates_sha256": sha256_bytes(line_json(c).encode())}
+            )
     return [out.get(c.instance_id) if c is not None else None for c in checks]
 
 
 def _applies(edit: object, tree: dict[str, bytes]) -> bool:
     try:
-        edit.apply(tree)  # type: ignore[attr-defined]
+        edit.apply(tree)
     except PappoError:
         return False  # reported by check_candidates
     return True
 
 
-def _check_typed(p: _Prepared, check: TaskCheck | None, clean: list[TestRun], errors: list[str]) -> TaskCheck | None:
+def _check_typed(
+    p: _Prepared, check: TaskCheck | None, clean: list[TestRun], errors: list[str]
+) -> TaskCheck | None:
     """Every clean run's asserts see exactly the operand types of the task's typed-assertion table."""
     h = p.hidden
     if check is None or h is None:
@@ -262,8 +313,10 @@ def _check_typed(p: _Prepared, check: TaskCheck | None, clean: list[TestRun], er
     for k, run in enumerate(clean, 1):
         seen = {t: run.types.get(t, {}) for t in h.typed_asserts}
         if set(h.typed_asserts) != {*p.task.FAIL_TO_PASS, *p.task.PASS_TO_PASS} or seen != h.typed_asserts:
-            errors.append(f"task {p.task.instance_id}: typed assertions: the clean tree's operand types (run {k}) "
-                          "differ from `typed_asserts` of its hidden checks; run `pappo hidden-checks`")  # fmt: skip
+            errors.append(
+                f"task {p.task.instance_id}: typed assertions: the clean tree's operand types (run {k}) "
+                "differ from `typed_asserts` of its hidden checks; run `pappo hidden-checks`"
+            )
             return None
     return check
 
@@ -316,8 +369,10 @@ def _check_task(
     listed = set(task.FAIL_TO_PASS) | set(task.PASS_TO_PASS)
     if listed != all_tests:
         missing, extra = sorted(all_tests - listed), sorted(listed - all_tests)
-        errors.append(f"task {tid}: FAIL_TO_PASS + PASS_TO_PASS do not list the family's tests "
-                      f"(unlisted: {missing[:3]}, unknown: {extra[:3]}); re-run `pappo synthesize`")  # fmt: skip
+        errors.append(
+            f"task {tid}: FAIL_TO_PASS + PASS_TO_PASS do not list the family's tests "
+            f"(unlisted: {missing[:3]}, unknown: {extra[:3]}); re-run `pappo synthesize`"
+        )
         return None
     for k, run in enumerate(runs, 1):
         if problem := _run_problem(run, "buggy tree"):
@@ -331,17 +386,27 @@ def _check_task(
     still_pass = sorted(t for t in task.FAIL_TO_PASS if outcome.get(t) == "passed")
     broken = sorted(t for t in task.PASS_TO_PASS if outcome.get(t) != "passed")
     if still_pass:
-        errors.append(f"task {tid}: the bug breaks no listed test: FAIL_TO_PASS test(s) pass on "
-                      f"the buggy tree: {', '.join(still_pass)}")  # fmt: skip
+        errors.append(
+            f"task {tid}: the bug breaks no listed test: FAIL_TO_PASS test(s) pass on "
+            f"the buggy tree: {', '.join(still_pass)}"
+        )
     if broken:
         errors.append(f"task {tid}: PASS_TO_PASS test(s) fail on the buggy tree: {', '.join(broken)}")
     if still_pass or broken:
         return None
     return TaskCheck(
-        instance_id=tid, family=task.family, task_sha256=task_sha256(task),
-        fail_to_pass_fail_on_bug=True, fail_to_pass_pass_on_fix=True,
-        pass_to_pass_pass_on_bug=True, pass_to_pass_pass_on_fix=True,
-        runs=len(runs), hidden_checks=0, hidden_sha256="0" * 64, hidden_pass_on_fix=False,
+        instance_id=tid,
+        family=task.family,
+        task_sha256=task_sha256(task),
+        fail_to_pass_fail_on_bug=True,
+        fail_to_pass_pass_on_fix=True,
+        pass_to_pass_pass_on_bug=True,
+        pass_to_pass_pass_on_fix=True,
+        runs=len(runs),
+        hidden_checks=0,
+        hidden_sha256="0" * 64,
+        hidden_pass_on_fix=False,
         hidden_fail_on_bug=False,  # filled in by _check_hidden
-        candidates=2, candidates_sha256="0" * 64,  # filled in by _check_candidates
-    )  # fmt: skip
+        candidates=2,
+        candidates_sha256="0" * 64,  # filled in by _check_candidates
+    )
