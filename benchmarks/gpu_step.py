@@ -69,8 +69,8 @@ from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from pappo.config import ModelParams, Params, RLParams, load_params, profile_mapping
 from pappo.experiment import receipt as rc
-from pappo.numerics import collect as collect_numerics
 from pappo.io import atomic_write_json
+from pappo.numerics import collect as collect_numerics
 from pappo.policy import memory
 from pappo.policy.adapters import ActorCritic
 from pappo.policy.chat import ChatCodec

@@ -29,7 +29,7 @@ import semantic_attacks as atk  # noqa: E402
 from pappo.config import load_params  # noqa: E402
 from pappo.sandbox.grading import grade_many  # noqa: E402
 from pappo.sandbox.pool import SandboxPool  # noqa: E402
-from pappo.tasks.hidden import read_hidden, hidden_path  # noqa: E402
+from pappo.tasks.hidden import hidden_path, read_hidden  # noqa: E402
 from pappo.tasks.store import TaskStore  # noqa: E402
 
 Attack = tuple[str, Any, dict[str, bytes]]

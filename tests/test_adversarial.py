@@ -12,15 +12,15 @@ import os
 import shutil
 import socket
 import sys
-import threading
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, ROOT, UNPRIVILEGED_UID, as_user, marked_processes, needs_namespaces
+
 from pappo.config import SandboxParams
 from pappo.sandbox.grading import _grade, grade, trusted_tree
 from pappo.sandbox.pool import SandboxPool

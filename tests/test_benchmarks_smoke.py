@@ -12,10 +12,8 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, needs_namespaces
 
 BENCH = ROOT / "benchmarks"

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import yaml
-
 from conftest import FIXTURES, ROOT, fixture_params_raw
 
 BIN = Path(sys.executable).parent
@@ -502,7 +501,7 @@ def check_published_numbers(repo: Path) -> None:
     hi = summary["summaries"][4]["success"]["hi"]
     text = case(
         lambda: edit_json("reports/summary.json", lambda d: d["summaries"][4]["success"].update(hi=0.99)),
-        f"reports/summary.json [summaries[4].success.hi]: not what the run reports give",
+        "reports/summary.json [summaries[4].success.hi]: not what the run reports give",
         f"(expected {hi}, found 0.99)",
         "reports/summary.json [git status]: uncommitted evidence",
     )

@@ -128,7 +128,8 @@ def test_a_shallow_clone_is_named_as_such(tmp_path: Path):
 
 
 def test_a_claim_that_holds_on_its_numbers_is_exploratory_when_its_seeds_were_tuned(tmp_path: Path):
-    from test_evidence_summary import SEEDS as RUN_SEEDS, run_report
+    from test_evidence_summary import SEEDS as RUN_SEEDS
+    from test_evidence_summary import run_report
 
     from pappo.evidence.verdicts import evaluate_claim
 

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, write_params
 from typer.testing import CliRunner
 
-from conftest import ROOT, write_params
 from pappo.cli import app
 from pappo.config import Params, load_matrix_params, load_params
-from pappo.experiment.report import Budget, params_subset
 from pappo.experiment import receipt as rc
+from pappo.experiment.report import Budget, params_subset
 from pappo.experiment.reuse import reusable
 from pappo.io import PappoError
 

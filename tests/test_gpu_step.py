@@ -15,7 +15,6 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-
 from conftest import ROOT, load_benchmark
 
 SCRIPT = ROOT / "benchmarks" / "gpu_step.py"

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import FIXTURES, fixture_params
+from test_env_episode import FakeGrader
+
 from pappo.config import Params, TinyModelParams
 from pappo.env.candidate_agents import NoisyCandidateAgent, Thoughtless, call
 from pappo.env.protocol import ParseError, ToolCall, format_tool_call, parse_tool_call, tools_for
@@ -20,11 +21,10 @@ from pappo.policy.checkpoint import build_tiny_model
 from pappo.policy.constrained import CallTrie, call_trie, valid_calls
 from pappo.policy.decisions import ARG, NAME, choice_tokens, decision_flags
 from pappo.policy.decoder import Qwen2Decoder
-from pappo.policy.rollout import RolloutEngine, teacher_forced_logprobs
+from pappo.policy.rollout import RolloutEngine
 from pappo.policy.tokenizer import corpus_files, protocol_files, train_tokenizer, warmup_files
 from pappo.rl.trainer import Trainer
 from pappo.tasks.store import TaskStore
-from test_env_episode import FakeGrader
 
 K = 4
 TINY = TinyModelParams(

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_env_episode import FakeGrader
 from transformers import AutoModelForCausalLM, Qwen2Config
 
 from pappo.config import EnvParams, RolloutParams
 from pappo.env.episode import RepairEnv
 from pappo.env.vec import VecEnv
-from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.decisions import ARG, INSIDE, NAME, decision_flags
+from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine, Sampler, hf_forward, teacher_forced_logprobs
 from pappo.tasks.store import TaskStore
-from test_env_episode import FakeGrader
 
 
 class ByteCodec:

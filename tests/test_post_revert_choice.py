@@ -3,8 +3,8 @@ in a trajectory, with the token that spells its id; turns that are not that choi
 
 from __future__ import annotations
 
-
 from conftest import load_benchmark
+
 from pappo.env.protocol import format_tool_call
 from pappo.policy.rollout import Trajectory
 

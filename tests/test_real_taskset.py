@@ -9,9 +9,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from pappo.config import load_params
+from pappo.io import tree_sha256
 from pappo.tasks.docs import update_doc
 from pappo.tasks.families import files_sha256, load_tree, source_files, source_lines
 from pappo.tasks.manifest import read_manifest, write_manifest
@@ -19,7 +20,6 @@ from pappo.tasks.models import OPERATORS
 from pappo.tasks.patches import apply_patch, changed_lines
 from pappo.tasks.splits import make_split
 from pappo.tasks.validate import validate_set
-from pappo.io import tree_sha256
 
 PARAMS = load_params(ROOT / "params.yaml")
 

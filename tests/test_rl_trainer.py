@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_policy_rollout import ByteCodec
 from transformers import AutoModelForCausalLM, Qwen2Config
 
 from pappo.config import LoraParams, Params
@@ -17,10 +18,9 @@ from pappo.policy.adapters import ActorCritic
 from pappo.rl import losses
 from pappo.rl.batch import from_trajectories, policy_outputs, token_values
 from pappo.rl.trainer import Trainer
-from pappo.schedule import lr_factor
 from pappo.sandbox.grading import Grade
+from pappo.schedule import lr_factor
 from pappo.tasks.store import TaskStore
-from test_policy_rollout import ByteCodec
 
 
 class CoinGrader:

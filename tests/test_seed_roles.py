@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 from click.testing import Result
+from conftest import ROOT, write_params
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from conftest import ROOT, write_params
 from pappo.cli import app
 from pappo.config import Params, load_params
 

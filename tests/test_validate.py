@@ -8,9 +8,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from conftest import ROOT, fixture_params, write_params
 from typer.testing import CliRunner
 
-from conftest import ROOT, fixture_params, write_params
 from pappo.cli import app
 from pappo.tasks.models import ManifestLock
 from pappo.tasks.patches import apply_patch, make_patch

@@ -294,7 +294,8 @@ def play(
     import functools
     import json
 
-    from pappo.env.agents import NoisyAgent, OracleAgent, SubmitAgent, play as play_episode
+    from pappo.env.agents import NoisyAgent, OracleAgent, SubmitAgent
+    from pappo.env.agents import play as play_episode
     from pappo.env.episode import RepairEnv
     from pappo.sandbox.grading import grade_many
     from pappo.sandbox.pool import SandboxPool
@@ -656,7 +657,8 @@ def reproduce(
     import tempfile
 
     from pappo.evidence import bundle as bundles
-    from pappo.evidence.reproduce import choose_runs, reproduce as run_reproduce, write
+    from pappo.evidence.reproduce import choose_runs, write
+    from pappo.evidence.reproduce import reproduce as run_reproduce
 
     try:
         with tempfile.TemporaryDirectory(prefix="pappo-reproduce-") as tmp:

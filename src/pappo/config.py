@@ -64,7 +64,7 @@ class SandboxParams(_Section):
     )
 
     @model_validator(mode="after")
-    def _test_within_run(self) -> "SandboxParams":
+    def _test_within_run(self) -> SandboxParams:
         if self.test_timeout_s > self.timeout_s:
             raise ValueError(
                 f"sandbox.test_timeout_s ({self.test_timeout_s}) exceeds sandbox.timeout_s "
@@ -143,7 +143,7 @@ class TinyModelParams(_Section):
     seed: int = Field(0, description="Seed of the weight initialisation.")
 
     @model_validator(mode="after")
-    def _heads_divide(self) -> "TinyModelParams":
+    def _heads_divide(self) -> TinyModelParams:
         if self.hidden_size % self.num_attention_heads or self.num_attention_heads % self.num_key_value_heads:
             raise ValueError(
                 f"model.tiny: hidden_size ({self.hidden_size}) must be a multiple of num_attention_heads "
@@ -184,7 +184,7 @@ class ModelParams(_Section):
     tiny: TinyModelParams = TinyModelParams()
 
     @model_validator(mode="after")
-    def _pinned(self) -> "ModelParams":
+    def _pinned(self) -> ModelParams:
         if (
             self.profile == "hub"
             and not self.allow_unpinned
@@ -346,7 +346,7 @@ class RLParams(_Section):
     )
 
     @model_validator(mode="after")
-    def _check(self) -> "RLParams":
+    def _check(self) -> RLParams:
         if self.clip_ratio_c is not None and self.clip_ratio_c <= 1:
             raise ValueError(f"rl.clip_ratio_c={self.clip_ratio_c} must be > 1 (3.0 is usual) or null")
         if self.cliprange_value is not None and self.cliprange_value <= 0:
@@ -469,7 +469,7 @@ class Params(_Section):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     @model_validator(mode="after")
-    def _seeds_unique(self) -> "Params":
+    def _seeds_unique(self) -> Params:
         if len(set(self.seeds)) != len(self.seeds) or not self.seeds:
             raise ValueError(f"seeds {self.seeds} must be a non-empty list of distinct integers")
         if len(set(self.dev_seeds)) != len(self.dev_seeds):

@@ -22,7 +22,7 @@ def board_seed(seed: int, n: int) -> int:
     return random.Random(f"board/{seed}/{n}").getrandbits(31)
 
 
-def task_env(store: "TaskStore", instance_id: str, params: EnvParams, seed: int = 0) -> RepairEnv:
+def task_env(store: TaskStore, instance_id: str, params: EnvParams, seed: int = 0) -> RepairEnv:
     """The episode env of one task from its store; in candidates mode with the task's candidate
     edits, shown in the order of episode seed `seed`."""
     task = store.task(instance_id)

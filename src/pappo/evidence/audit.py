@@ -21,11 +21,11 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pappo.config import Params
-from pappo.experiment import receipt as rc
 from pappo.evidence import archived, recompute
 from pappo.evidence.committed import check_committed, describe, lock_stages
 from pappo.evidence.history import HISTORY, IMPORTED_HISTORY, History, disagreement, from_record, read_history
 from pappo.evidence.verdicts import ClaimVerdict, evaluate_claim, render_claim
+from pappo.experiment import receipt as rc
 from pappo.experiment.report import RUN_METHODS, RunReport, params_subset, run_stage
 from pappo.io import canonical_json, sha256_bytes, sha256_file
 from pappo.numerics import Comparison, NumericsInfo, comparison

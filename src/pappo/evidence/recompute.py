@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from pappo.config import Params
-from pappo.experiment.receipt import Receipt
 from pappo.evidence.summary_md import summary_files
+from pappo.experiment.receipt import Receipt
 from pappo.experiment.report import RunReport, budget_limits, budget_used, flat_metrics
 from pappo.io import PappoError, sha256_bytes
 from pappo.policy.base_metrics import headline

@@ -26,7 +26,7 @@ import tempfile
 import zipfile
 import zlib
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -372,7 +372,7 @@ def build_bundle(repo_root: Path, out_dir: Path, audit_path: Path) -> BundleInfo
     }
     entries.update(_disk_entries(repo_root, Path(audit_path)))
     entries[HISTORY] = (REGULAR, history_bytes)
-    created = datetime.fromtimestamp(int(_git(repo_root, "show", "-s", "--format=%ct", head)), timezone.utc)
+    created = datetime.fromtimestamp(int(_git(repo_root, "show", "-s", "--format=%ct", head)), UTC)
     tree = _git(repo_root, "rev-parse", f"{head}^{{tree}}").decode().strip()
     bundle = {
         "schema_version": 1,

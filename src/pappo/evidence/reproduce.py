@@ -28,9 +28,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pappo.config import Params, load_matrix_params
-from pappo.experiment import receipt as rc
 from pappo.evidence.audit import evaluate_claim
 from pappo.evidence.summary import METRICS
+from pappo.experiment import receipt as rc
 from pappo.experiment.report import RUN_METHODS, RunReport
 from pappo.io import PappoError, atomic_write_json
 from pappo.numerics import NumericsInfo, comparison

@@ -34,11 +34,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pappo.config import ClaimParams
 from pappo.evidence.labels import METRICS, TASK_METRICS
 from pappo.evidence.power import Power, power_of
-from pappo.stats import bootstrap_ci, bootstrap_ci_seeds, mean_pass_at_k, paired_diff_ci_seeds, seed_interval
-from pappo.stats import seed_wins
 from pappo.experiment.report import RUN_METHODS, RunReport, run_stage
 from pappo.io import PappoError, sha256_file
 from pappo.rl.results import Interval, TaskOutcome
+from pappo.stats import (
+    bootstrap_ci,
+    bootstrap_ci_seeds,
+    mean_pass_at_k,
+    paired_diff_ci_seeds,
+    seed_interval,
+    seed_wins,
+)
 
 BASELINE_PREFERENCE: tuple[str, ...] = ("grpo", "rft", "base")  # tie-break order for best_baseline
 COMPARED: tuple[str, ...] = ("pappo", "ppo")  # each compared against best_baseline

@@ -23,10 +23,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pappo.config import ClaimParams
 from pappo.evidence.history import History, claim_history
+from pappo.evidence.power import Power, power_of
 from pappo.evidence.summary import claim_differences
 from pappo.experiment import receipt as rc
 from pappo.experiment.report import RunReport
-from pappo.evidence.power import Power, power_of
 from pappo.stats import paired_diff_ci_seeds, seed_interval
 
 Verdict = Literal["holds", "does not hold", "inconclusive", "exploratory"]
@@ -62,7 +62,7 @@ class ClaimVerdict(BaseModel):
     reasons: list[str] = Field(description="Why it does not hold (empty when it holds).")
 
     @model_validator(mode="after")
-    def _one_answer(self) -> "ClaimVerdict":
+    def _one_answer(self) -> ClaimVerdict:
         if self.verdict is None:
             self.verdict = "holds" if self.holds else "does not hold"
         if self.holds != (self.verdict == "holds"):

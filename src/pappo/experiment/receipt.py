@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -175,7 +175,7 @@ class TimingInfo(_Model):
     @model_validator(mode="after")
     def _utc(self) -> TimingInfo:
         for name in ("started", "ended"):
-            if datetime.fromisoformat(getattr(self, name)).utcoffset() != timezone.utc.utcoffset(None):
+            if datetime.fromisoformat(getattr(self, name)).utcoffset() != UTC.utcoffset(None):
                 raise ValueError(
                     f"timing.{name} must be an ISO 8601 time in UTC, got {getattr(self, name)!r}"
                 )
@@ -386,13 +386,13 @@ class Clock:
 
     @classmethod
     def start(cls) -> Clock:
-        return cls(datetime.now(timezone.utc), time.perf_counter())
+        return cls(datetime.now(UTC), time.perf_counter())
 
     def stop(self, device_s: float | None = None) -> TimingInfo:
         wall = time.perf_counter() - self.t0
         return TimingInfo(
             started=self.started.isoformat(),
-            ended=datetime.now(timezone.utc).isoformat(),
+            ended=datetime.now(UTC).isoformat(),
             wall_s=wall,
             device_s=device_s,
         )

@@ -52,7 +52,7 @@ class Budget(BaseModel):
     eval_tokens: int
 
     @model_validator(mode="after")
-    def _within(self) -> "Budget":
+    def _within(self) -> Budget:
         if (
             self.episodes_used > self.episodes_limit
             or self.generated_tokens_used > self.generated_tokens_limit

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from pappo.config import Params
 from pappo.experiment import receipt as rc

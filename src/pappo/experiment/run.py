@@ -10,22 +10,21 @@ and checkpoint, and is removed once the run is complete.
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from pappo import numerics
 from pappo.config import Params
-from pappo.experiment import receipt as rc
 from pappo.env.protocol import tools_for
+from pappo.experiment import receipt as rc
 from pappo.experiment.report import (
     Budget,
     RunReport,
@@ -130,7 +129,7 @@ def _run(
     log: Callable[[str], None],
     dist: Dist,
 ) -> RunReport | None:
-    started, t0 = datetime.now(timezone.utc), time.perf_counter()
+    started, t0 = datetime.now(UTC), time.perf_counter()
     torch.manual_seed(seed)
     lock_sha, train_ids, eval_ids = read_split(params, seed)
     model, tokenizer, record = load_checkpoint(params.model, base_dir)
@@ -181,7 +180,7 @@ def _run(
         return None  # rank 0 writes
     _replace_dir(out_dir / "adapters", ac.save)  # base: the untrained adapters (the identity)
     adapters = hash_files(out_dir / "adapters")
-    ended = datetime.now(timezone.utc)
+    ended = datetime.now(UTC)
     report = RunReport(
         method=method,
         seed=seed,

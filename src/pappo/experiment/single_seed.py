@@ -12,8 +12,8 @@ folder each) and `<out>/metrics.json`.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from pappo.config import Params
 from pappo.experiment.report import HEADLINE, RUN_METHODS, flat_metrics

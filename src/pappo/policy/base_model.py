@@ -10,7 +10,6 @@ checkpoint is resolved and hashed. Either way the output folder holds `checkpoin
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 import time
 from pathlib import Path
@@ -26,7 +25,7 @@ from pappo.env.episode import RepairEnv
 from pappo.env.grounded import GroundedAgent
 from pappo.env.protocol import tools_for
 from pappo.env.vec import VecEnv, board_seed, task_env
-from pappo.io import PappoError, atomic_write_json
+from pappo.io import atomic_write_json
 from pappo.policy import sft
 from pappo.policy.base_metrics import headline, metrics_path
 from pappo.policy.chat import ChatCodec
@@ -37,7 +36,6 @@ from pappo.policy.rollout import RolloutEngine
 from pappo.policy.tokenizer import build_tokenizer, corpus_files
 from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import SandboxPool
-from pappo.tasks.models import Task
 from pappo.tasks.splits import read_split
 from pappo.tasks.store import TaskStore
 

@@ -98,14 +98,14 @@ class KVCache:
         self.k = [k[index] for k in self.k]
         self.v = [v[index] for v in self.v]
 
-    def rows_copy(self, index: torch.Tensor) -> "KVCache":
+    def rows_copy(self, index: torch.Tensor) -> KVCache:
         """A new cache holding a copy of the rows in `index`."""
         sub = KVCache(self.n_layers, self.capacity)
         index = self._on_device(index)
         sub.k, sub.v, sub.n = [k[index] for k in self.k], [v[index] for v in self.v], self.n
         return sub
 
-    def absorb(self, sub: "KVCache", rows: torch.Tensor) -> None:
+    def absorb(self, sub: KVCache, rows: torch.Tensor) -> None:
         """Take the positions `sub` (a `rows_copy(rows)`) grew beyond this cache: its values for
         `rows`, zeros (masked out) for the other rows."""
         n0, n1 = self.n, sub.n

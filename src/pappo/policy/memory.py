@@ -51,7 +51,7 @@ class Dims:
     tied: bool = False
 
     @classmethod
-    def from_config(cls, cfg: Any) -> "Dims":
+    def from_config(cls, cfg: Any) -> Dims:
         """From a transformers Qwen2Config (or any object with its field names)."""
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         return cls(

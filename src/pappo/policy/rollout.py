@@ -169,14 +169,14 @@ class _Batch:
         self.mask, self.next_pos = self.mask.repeat(len(rows), 1), self.next_pos.repeat(len(rows))
         return self.feed(forward, [p[shared:] for p in prompts], pad_id)
 
-    def compact(self, keep: list[int]) -> "_Batch":
+    def compact(self, keep: list[int]) -> _Batch:
         """A sub-batch of the rows `keep` (copied), to decode without the rows that are idle."""
         index = torch.tensor(keep, dtype=torch.long)
         sub = _Batch([self.rows[k] for k in keep], self.cache.rows_copy(index))
         sub.mask, sub.next_pos = self.mask[index], self.next_pos[index]
         return sub
 
-    def absorb(self, sub: "_Batch", keep: list[int]) -> None:
+    def absorb(self, sub: _Batch, keep: list[int]) -> None:
         """Merge back a sub-batch made by `compact(keep)` after it decoded further."""
         index = torch.tensor(keep, dtype=torch.long)
         self.cache.absorb(sub.cache, index)

@@ -51,14 +51,14 @@ class RolloutBatch:
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
 
-    def to(self, device: torch.device | str) -> "RolloutBatch":
+    def to(self, device: torch.device | str) -> RolloutBatch:
         """The same batch with every tensor on `device` (the trainer's model device)."""
         moved = {f.name: getattr(self, f.name) for f in fields(self)}
         return replace(
             self, **{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in moved.items()}
         )
 
-    def select(self, index: torch.Tensor) -> "RolloutBatch":
+    def select(self, index: torch.Tensor) -> RolloutBatch:
         """The rows in `index`, cut to the longest of them (a minibatch or micro-batch)."""
         width = int(self.attention_mask[index].sum(-1).max())
         out = {}

@@ -124,8 +124,8 @@ def trusted_tree(
 
 
 def grade_many(
-    pool: "SandboxPool",
-    items: Sequence[tuple["Task", Mapping[str, bytes], Mapping[str, bytes]]],
+    pool: SandboxPool,
+    items: Sequence[tuple[Task, Mapping[str, bytes], Mapping[str, bytes]]],
     hidden: Mapping[str, HiddenSuite],
 ) -> list[Grade]:
     """Grade (task, validated family tree, candidate tree) triples; runs go to the pool in parallel.
@@ -154,8 +154,8 @@ def grade_many(
 
 
 def grade(
-    pool: "SandboxPool",
-    task: "Task",
+    pool: SandboxPool,
+    task: Task,
     family: Mapping[str, bytes],
     candidate: Mapping[str, bytes],
     hidden: Mapping[str, HiddenSuite],
@@ -163,7 +163,7 @@ def grade(
     return grade_many(pool, [(task, family, candidate)], hidden)[0]
 
 
-def _expect(pool: "SandboxPool", suites: Sequence[tuple[HiddenSuite, Mapping[str, bytes]]]) -> None:
+def _expect(pool: SandboxPool, suites: Sequence[tuple[HiddenSuite, Mapping[str, bytes]]]) -> None:
     """Fill `expected` of suites seen for the first time: the clean tree's answers, checked against
     the locked digest (a mismatch means the data or the family changed since `pappo validate`)."""
     todo = list({id(s): (s, fam) for s, fam in suites if s.expected is None}.values())
@@ -182,18 +182,18 @@ def _expect(pool: "SandboxPool", suites: Sequence[tuple[HiddenSuite, Mapping[str
         suite.expected = run.hidden
 
 
-def _graded(task: "Task") -> list[str]:
+def _graded(task: Task) -> list[str]:
     return [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
 
 
-def _rejected(task: "Task", restored: list[str], reasons: list[str]) -> Grade:
+def _rejected(task: Task, restored: list[str], reasons: list[str]) -> Grade:
     outcomes = {t: "not_run" for t in _graded(task)}
     return Grade(
         task.instance_id, False, outcomes, len(outcomes), True, reasons, None, restored, None, 0.0, ""
     )
 
 
-def _grade(task: "Task", run: TestRun, restored: list[str], suite: HiddenSuite) -> Grade:
+def _grade(task: Task, run: TestRun, restored: list[str], suite: HiddenSuite) -> Grade:
     outcomes = {t: run.outcomes.get(t, "missing") for t in _graded(task)}
     typed_problems, rigged = _typed(outcomes, run, suite)
     for t in typed_problems:

@@ -211,7 +211,7 @@ class SandboxPool:
         for note in dict.fromkeys(n for w in self._all for n in w.notes):  # once per pool, in order
             (log.warning if "NOT contained" in note or "cannot" in note else log.info)("sandbox: %s", note)
 
-    def __enter__(self) -> "SandboxPool":
+    def __enter__(self) -> SandboxPool:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import ast
 import re
 import types
-from typing import Any
 
 _type, _id, _sorted, _len = type, id, sorted, len
 _str_copy = str.__str__

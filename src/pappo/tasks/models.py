@@ -52,7 +52,7 @@ class Task(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _consistent(self) -> "Task":
+    def _consistent(self) -> Task:
         if self.repo != self.family:
             raise ValueError(f"repo {self.repo!r} must equal family {self.family!r}")
         if not self.instance_id.startswith(self.family + "-"):
@@ -124,7 +124,7 @@ class Split(BaseModel):
     eval_instance_ids: list[str]
 
     @model_validator(mode="after")
-    def _disjoint(self) -> "Split":
+    def _disjoint(self) -> Split:
         if set(self.train_families) & set(self.eval_families):
             raise ValueError("a family is in both train and eval")
         if set(self.train_instance_ids) & set(self.eval_instance_ids):

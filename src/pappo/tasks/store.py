@@ -65,7 +65,7 @@ class TaskStore:
         return {tid: found[tid] for tid in self.tasks}
 
     @classmethod
-    def from_params(cls, params: Params, task_set: Literal["repofix", "warmup"] = "repofix") -> "TaskStore":
+    def from_params(cls, params: Params, task_set: Literal["repofix", "warmup"] = "repofix") -> TaskStore:
         sp = getattr(params.tasks, task_set)
         return cls(sp.manifest, sp.repos)
 
