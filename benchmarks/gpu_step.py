@@ -81,7 +81,7 @@ from pappo.rl.trainer import Trainer
 from pappo.tasks.store import TaskStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
-from common import stand_in_grades  # noqa: E402
+from common import stand_in_grades
 
 ROOT = Path(__file__).resolve().parents[1]
 HUB_PROFILE = ROOT / "profiles" / "qwen2.5-coder-7b.yaml"

@@ -37,7 +37,7 @@ from pappo.sandbox.pool import SandboxPool
 from pappo.tasks.splits import read_split
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
-from common import candidates_params, candidates_policy  # noqa: E402
+from common import candidates_params, candidates_policy
 
 
 def after_revert(env: Any, codec: ChatCodec, reverted: int) -> list[int]:
@@ -126,15 +126,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ids = sorted(read_split(params, args.seed)[2])[: args.tasks]
     boards = []
     with SandboxPool(params.sandbox) as pool, ac.adapter(POLICY):
-        grade = lambda items: grade_many(pool, items, hidden=store.hidden)  # noqa: E731
+
+        def grade(items):
+            return grade_many(pool, items, hidden=store.hidden)
+
         for n, instance_id in enumerate(ids):
             env = task_env(store, instance_id, params.env, board_seed(args.seed, n))
             env.grade_fn = grade
             boards.append({"instance_id": instance_id, **probe_board(ac.peft, codec, env, id_tokens)})
     k = params.env.candidates.k
-    mean = lambda key: [
-        round(statistics.fmean(p[i] for b in boards for p in b[key].values()), 4) for i in range(k)
-    ]  # noqa: E731
+
+    def mean(key):
+        return [round(statistics.fmean(p[i] for b in boards for p in b[key].values()), 4) for i in range(k)]
+
     out = {
         "base": str(args.base),
         "adapters": str(args.adapters),

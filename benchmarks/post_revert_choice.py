@@ -38,7 +38,7 @@ from pappo.sandbox.pool import SandboxPool
 from pappo.tasks.splits import read_split
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
-from common import candidates_params, candidates_policy  # noqa: E402
+from common import candidates_params, candidates_policy
 
 
 def calls(tok: Any, traj: Trajectory) -> list[tuple[int, int, ToolCall | None]]:
@@ -53,7 +53,7 @@ def calls(tok: Any, traj: Trajectory) -> list[tuple[int, int, ToolCall | None]]:
 def decisions(tok: Any, traj: Trajectory) -> list[tuple[int, int, int]]:
     """(reverted id, applied id, position of the applied id's token) of each apply right after a revert."""
     turns, out, last_applied = calls(tok, traj), [], None
-    for n, (a, b, call) in enumerate(turns):
+    for n, (_, _, call) in enumerate(turns):
         if call is not None and call.name == "apply":
             last_applied = call.arguments.get("id")
         if call is None or call.name != "revert" or last_applied is None or n + 1 >= len(turns):

@@ -36,7 +36,7 @@ from pappo.policy.rollout import RolloutEngine
 from pappo.tasks.store import TaskStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
-from common import stand_in_grades  # noqa: E402
+from common import stand_in_grades
 
 
 def load_model(params, checkpoint: Path | None):

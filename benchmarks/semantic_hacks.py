@@ -24,13 +24,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import semantic_attacks as atk  # noqa: E402
-
-from pappo.config import load_params  # noqa: E402
-from pappo.sandbox.grading import grade_many  # noqa: E402
-from pappo.sandbox.pool import SandboxPool  # noqa: E402
-from pappo.tasks.hidden import hidden_path, read_hidden  # noqa: E402
-from pappo.tasks.store import TaskStore  # noqa: E402
+import semantic_attacks as atk
+from pappo.config import load_params
+from pappo.sandbox.grading import grade_many
+from pappo.sandbox.pool import SandboxPool
+from pappo.tasks.hidden import hidden_path, read_hidden
+from pappo.tasks.store import TaskStore
 
 Attack = tuple[str, Any, dict[str, bytes]]
 

@@ -18,8 +18,8 @@ import yaml
 # two cores spin against each other. Sleeping waits change no result (docs/numerics.md).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before anything loads torch; subprocesses inherit it
 
-from pappo.config import Params  # noqa: E402
-from pappo.sandbox.isolation import unavailable  # noqa: E402
+from pappo.config import Params
+from pappo.sandbox.isolation import unavailable
 
 NS_MISSING = unavailable()  # None where Linux namespaces work (root with CAP_SYS_ADMIN)
 needs_namespaces = pytest.mark.skipif(

@@ -23,16 +23,15 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import fixture_params  # noqa: E402
-from test_policy_rollout import ByteCodec  # noqa: E402
-from test_rl_trainer import actor_critic, small_params  # noqa: E402
-
-from pappo.policy.rollout import Trajectory  # noqa: E402
-from pappo.rl.batch import from_trajectories  # noqa: E402
-from pappo.rl.distributed import Dist  # noqa: E402
-from pappo.rl.trainer import Trainer  # noqa: E402
-from pappo.sandbox.grading import Grade  # noqa: E402
-from pappo.tasks.store import TaskStore  # noqa: E402
+from conftest import fixture_params
+from pappo.policy.rollout import Trajectory
+from pappo.rl.batch import from_trajectories
+from pappo.rl.distributed import Dist
+from pappo.rl.trainer import Trainer
+from pappo.sandbox.grading import Grade
+from pappo.tasks.store import TaskStore
+from test_policy_rollout import ByteCodec
+from test_rl_trainer import actor_critic, small_params
 
 GROUPS, K = 4, 2
 RENAME = {"critic_warmup": "warmup", "epochs_used": "epochs"}  # Trainer.optimise's keys -> the rank JSON's

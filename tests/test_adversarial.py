@@ -19,8 +19,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ROOT, UNPRIVILEGED_UID, as_user, marked_processes, needs_namespaces
 
+from conftest import FIXTURES, ROOT, UNPRIVILEGED_UID, as_user, marked_processes, needs_namespaces
 from pappo.config import SandboxParams
 from pappo.sandbox.grading import _grade, grade, trusted_tree
 from pappo.sandbox.pool import SandboxPool

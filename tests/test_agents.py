@@ -6,17 +6,17 @@ from __future__ import annotations
 import functools
 
 import pytest
-from conftest import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_env_episode import FakeGrader
 
+from conftest import ROOT
 from pappo.config import EnvParams, load_params
 from pappo.env.agents import NoisyAgent, OracleAgent, SubmitAgent, fix_edits, oracle_plan, play, play_all
 from pappo.env.episode import RepairEnv
 from pappo.env.protocol import ParseError, parse_tool_call
 from pappo.env.vec import VecEnv
 from pappo.tasks.store import TaskStore
+from test_env_episode import FakeGrader
 
 P = EnvParams()
 

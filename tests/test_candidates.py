@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, fixture_params, write_params
 from typer.testing import CliRunner
 
+from conftest import FIXTURES, fixture_params, write_params
 from pappo.cli import app
 from pappo.io import PappoError
 from pappo.sandbox.grading import Grade

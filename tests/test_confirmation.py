@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 from conftest import load_benchmark
-
 from pappo.stats import paired_diff_ci_seeds
 
 OUTCOMES = {  # seed -> method -> success per task t0..t3

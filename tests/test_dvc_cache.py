@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import yaml
-from test_dvc_smoke import sh
 
 from pappo.evidence import dvc_cache as dc
+from test_dvc_smoke import sh
 
 FILES = {"b.txt": b"bee\n", "a/z.bin": bytes(range(256)), "a/b/c.json": b'{"x": 1}\n'}
 

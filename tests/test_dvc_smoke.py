@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import yaml
+
 from conftest import FIXTURES, ROOT, fixture_params_raw
 
 BIN = Path(sys.executable).parent

@@ -6,9 +6,8 @@ from __future__ import annotations
 import functools
 
 import pytest
-from conftest import ROOT
-from test_env_episode import FakeGrader
 
+from conftest import ROOT
 from pappo.config import EnvParams, load_params
 from pappo.env.agents import play
 from pappo.env.candidate_agents import (
@@ -37,6 +36,7 @@ from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import SandboxPool
 from pappo.tasks.candidates import CandidateEdit
 from pappo.tasks.store import TaskStore
+from test_env_episode import FakeGrader
 
 CP = EnvParams(actions="candidates", max_turns=8)
 

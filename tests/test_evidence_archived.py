@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from test_release import receipt
 
 from pappo.evidence import archived
 from pappo.experiment import receipt as rc
 from pappo.io import sha256_file
+from test_release import receipt
 
 DVC_YAML = {
     "stages": {"train": {"cmd": "pappo train", "deps": ["src/pkg/a.py", "src/pkg/sub", "data/x.jsonl"]}}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
 
+from conftest import ROOT
 from pappo.evidence.committed import check_committed, describe, lock_stages, uncommitted
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]

@@ -128,10 +128,9 @@ def test_a_shallow_clone_is_named_as_such(tmp_path: Path):
 
 
 def test_a_claim_that_holds_on_its_numbers_is_exploratory_when_its_seeds_were_tuned(tmp_path: Path):
+    from pappo.evidence.verdicts import evaluate_claim
     from test_evidence_summary import SEEDS as RUN_SEEDS
     from test_evidence_summary import run_report
-
-    from pappo.evidence.verdicts import evaluate_claim
 
     reports = {(s, m): run_report(m, s) for s in RUN_SEEDS for m in ("ppo", "pappo")}
     # the summary fixture's pappo beats ppo by +0.2, +0.2, 0.0: with ci_rule none and 2 seed wins it holds

@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fixture_params_raw
-from test_evidence_summary import IDS, N_BOOT, SEEDS, K, run_report
 
+from conftest import fixture_params_raw
 from pappo.config import Params
 from pappo.evidence import recompute
 from pappo.evidence.audit import AuditFailure
 from pappo.evidence.summary_md import write_summary
 from pappo.experiment.receipt import HardwareInfo
 from pappo.experiment.report import RUN_METHODS, RunReport, flat_metrics
+from test_evidence_summary import IDS, N_BOOT, SEEDS, K, run_report
 
 
 @pytest.fixture

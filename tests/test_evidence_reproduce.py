@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT
-from test_evidence_summary import SEEDS, run_report
 
+from conftest import ROOT
 from pappo.config import Params
 from pappo.evidence import reproduce as rp
 from pappo.experiment.report import RUN_METHODS
 from pappo.io import PappoError
 from pappo.numerics import NumericsInfo
+from test_evidence_summary import SEEDS, run_report
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, write_params
 from typer.testing import CliRunner
 
+from conftest import ROOT, write_params
 from pappo.cli import app
 from pappo.config import Params, load_matrix_params, load_params
 from pappo.experiment import receipt as rc
@@ -89,12 +89,11 @@ def test_a_run_is_reused_only_when_complete_and_valid(fx_params: Params, tmp_pat
 def test_a_run_whose_receipt_binds_other_code_is_retrained(fx_params: Params, tmp_path: Path):
     """Same report, params, imported code and base revision, but the receipt binds another dvc.yaml
     code list, other bytes of it, or uncommitted code: the audit would reject the copy, so it is no copy."""
-    from test_evidence_receipt import git, make
-    from test_evidence_summary import run_report
-
     from pappo.experiment.run import source_sha256
     from pappo.io import canonical_json, sha256_bytes
     from pappo.stage_code import ENVIRONMENT
+    from test_evidence_receipt import git, make
+    from test_evidence_summary import run_report
 
     repo = tmp_path / "repo"
     (repo / "src" / "pkg").mkdir(parents=True)

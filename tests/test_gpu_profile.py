@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import ROOT
-from test_policy_checkpoint import HUB_ID, REV, hub, saved  # noqa: F401  # pyflakes: ignore (fixtures)
 from typer.testing import CliRunner
 
+from conftest import ROOT
 from pappo.cli import app
 from pappo.config import LoraParams, apply_profile, load_matrix_params, load_params
 from pappo.experiment.run import place
@@ -20,6 +19,10 @@ from pappo.io import PappoError
 from pappo.policy.adapters import ActorCritic
 from pappo.policy.checkpoint import load_checkpoint
 from pappo.rl.distributed import Dist
+
+# `hub` and `saved` are pytest fixtures imported so that tests here request them by name; ruff reads
+# that as F401 (unused import) here and F811 (a parameter redefines them) on those tests.
+from test_policy_checkpoint import HUB_ID, REV, hub, saved  # noqa: F401
 
 PROFILE = ROOT / "profiles" / "qwen2.5-coder-7b.yaml"
 PARAMS = ROOT / "params.yaml"

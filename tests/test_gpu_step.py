@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+
 from conftest import ROOT, load_benchmark
 
 SCRIPT = ROOT / "benchmarks" / "gpu_step.py"
@@ -285,7 +286,10 @@ def test_update_flops_and_mfu_arithmetic():
         "freeze_s": 0.5,
         "update_s": 1.0,
     }
-    f = lambda t, train, head=True: gs.model_flops_per_token(CFG, t, train, lora=True, lm_head=head)  # noqa: E731
+
+    def f(t, train, head=True):
+        return gs.model_flops_per_token(CFG, t, train, lora=True, lm_head=head)
+
     update = 2 * sum(
         2 * t * f(t, True, False) + s * (f(t, True) - f(t, True, False)) for t, s in ((100, 30), (40, 10))
     )

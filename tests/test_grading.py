@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ROOT, needs_namespaces
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import FIXTURES, ROOT, needs_namespaces
 from pappo.config import EnvParams, load_params
 from pappo.env.agents import OracleAgent, SubmitAgent
 from pappo.env.episode import RepairEnv

@@ -7,7 +7,6 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_env_episode import FakeGrader
 
 from pappo.config import EnvParams
 from pappo.env.agents import play
@@ -15,6 +14,7 @@ from pappo.env.episode import RepairEnv
 from pappo.env.grounded import GroundedAgent, candidate_edits, title_symbol
 from pappo.env.protocol import parse_tool_call
 from pappo.tasks.store import TaskStore
+from test_env_episode import FakeGrader
 
 P = EnvParams()
 

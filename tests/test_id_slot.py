@@ -8,14 +8,14 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import FIXTURES, fixture_params, load_benchmark
-from test_env_episode import FakeGrader
 
+from conftest import FIXTURES, fixture_params, load_benchmark
 from pappo.env.protocol import tools_for
 from pappo.env.vec import task_env
 from pappo.policy.chat import ChatCodec
 from pappo.policy.tokenizer import protocol_files, train_tokenizer, warmup_files
 from pappo.tasks.store import TaskStore
+from test_env_episode import FakeGrader
 
 K = 4
 

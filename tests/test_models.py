@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import FIXTURES
 from pydantic import ValidationError
 
+from conftest import FIXTURES
 from pappo.tasks.models import Task
 
 BASE = json.loads((FIXTURES / "repofix" / "manifest.jsonl").read_text().splitlines()[0])

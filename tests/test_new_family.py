@@ -8,9 +8,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from conftest import fixture_params, write_params
 from typer.testing import CliRunner
 
+from conftest import fixture_params, write_params
 from pappo.cli import app
 from pappo.config import Params
 from pappo.sandbox.grading import grade_many

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import write_params
 
+from conftest import write_params
 from pappo.config import NumericsParams, Params
 from pappo.evidence.audit import _Ctx, numerics_verdict
 from pappo.numerics import PINNED_ENV, NumericsInfo, comparison, pin, requested_env

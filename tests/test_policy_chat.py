@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_env_episode import FakeGrader
 from tokenizers import Tokenizer
 from transformers import Qwen2Tokenizer
 
@@ -21,6 +20,7 @@ from pappo.io import PappoError
 from pappo.policy.chat import QWEN25_CHAT_TEMPLATE, ChatCodec
 from pappo.policy.tokenizer import SPECIAL_TOKENS, corpus_files, train_tokenizer
 from pappo.tasks.store import TaskStore
+from test_env_episode import FakeGrader
 
 ROOT = Path(__file__).resolve().parents[1]
 WARMUP = ROOT / "data" / "warmup"

@@ -13,12 +13,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 import torch
-from conftest import ROOT
 from huggingface_hub import scan_cache_dir
 from huggingface_hub.utils.sha import git_hash
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
+from conftest import ROOT
 from pappo.config import ModelParams, TinyModelParams
 from pappo.io import PappoError, sha256_bytes, sha256_file
 from pappo.policy.checkpoint import (

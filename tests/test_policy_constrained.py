@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import FIXTURES, fixture_params
-from test_env_episode import FakeGrader
 
+from conftest import FIXTURES, fixture_params
 from pappo.config import Params, TinyModelParams
 from pappo.env.candidate_agents import NoisyCandidateAgent, Thoughtless, call
 from pappo.env.protocol import ParseError, ToolCall, format_tool_call, parse_tool_call, tools_for
@@ -25,6 +24,7 @@ from pappo.policy.rollout import RolloutEngine
 from pappo.policy.tokenizer import corpus_files, protocol_files, train_tokenizer, warmup_files
 from pappo.rl.trainer import Trainer
 from pappo.tasks.store import TaskStore
+from test_env_episode import FakeGrader
 
 K = 4
 TINY = TinyModelParams(

@@ -7,14 +7,14 @@ import shutil
 
 import pytest
 import torch
-from conftest import ROOT
-from test_policy_checkpoint import REV
 from typer.testing import CliRunner
 
+from conftest import ROOT
 from pappo.cli import app
 from pappo.config import apply_profile, load_params
 from pappo.policy import memory
 from pappo.policy.decoder import KVCache
+from test_policy_checkpoint import REV
 
 PARAMS, PROFILE = ROOT / "params.yaml", ROOT / "profiles" / "qwen2.5-coder-7b.yaml"
 SMALL = memory.Dims(vocab=1000, hidden=64, intermediate=160, layers=3, heads=8, kv_heads=2, head_dim=8)

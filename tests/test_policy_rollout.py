@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_env_episode import FakeGrader
 from transformers import AutoModelForCausalLM, Qwen2Config
 
 from pappo.config import EnvParams, RolloutParams
@@ -14,6 +13,7 @@ from pappo.policy.decisions import ARG, INSIDE, NAME, decision_flags
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine, Sampler, hf_forward, teacher_forced_logprobs
 from pappo.tasks.store import TaskStore
+from test_env_episode import FakeGrader
 
 
 class ByteCodec:
@@ -91,7 +91,7 @@ def test_masks_spans_and_budget(model, fx_params):
             covered[start:end] = [1] * (end - start)
         assert covered == traj.response_mask and len(traj.turn_spans) == env.metrics.turns
         # every gap between turns is exactly the environment's observation of the previous turn
-        for k, ((s0, e0), (s1, _)) in enumerate(zip(traj.turn_spans, traj.turn_spans[1:])):
+        for k, ((_, e0), (s1, _)) in enumerate(zip(traj.turn_spans, traj.turn_spans[1:])):
             obs = env.transcript[2 + 2 * k + 1]
             stop = traj.token_ids[e0 - 1] if traj.token_ids[e0 - 1] in codec.stop_ids else None
             assert traj.token_ids[e0:s1] == codec.observation_ids(obs, stop)

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_env_episode import FakeGrader
 from transformers import AutoModelForCausalLM, Qwen2Config
 
 from pappo.config import EnvParams, TinyModelParams
@@ -17,6 +16,7 @@ from pappo.policy.chat import ChatCodec
 from pappo.policy.checkpoint import build_tiny_model
 from pappo.policy.tokenizer import corpus_files, train_tokenizer
 from pappo.tasks.store import TaskStore
+from test_env_episode import FakeGrader
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = TinyModelParams(

@@ -4,7 +4,6 @@ in a trajectory, with the token that spells its id; turns that are not that choi
 from __future__ import annotations
 
 from conftest import load_benchmark
-
 from pappo.env.protocol import format_tool_call
 from pappo.policy.rollout import Trajectory
 
@@ -31,7 +30,9 @@ def trajectory(turns: list[str]) -> Trajectory:
 
 
 def test_the_apply_after_a_revert_is_found_with_its_id_token():
-    call = lambda name, **a: format_tool_call(name, a, mode="candidates")  # noqa: E731
+    def call(name, **a):
+        return format_tool_call(name, a, mode="candidates")
+
     t = trajectory(
         [
             call("apply", id=3),

@@ -9,8 +9,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from pappo.config import load_params
 from pappo.io import tree_sha256
 from pappo.tasks.docs import update_doc

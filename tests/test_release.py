@@ -23,9 +23,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from conftest import ROOT
-from test_evidence_receipt import NUMERICS
 
+from conftest import ROOT
 from pappo.evidence.audit import AuditVerdict, ClaimVerdict
 from pappo.evidence.release import build_bundle, git_tree_id, read_metadata, verify_bundle
 from pappo.evidence.summary import Comparison, MethodSummary, Summary
@@ -33,6 +32,7 @@ from pappo.evidence.zenodo import BASE_URLS, token_from_env, upload
 from pappo.experiment import receipt as rc
 from pappo.io import PappoError
 from pappo.rl.results import Interval
+from test_evidence_receipt import NUMERICS
 
 RUN = "reports/runs/seed_0/pappo"
 DATE = "2026-01-02T03:04:05+00:00"

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import FIXTURES, ROOT, fixture_params_raw
-from test_dvc_smoke import sh
 
+from conftest import FIXTURES, ROOT, fixture_params_raw
 from pappo.evidence.bundle import unpack
 from pappo.evidence.release import git_tree_id, verify_bundle
+from test_dvc_smoke import sh
 
 COMMIT = ("git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "commit", "-qm")
 RUN = "reports/runs/seed_0/pappo"

@@ -15,10 +15,10 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_rl_trainer import actor_critic
 
 from pappo.rl import losses
 from pappo.rl.distributed import Dist, merge_stats
+from test_rl_trainer import actor_critic
 
 WORKER = Path(__file__).with_name("ddp_worker.py")
 ROOT = WORKER.parents[1]

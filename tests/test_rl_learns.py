@@ -25,9 +25,8 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import FIXTURES, fixture_params
-from test_env_episode import FakeGrader
 
+from conftest import FIXTURES, fixture_params
 from pappo.config import LoraParams, Params, TinyModelParams
 from pappo.env.agents import play
 from pappo.env.candidate_agents import board_of, call
@@ -42,6 +41,7 @@ from pappo.rl import batch as rl_batch
 from pappo.rl import trainer as trainer_mod
 from pappo.rl.trainer import Trainer
 from pappo.tasks.store import TaskStore
+from test_env_episode import FakeGrader
 
 K, FIX_AT = 4, 3  # candidates shown; where every episode's board shows the fix
 TINY = TinyModelParams(

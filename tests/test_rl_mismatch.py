@@ -15,8 +15,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from test_rl_losses import batches, mask_tensor, naive_agg, naive_pg_token, naive_weights, t64
-from test_rl_trainer import actor_critic, moved, small_params, snapshot, trainer
 from torch.testing import assert_close
 from transformers import AutoModelForCausalLM, Qwen2Config
 
@@ -27,6 +25,8 @@ from pappo.rl.batch import RolloutBatch, from_trajectories
 from pappo.rl.losses import LOSS_AGG_MODES, policy_loss
 from pappo.rl.mismatch import LARGE_GAP, logprob_gap_sums, percentile, rollout_is_weights
 from pappo.rl.trainer import Trainer
+from test_rl_losses import batches, mask_tensor, naive_agg, naive_pg_token, naive_weights, t64
+from test_rl_trainer import actor_critic, moved, small_params, snapshot, trainer
 
 F64 = torch.float64
 HYP = settings(max_examples=60, deadline=None)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_policy_rollout import ByteCodec
 from transformers import AutoModelForCausalLM, Qwen2Config
 
 from pappo.config import LoraParams, Params
@@ -21,6 +20,7 @@ from pappo.rl.trainer import Trainer
 from pappo.sandbox.grading import Grade
 from pappo.schedule import lr_factor
 from pappo.tasks.store import TaskStore
+from test_policy_rollout import ByteCodec
 
 
 class CoinGrader:

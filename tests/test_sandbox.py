@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import as_user, fixture_params, marked_processes, needs_namespaces, write_params
 
+from conftest import as_user, fixture_params, marked_processes, needs_namespaces, write_params
 from pappo.config import SandboxParams
 from pappo.sandbox import pool as pool_module
 from pappo.sandbox import prefault

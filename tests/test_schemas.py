@@ -6,8 +6,8 @@ import json
 
 import jsonschema
 import pytest
-from conftest import FIXTURES, ROOT
 
+from conftest import FIXTURES, ROOT
 from pappo.evidence.schemas import CONTRACTS, drift, render
 
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from conftest import ROOT, write_params
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
+from conftest import ROOT, write_params
 from pappo.cli import app
 from pappo.config import Params, load_params
 

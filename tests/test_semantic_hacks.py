@@ -15,9 +15,9 @@ import dataclasses
 from typing import Any
 
 import pytest
+
 import semantic_attacks as atk
 from conftest import ROOT
-
 from pappo.config import load_params
 from pappo.sandbox.grading import Grade, HiddenSuite, grade_many
 from pappo.sandbox.pool import SandboxPool

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from conftest import FIXTURES, fixture_params, write_params
 from typer.testing import CliRunner
 
+from conftest import FIXTURES, fixture_params, write_params
 from pappo.cli import app
 from pappo.tasks.families import load_tree
 from pappo.tasks.manifest import read_manifest

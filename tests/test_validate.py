@@ -8,9 +8,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import ROOT, fixture_params, write_params
 from typer.testing import CliRunner
 
+from conftest import ROOT, fixture_params, write_params
 from pappo.cli import app
 from pappo.tasks.models import ManifestLock
 from pappo.tasks.patches import apply_patch, make_patch
@@ -105,20 +105,22 @@ def _retarget(ls: list[str], k: int, old: bytes, new: bytes, path: str, extra: t
 
 
 def test_bug_that_breaks_no_test(tmp_path: Path):
-    edit = lambda ls: _retarget(
-        ls, 0, b'"""Numeric helpers."""', b'"""Numeric helpers!"""', "tinycalc/core.py"
-    )  # noqa: E731
+    def edit(ls):
+        return _retarget(ls, 0, b'"""Numeric helpers."""', b'"""Numeric helpers!"""', "tinycalc/core.py")
+
     assert_fails(tmp_path, edit, "task tinycalc-001: the bug breaks no listed test")
 
 
 def test_test_that_times_out(tmp_path: Path):
-    edit = lambda ls: _retarget(
-        ls,
-        0,
-        b"    total = start\n",
-        b"    total = start\n    while True:\n        pass\n",
-        "tinycalc/core.py",
-    )  # noqa: E731
+    def edit(ls):
+        return _retarget(
+            ls,
+            0,
+            b"    total = start\n",
+            b"    total = start\n    while True:\n        pass\n",
+            "tinycalc/core.py",
+        )
+
     params_file, params = corrupt(tmp_path, edit)
     fast = params.model_copy(update={"sandbox": params.sandbox.model_copy(update={"test_timeout_s": 1.0})})
     code, out = run_validate(write_params(fast, params_file))

@@ -521,7 +521,7 @@ def apply_profile(params_path: Path, profile_path: Path, revision: str | None = 
     try:
         return Params.model_validate(merged)
     except ValidationError as e:
-        raise PappoError(f"{params_path} + {profile_path}: invalid params:\n{_format_errors(e)}")
+        raise PappoError(f"{params_path} + {profile_path}: invalid params:\n{_format_errors(e)}") from e
 
 
 def profile_mapping(params_path: Path, profile_path: Path) -> dict[str, Any]:
@@ -534,9 +534,9 @@ def _yaml_mapping(path: Path) -> dict[str, Any]:
     try:
         raw = yaml.safe_load(Path(path).read_text())
     except FileNotFoundError:
-        raise PappoError(f"{path}: not found")
+        raise PappoError(f"{path}: not found") from None
     except yaml.YAMLError as e:
-        raise PappoError(f"{path}: not valid YAML: {e}")
+        raise PappoError(f"{path}: not valid YAML: {e}") from e
     if not isinstance(raw, dict):
         raise PappoError(f"{path}: expected a mapping of params sections, got {type(raw).__name__}")
     return raw
@@ -557,13 +557,13 @@ def load_params(path: Path = Path("params.yaml")) -> Params:
     try:
         raw: Any = yaml.safe_load(Path(path).read_text())
     except FileNotFoundError:
-        raise PappoError(f"{path}: not found; run from the repository root or pass --params")
+        raise PappoError(f"{path}: not found; run from the repository root or pass --params") from None
     except yaml.YAMLError as e:
-        raise PappoError(f"{path}: not valid YAML: {e}")
+        raise PappoError(f"{path}: not valid YAML: {e}") from e
     try:
         return Params.model_validate(raw)
     except ValidationError as e:
-        raise PappoError(f"{path}: invalid params:\n{_format_errors(e)}")
+        raise PappoError(f"{path}: invalid params:\n{_format_errors(e)}") from e
 
 
 def load_matrix_params(params_path: Path, matrix_path: Path) -> Params:
@@ -580,7 +580,7 @@ def load_matrix_params(params_path: Path, matrix_path: Path) -> Params:
     try:
         rl = RLParams.model_validate(raw["rl"])
     except ValidationError as e:
-        raise PappoError(f"{matrix_path}: invalid params:\n{_format_errors(e, 'rl.')}")
+        raise PappoError(f"{matrix_path}: invalid params:\n{_format_errors(e, 'rl.')}") from e
     return params.model_copy(update={"rl": rl})
 
 

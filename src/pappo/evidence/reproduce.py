@@ -347,7 +347,7 @@ def load_published(root: Path, params: Params) -> tuple[dict[RunId, RunReport], 
                 raise PappoError(
                     f"{run}: no valid published run ({type(e).__name__}); `dvc pull` or `dvc repro` "
                     "first: a reproduction compares with the published runs"
-                )
+                ) from e
     return reports, receipts
 
 

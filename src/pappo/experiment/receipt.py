@@ -298,7 +298,7 @@ def _driver_version() -> str | None:
         from torch.utils import collect_env
 
         return collect_env.get_nvidia_driver_version(collect_env.run)
-    except Exception:  # noqa: BLE001 - a missing nvidia-smi only leaves the field empty
+    except Exception:  # a missing nvidia-smi only leaves the field empty
         return None
 
 

@@ -62,7 +62,9 @@ def _check(ret: int, what: str) -> None:
 
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    enc = lambda s: s.encode() if s is not None else None  # noqa: E731
+    def enc(s: str | None) -> bytes | None:
+        return s.encode() if s is not None else None
+
     _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
 
 

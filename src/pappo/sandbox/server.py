@@ -39,7 +39,7 @@ import _pytest.assertion.rewrite as _rewrite
 import _pytest.config
 import _pytest.main
 import _pytest.python
-import pytest  # noqa: F401  (pre-imported on purpose: children must not pay for it)
+import pytest  # pre-imported on purpose: children must not pay for it
 
 from pappo.io import write_tree
 from pappo.sandbox import channel, isolation, prefault, pytest_plugin, seccomp, typed, userns
@@ -417,7 +417,7 @@ def _run_session(config: pytest.Config, session: pytest.Session) -> NoReturn:
     status = 0
     try:
         status = int(_pytest.main._main(config, session) or 0)
-    except BaseException as e:  # noqa: BLE001  the session ends; missing tests count as failed
+    except BaseException as e:  # the session ends; missing tests count as failed
         os.write(2, f"session ended by {type(e).__name__}: {e}\n".encode())
         status = 2
     try:

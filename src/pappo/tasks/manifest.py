@@ -17,7 +17,7 @@ def read_manifest(path: Path) -> tuple[list[Task], list[str]]:
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise PappoError(f"{path}: manifest not found; run `pappo synthesize` to create it")
+        raise PappoError(f"{path}: manifest not found; run `pappo synthesize` to create it") from None
     tasks: list[Task] = []
     errors: list[str] = []
     seen: dict[str, int] = {}
