@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import settings
 
 # libgomp (torch's OpenMP) spins idle threads; two xdist workers and their stage subprocesses on
 # two cores spin against each other. Sleeping waits change no result (docs/numerics.md).
@@ -20,6 +21,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before anything loads tor
 
 from pappo.config import Params
 from pappo.sandbox.isolation import unavailable
+
+# No test is timed (speed is measured in benchmarks/): hypothesis's per-example deadline would fail a
+# property on a loaded machine, so it is off for the whole suite.
+settings.register_profile("pappo", deadline=None)
+settings.load_profile("pappo")
 
 NS_MISSING = unavailable()  # None where Linux namespaces work (root with CAP_SYS_ADMIN)
 needs_namespaces = pytest.mark.skipif(
@@ -30,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 UNPRIVILEGED_UID = 1001  # an ordinary account, as a researcher's; it needs no passwd entry
 # Handed out first to pytest.ini's two workers: the dvc smoke test is most of the suite's time.
-LONGEST_FIRST = ("test_dvc_smoke.py", "test_rl_learns.py")
+LONGEST_FIRST = ("test_dvc_smoke.py", "test_reviewer_path.py", "test_rl_learns.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -217,7 +217,18 @@ def check_one_seed_try(repo: Path) -> None:
     tried = ("-S", "seed=3", "-S", "rl.ppo_epochs=2")  # the fixture's rl names no actor_lr
     sh("git", "add", "-A", cwd=repo)
     assert (
-        sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "seed 3", cwd=repo).returncode
+        sh(
+            "git",
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "seed 3",
+            "--allow-empty",
+            cwd=repo,
+        ).returncode
         == 0
     )
     assert sh("dvc", "status", "--json", "dvc.yaml", cwd=repo).stdout.strip() in (
