@@ -156,7 +156,11 @@ def check_runs(repo: Path, seeds: tuple[int, ...], first: str) -> None:
     assert refused.returncode != 0 and "seed: 0 is a published (confirmatory) seed" in out, out
     assert "tune on dev_seeds [2, 3]" in out and "update 1/1" not in out, out
     print("dvc exp run -S seed=0:", next(line for line in out.splitlines() if "published" in line).strip())
+    # DVC removes a stage's outputs before it runs the command, so the refused try took the dev
+    # seed's experiment outputs away: restored from the cache (docs/tuning.md says so)
     assert sh("git", "checkout", "--", "params.yaml", cwd=repo).returncode == 0
+    assert sh("dvc", "checkout", cwd=repo).returncode == 0
+    assert sh("dvc", "status", "--json", "dvc.yaml", cwd=repo).stdout.strip() in ("{}", "")
     show = sh("dvc", "exp", "show", "--csv", cwd=repo)
     assert show.returncode == 0 and "pappo.success" in show.stdout, show.stdout + show.stderr
     # what a person compares: the experiment seed's headline means and the base model's success, no
