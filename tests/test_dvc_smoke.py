@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -359,7 +360,9 @@ def check_audit(repo: Path) -> None:
     stage_bytes = (repo / "receipts/audit.json").read_bytes()
     code, text = audit_output(repo)
     assert code == 2, text
-    assert "claim pappo-beats-best-baseline: does NOT hold" in text and "needs GPU receipts" in text
+    # two fixture seeds decide nothing: the seed-level verdict is inconclusive or does not hold, never holds
+    assert re.search(r"claim pappo-beats-best-baseline: (INCONCLUSIVE|DOES NOT HOLD): ", text), text
+    assert "needs GPU receipts" in text and "power:" in text and "history: " in text, text
     assert "scope: the evidence as committed at HEAD" in text
     # a plain run leaves the stage's DVC output alone (this verdict names the new HEAD: other bytes)
     assert "verdict not written" in text and (repo / "receipts/audit.json").read_bytes() == stage_bytes
