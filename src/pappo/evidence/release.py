@@ -207,6 +207,15 @@ def _iv(x: Any) -> str:
     return f"{x.mean:.3f} [{x.lo:.3f}, {x.hi:.3f}]"
 
 
+def _diff(c: Any) -> str:
+    """A comparison's seed-level difference; one seed has no interval (summary.Comparison.difference None)."""
+    if c.difference is None:
+        mean = sum(c.per_seed_difference) / len(c.per_seed_difference) if c.per_seed_difference else 0.0
+        return f"{mean:+.3f} (one seed: no interval)"
+    d = c.difference
+    return f"{d.mean:+.3f} [{d.lo:+.3f}, {d.hi:+.3f}]"
+
+
 def release_notes(bundle: dict[str, Any], summary: Any, verdict: Any) -> str:
     """RELEASE_NOTES.md from BUNDLE.json's fields, a `Summary` and an `AuditVerdict`."""
     holds = [c for c in verdict.claims if c.holds]
@@ -237,15 +246,13 @@ def release_notes(bundle: dict[str, Any], summary: Any, verdict: Any) -> str:
     ]
     lines += [
         "",
-        f"## Comparisons (paired per-task success difference vs {summary.best_baseline})",
+        f"## Comparisons (success difference vs {summary.best_baseline}, 95% t interval over seeds)",
         "",
         "| method | baseline | difference | seed wins |",
         "|---|---|---|---|",
     ]
     lines += [
-        f"| {c.method} | {c.baseline} | {c.difference.mean:+.3f} [{c.difference.lo:+.3f}, {c.difference.hi:+.3f}] "
-        f"| {c.seed_wins}/{c.n_seeds} |"
-        for c in summary.comparisons
+        f"| {c.method} | {c.baseline} | {_diff(c)} | {c.seed_wins}/{c.n_seeds} |" for c in summary.comparisons
     ]
     lines += [
         "",
