@@ -258,15 +258,16 @@ def release_notes(bundle: dict[str, Any], summary: Any, verdict: Any) -> str:
         "",
         "## Pre-registered claims (receipts/audit.json)",
         "",
-        "| claim | verdict | method vs baseline | metric | improvement [95% interval] | seed wins |",
+        "| claim | verdict | method vs baseline | metric | improvement [95% t interval over seeds] | seed wins |",
         "|---|---|---|---|---|---|",
     ]
     for c in verdict.claims:
+        iv = "no interval (one seed)" if c.lo is None or c.hi is None else f"[{c.lo:+.3f}, {c.hi:+.3f}]"
         lines.append(
-            f"| {c.id} | {'HOLDS' if c.holds else 'DOES NOT HOLD'} | {c.method} vs {c.baseline} | {c.metric} "
-            f"| {c.delta:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}] | {c.seed_wins}/{c.n_seeds} |"
+            f"| {c.id} | {(c.verdict or '').upper()} | {c.method} vs {c.baseline} | {c.metric} "
+            f"| {c.delta:+.3f} {iv} | {c.seed_wins}/{c.n_seeds} |"
         )
-    reasons = [f"- {c.id} DOES NOT HOLD: {r}" for c in verdict.claims for r in c.reasons]
+    reasons = [f"- {c.id} {(c.verdict or '').upper()}: {r}" for c in verdict.claims for r in c.reasons]
     lines += ["", *reasons] if reasons else []
     zip_name = f"pappo-evidence-{bundle['version']}.zip"
     lines += [
