@@ -36,40 +36,46 @@ def sh(*cmd: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )  # a hang guard, not a speed test
 
 
-def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
-    repo = tmp_path / "repo"
-    for rel in (
-        "dvc.yaml",
-        ".dvc/config",
-        ".dvcignore",
-        "src/pappo",
-        "pyproject.toml",
-        "requirements.lock",
-        "schemas",
-        "release/dvc.yaml",
-        "CITATION.cff",
-        ".zenodo.json",
-        ".gitignore",
-    ):
-        src = ROOT / rel
-        dst = repo / rel
+# What a scratch repository of the pipeline needs from this one (besides the fixture task sets).
+PIPELINE_FILES = (
+    "dvc.yaml",
+    ".dvc/config",
+    ".dvcignore",
+    "src/pappo",
+    "pyproject.toml",
+    "requirements.lock",
+    "schemas",
+    "CITATION.cff",
+    ".zenodo.json",
+    ".gitignore",
+)
+
+
+def scratch_pipeline(repo: Path, params: dict, extra: tuple[str, ...] = ()) -> None:
+    """The pipeline's code (PIPELINE_FILES and `extra`) and the fixture task sets under `repo`, with
+    `params` (fixture params; task paths moved under data/) as params.yaml and its rl as matrix.yaml."""
+    for rel in (*PIPELINE_FILES, *extra):
+        src, dst = ROOT / rel, repo / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
-        (
+        if src.is_dir():
             shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
-            if src.is_dir()
-            else shutil.copy(src, dst)
-        )
+        else:
+            shutil.copy(src, dst)
     for name in ("repofix", "warmup"):
         shutil.copytree(FIXTURES / name, repo / "data" / name, ignore=shutil.ignore_patterns("*.lock.json"))
-    params = fixture_params_raw()
-    # seed roles: 0 and 1 published (the matrix), 2 and 3 for tuning (the single-seed experiment)
-    params |= {"seed": 2, "dev_seeds": [2, 3]}
-    for name in ("repofix", "warmup"):
         params["tasks"][name] = {
             k: v.replace("tests/fixtures/", "data/") for k, v in params["tasks"][name].items()
         }
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     (repo / "matrix.yaml").write_text(yaml.safe_dump({"rl": params["rl"]}, sort_keys=False))
+
+
+def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
+    repo = tmp_path / "repo"
+    params = fixture_params_raw()
+    # seed roles: 0 and 1 published (the matrix), 2 and 3 for tuning (the single-seed experiment)
+    params |= {"seed": 2, "dev_seeds": [2, 3]}
+    scratch_pipeline(repo, params, extra=("release/dvc.yaml",))
     for cmd in (
         ["git", "init", "-q"],
         ["git", "add", "-A"],

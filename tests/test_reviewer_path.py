@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import FIXTURES, ROOT, fixture_params_raw
+from conftest import fixture_params_raw
 from pappo.evidence.bundle import unpack
 from pappo.evidence.release import git_tree_id, verify_bundle
-from test_dvc_smoke import sh
+from test_dvc_smoke import scratch_pipeline, sh
 
 COMMIT = ("git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "commit", "-qm")
 RUN = "reports/runs/seed_0/pappo"
@@ -33,37 +33,12 @@ pytestmark = pytest.mark.slow  # a real dvc repro of the fixture pipeline: ~2.5 
 def published(root: Path) -> Path:
     """A repository whose committed evidence is a real `dvc repro` of the fixture pipeline."""
     repo = root / "published"
-    for rel in (
-        "dvc.yaml",
-        ".dvc/config",
-        ".dvcignore",
-        "src/pappo",
-        "pyproject.toml",
-        "requirements.lock",
-        "schemas",
-        "CITATION.cff",
-        ".zenodo.json",
-        ".gitignore",
-    ):
-        src, dst = ROOT / rel, repo / rel
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_dir():
-            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(src, dst)
-    for name in ("repofix", "warmup"):
-        shutil.copytree(FIXTURES / name, repo / "data" / name, ignore=shutil.ignore_patterns("*.lock.json"))
     params = fixture_params_raw()
-    for name in ("repofix", "warmup"):
-        params["tasks"][name] = {
-            k: v.replace("tests/fixtures/", "data/") for k, v in params["tasks"][name].items()
-        }
     params["seeds"] = [0]  # one seed: every stage still runs, in half the time
     params |= {"seed": 1, "dev_seeds": [1]}  # the single-seed experiment tunes on a dev seed
     for claim in params["claims"]:
         claim["min_seed_wins"] = 1
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    (repo / "matrix.yaml").write_text(yaml.safe_dump({"rl": params["rl"]}, sort_keys=False))
+    scratch_pipeline(repo, params)
     for cmd in (
         ("git", "init", "-q"),
         ("git", "add", "-A"),
