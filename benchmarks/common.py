@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pappo.config import Params, load_matrix_params
+from pappo.config import Params, load_params
 from pappo.env.protocol import tools_for
 from pappo.numerics import pin
 from pappo.policy.adapters import ActorCritic
@@ -26,9 +26,9 @@ def stand_in_grades(items):
     return out
 
 
-def candidates_params(params_path: Path, matrix_path: Path) -> Params:
-    """The published runs' params (rl from matrix.yaml), pinned; the probes measure the candidates tier."""
-    params = load_matrix_params(params_path, matrix_path)
+def candidates_params(params_path: Path) -> Params:
+    """The published runs' params, pinned; the probes measure the candidates tier."""
+    params = load_params(params_path)
     if params.env.actions != "candidates":
         raise SystemExit(
             f"{params_path}: env.actions is {params.env.actions!r}; this probes the candidates tier"

@@ -111,7 +111,6 @@ def probe_board(model: Any, codec: ChatCodec, env: Any, id_tokens: list[int]) ->
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--params", type=Path, default=Path("params.yaml"))
-    ap.add_argument("--matrix", type=Path, default=Path("matrix.yaml"))
     ap.add_argument("--base", type=Path, default=Path("models/base"), help="Base checkpoint folder.")
     ap.add_argument(
         "--adapters", type=Path, default=None, help="A run's adapters/ (default: the base alone)."
@@ -120,7 +119,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--tasks", type=int, default=5, help="Held-out boards probed (the first N in id order).")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
-    params = candidates_params(args.params, args.matrix)
+    params = candidates_params(args.params)
     ac, _, codec, store = candidates_policy(params, args.base, args.adapters)
     id_tokens = id_token_ids(codec, params.env.candidates.k)
     ids = sorted(read_split(params, args.seed)[2])[: args.tasks]

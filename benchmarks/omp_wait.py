@@ -6,7 +6,7 @@ torch's OpenMP runtime (libgomp) spins a thread that waits for work before it sl
 the machine that only burns a core nobody else wants; beside other work (the suite's two pytest
 workers and their stage subprocesses on two cores) the spinning takes CPU the others need.
 tests/conftest.py therefore sets OMP_WAIT_POLICY=PASSIVE for the suite. This measures the effect
-on the published stage (`pappo train --matrix`: matrix.yaml's rl with `--updates` updates, seed 0), each
+on the published stage (`pappo train`: params.yaml with `--updates` updates, seed 0), each
 setting run alone and as two copies at once, interleaved over the repeats:
 wall and CPU seconds, and whether the run reports agree apart from timing (the wait policy must
 change no number). Needs the workspace's `dvc repro` outputs (the lock and models/base).
@@ -33,7 +33,7 @@ from pappo.evidence.reproduce import without_timing
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def launch(matrix: Path, method: str, out: Path, policy: str | None) -> subprocess.Popen[bytes]:
+def launch(params: Path, method: str, out: Path, policy: str | None) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     if policy:
         env["OMP_WAIT_POLICY"] = policy
@@ -42,8 +42,8 @@ def launch(matrix: Path, method: str, out: Path, policy: str | None) -> subproce
         "-m",
         "pappo.cli",
         "train",
-        "--matrix",
-        str(matrix),
+        "--params",
+        str(params),
         "--seed",
         "0",
         "--method",
@@ -55,13 +55,13 @@ def launch(matrix: Path, method: str, out: Path, policy: str | None) -> subproce
 
 
 def run_setting(
-    matrix: Path, method: str, work: Path, policy: str | None, copies: int
+    params: Path, method: str, work: Path, policy: str | None, copies: int
 ) -> tuple[float, float, list[object]]:
     """Wall seconds, CPU seconds of the children, and each copy's report without its timing."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     outs = [work / f"{policy or 'unset'}-{copies}-{i}-{time.monotonic_ns()}" for i in range(copies)]
-    procs = [launch(matrix, method, out, policy) for out in outs]
+    procs = [launch(params, method, out, policy) for out in outs]
     for proc in procs:
         _, err = proc.communicate()
         if proc.returncode != 0:
@@ -78,14 +78,14 @@ def main() -> None:
     ap.add_argument("--updates", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=1)
     args = ap.parse_args()
-    matrix = yaml.safe_load((ROOT / "matrix.yaml").read_text())
-    matrix["rl"]["updates"] = args.updates
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["rl"]["updates"] = args.updates
     results: dict[tuple[str, int], list[tuple[float, float]]] = {}
     reports: list[object] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        path = work / "matrix.yaml"
-        path.write_text(yaml.safe_dump(matrix, sort_keys=False))
+        path = work / "params.yaml"
+        path.write_text(yaml.safe_dump(params, sort_keys=False))
         for _ in range(args.repeats):
             for copies in (1, 2):
                 for policy in (None, "PASSIVE"):

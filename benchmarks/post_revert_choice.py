@@ -110,9 +110,6 @@ def measure(
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--params", type=Path, default=Path("params.yaml"))
-    ap.add_argument(
-        "--matrix", type=Path, default=Path("matrix.yaml"), help="The published runs' rl (matrix.yaml)."
-    )
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--methods", nargs="+", default=["base", "ppo", "pappo"])
     ap.add_argument(
@@ -120,7 +117,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     )
     ap.add_argument("--out", type=Path, default=None, help="Write the rows as JSON here.")
     args = ap.parse_args(argv)
-    params = candidates_params(args.params, args.matrix)
+    params = candidates_params(args.params)
     rows = []
     with SandboxPool(params.sandbox) as pool:
         for seed in args.seeds:

@@ -90,7 +90,6 @@ def test_a_plain_pappo_audit_writes_nothing_and_out_writes_the_verdict(
     )
     monkeypatch.setattr(audit_mod, "audit", lambda *args: verdict)  # the CLI's output, not the checks
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(fx_params.model_dump(mode="json")))
-    (tmp_path / "matrix.yaml").write_text(yaml.safe_dump({"rl": fx_params.rl.model_dump(mode="json")}))
     monkeypatch.chdir(tmp_path)
     plain = CliRunner().invoke(app, ["audit"])
     assert plain.exit_code == 2 and "verdict not written; pass --out FILE to keep it" in plain.output

@@ -25,15 +25,21 @@ CLAIM = ClaimParams(
 SEEDS = [0, 1]
 
 
-def lock(lr: float, base_md5: str = "b" * 32 + ".dir", seeds: list[int] = SEEDS) -> dict[str, Any]:
-    """A dvc.lock with the train stages of `seeds` (ppo and pappo) run with actor_lr `lr`."""
+def lock(
+    lr: float, base_md5: str = "b" * 32 + ".dir", seeds: list[int] = SEEDS, one_file: bool = False
+) -> dict[str, Any]:
+    """A dvc.lock with the train stages of `seeds` (ppo and pappo) run with actor_lr `lr`; `rl` read
+    from matrix.yaml as before 2026-12-04, or from params.yaml with `one_file`."""
+    recorded = {"params.yaml": {"seeds": SEEDS}, "matrix.yaml": {"rl": {"actor_lr": lr}}}
+    if one_file:
+        recorded = {"params.yaml": {"seeds": SEEDS, "rl": {"actor_lr": lr}}}
     stages = {}
     for s in seeds:
         for m in ("ppo", "pappo"):
             stages[f"train@{s}-{m}"] = {
                 "cmd": f"pappo train --seed {s} --method {m}",
                 "deps": [{"path": "models/base", "hash": "md5", "md5": base_md5}],
-                "params": {"params.yaml": {"seeds": SEEDS}, "matrix.yaml": {"rl": {"actor_lr": lr}}},
+                "params": recorded,
                 "outs": [{"path": f"reports/runs/seed_{s}/{m}", "md5": "c" * 32 + ".dir"}],
             }
     return {"schema": "2.0", "stages": stages}
@@ -83,6 +89,12 @@ def test_a_new_base_checkpoint_is_another_configuration_and_a_rerun_of_the_same_
         False,
         "configurations in history per seed: seed 0: 1, seed 1: 1",
     )
+    moved = repo_with(tmp_path / "moved", {"dvc.lock": lock(0.003)}, {"dvc.lock": lock(0.003, one_file=True)})
+    assert set(read_history(moved, SEEDS, [CLAIM]).configurations.values()) == {1}  # `rl` changed file only
+    changed = repo_with(
+        tmp_path / "changed", {"dvc.lock": lock(0.003)}, {"dvc.lock": lock(0.01, one_file=True)}
+    )
+    assert set(read_history(changed, SEEDS, [CLAIM]).configurations.values()) == {2}
     base = repo_with(
         tmp_path / "base", {"dvc.lock": lock(0.003)}, {"dvc.lock": lock(0.003, "e" * 32 + ".dir")}
     )

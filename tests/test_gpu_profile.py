@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from conftest import ROOT
 from pappo.cli import app
-from pappo.config import LoraParams, apply_profile, load_matrix_params, load_params
+from pappo.config import LoraParams, apply_profile, load_params
 from pappo.experiment.run import place
 from pappo.io import PappoError
 from pappo.policy.adapters import ActorCritic
@@ -72,21 +72,20 @@ def test_gradient_checkpointing_refuses_lora_dropout(tmp_path: Path):
         apply_profile(PARAMS, bad, REV)
 
 
-def test_pappo_profile_writes_params_yaml_and_the_matrix_rl_or_nothing(tmp_path: Path):
-    target, matrix = tmp_path / "params.yaml", tmp_path / "matrix.yaml"
+def test_pappo_profile_writes_params_yaml_or_nothing(tmp_path: Path):
+    target = tmp_path / "params.yaml"
     shutil.copy(PARAMS, target)
-    shutil.copy(ROOT / "matrix.yaml", matrix)
-    before = target.read_bytes(), matrix.read_bytes()
-    args = ["profile", str(PROFILE), "--params", str(target), "--matrix", str(matrix), "--revision"]
+    before = target.read_bytes()
+    args = ["profile", str(PROFILE), "--params", str(target), "--revision"]
     bad = CliRunner().invoke(app, [*args, "main"])
     assert bad.exit_code == 1 and "model.revision" in bad.output
-    assert (target.read_bytes(), matrix.read_bytes()) == before  # nothing half-written
+    assert target.read_bytes() == before  # nothing half-written
     ok = CliRunner().invoke(app, [*args, REV])
     assert ok.exit_code == 0, ok.output
     written = load_params(target)
     assert written == apply_profile(PARAMS, PROFILE, REV)
-    # the published matrix trains the profile's rl too, not the CPU tier's
-    assert load_matrix_params(target, matrix) == written and written.rl != load_params(PARAMS).rl
+    # the published matrix trains the profile's rl, not the CPU tier's
+    assert written.rl != load_params(PARAMS).rl
 
 
 def test_the_profile_loads_a_hub_checkpoint_through_the_pinned_path(hub, tmp_path: Path):  # noqa: F811

@@ -236,8 +236,7 @@ def repo(tmp_path: Path) -> Path:
         "src/pkg/lib.py": "X = 1\n",
         "src/pkg/lib/core.py": "Y = 2\n",
         "src/pkg/lib-a.txt": "dash\n",
-        "params.yaml": "seeds: [0]\n",
-        "matrix.yaml": "rl:\n  updates: 1\n",
+        "params.yaml": (ROOT / "params.yaml").read_text(),
         "data/repofix/manifest.jsonl": '{"instance_id": "t-001"}\n',
         "data/repofix/manifest.lock.json": '{"n_tasks": 1}\n',
         "reports/summary.md": "# summary\n",
@@ -314,7 +313,6 @@ def test_bundle_is_reproducible_complete_and_verifies(repo: Path, tmp_path: Path
     assert list(files) == sorted(files)
     for name in (
         "params.yaml",
-        "matrix.yaml",
         "dvc.lock",
         "data/repofix/manifest.jsonl",
         "data/repofix/manifest.lock.json",

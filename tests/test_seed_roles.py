@@ -66,4 +66,4 @@ def test_the_experiment_passes_the_seed_check_on_a_dev_seed(fx_params: Params, t
     # seed 5 is a tuning seed: the check lets it through, and the run stops at the next missing input
     allowed = run_experiment(fx_params, tmp_path, 5)
     assert "published (confirmatory)" not in allowed.output and "not in dev_seeds" not in allowed.output
-    assert allowed.exit_code != 0 and "no-base" in allowed.output, allowed.output
+    assert allowed.exit_code != 0 and "run `pappo validate`" in allowed.output, allowed.output

@@ -7,33 +7,28 @@ from pathlib import Path
 
 import typer
 
-from pappo.config import Params, load_matrix_params, load_params
+from pappo.config import Params, load_params
 from pappo.io import PappoError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 ParamsOpt = typer.Option(Path("params.yaml"), "--params", help="Path of params.yaml.")
-MatrixOpt = typer.Option(
-    Path("matrix.yaml"),
-    "--matrix",
-    help="The seed matrix's `rl` section (matrix.yaml): the published runs' configuration.",
-)
 
 
-def _params(path: Path, matrix: Path | None = None) -> Params:
-    """params.yaml; with `matrix`, its `rl` replaced by the seed matrix's (config.load_matrix_params)."""
+def _params(path: Path) -> Params:
+    """params.yaml, checked."""
     try:
-        return load_params(path) if matrix is None else load_matrix_params(path, matrix)
+        return load_params(path)
     except PappoError as e:
         _fail(str(e))
         raise  # unreachable
 
 
-def _pinned(path: Path, matrix: Path | None = None) -> Params:
+def _pinned(path: Path) -> Params:
     """Params, with the CPU numerics pinned before anything loads torch (commands that train or evaluate)."""
     from pappo.numerics import pin
 
-    params = _params(path, matrix)
+    params = _params(path)
     for warning in pin(params.numerics):
         typer.echo(f"warning: numerics not pinned as asked: {warning}", err=True)
     return params
@@ -415,7 +410,6 @@ def base_model(
 def profile(
     overlay: Path = typer.Argument(..., help="Profile overlay, e.g. profiles/qwen2.5-coder-7b.yaml."),
     revision: str = typer.Option(None, help="model.revision: the 40-hex hub commit to pin."),
-    matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
     gpu_memory_gib: float = typer.Option(
         None,
@@ -423,8 +417,7 @@ def profile(
         "model.device is cuda and one is here).",
     ),
 ) -> None:
-    """Merge a params profile into params.yaml and its `rl` into matrix.yaml (validated; written
-    atomically, comments dropped), so the published matrix and the experiment run the profile alike.
+    """Merge a params profile into params.yaml (validated; written atomically, comments dropped).
     A profile predicted not to fit in the GPU's memory (pappo.policy.memory) is refused."""
     import yaml
 
@@ -443,14 +436,9 @@ def profile(
         return
     header = f"# params.yaml with {overlay} merged in by `pappo profile` (field docs: src/pappo/config.py)\n"
     dumped = merged.model_dump(mode="json", by_alias=True)
-    atomic_write_text(
-        matrix,
-        f"# matrix.yaml: params.yaml's rl with {overlay} merged in by `pappo profile`\n"
-        + yaml.safe_dump({"rl": dumped["rl"]}, sort_keys=False),
-    )
     atomic_write_text(params_path, header + yaml.safe_dump(dumped, sort_keys=False))
     typer.echo(
-        f"wrote {params_path} and {matrix}: model {merged.model.id}@{merged.model.revision or '(unpinned)'} on {merged.model.device}"
+        f"wrote {params_path}: model {merged.model.id}@{merged.model.revision or '(unpinned)'} on {merged.model.device}"
     )
 
 
@@ -496,34 +484,18 @@ def train(
     base: Path = typer.Option(
         Path("models/base"), help="Base checkpoint folder (the base_model stage's output)."
     ),
-    reuse: Path = typer.Option(
-        None,
-        help="A run folder (the single-seed experiment's) copied instead of training "
-        "when it holds this very run: same method, seed, params, code, checkpoint.",
-    ),
-    matrix: Path = typer.Option(
-        None,
-        "--matrix",
-        help="A run of the seed matrix: take `rl` from this file (matrix.yaml) instead of params.yaml.",
-    ),
     params_path: Path = ParamsOpt,
 ) -> None:
     """Train one method on one seed from the base checkpoint and evaluate it on the held-out families."""
-    params = _pinned(params_path, matrix)
+    params = _pinned(params_path)
     from pappo.experiment.report import RUN_METHODS
-    from pappo.experiment.reuse import copy_run, reusable
     from pappo.experiment.run import run_method
-    from pappo.policy.checkpoint import read_record
 
     if method not in RUN_METHODS:
         _fail(f"--method {method!r}: use one of {list(RUN_METHODS)}")
     _require_sandbox(params)
     try:
-        report = reusable(reuse, params, seed, method, read_record(base).revision) if reuse else None
-        if report is not None:
-            copy_run(reuse, out, typer.echo)
-        else:
-            report = run_method(params, seed, method, out, base, log=typer.echo)
+        report = run_method(params, seed, method, out, base, log=typer.echo)
     except PappoError as e:
         _fail(str(e))
         return
@@ -541,16 +513,16 @@ def experiment(
     out: Path = typer.Option(
         Path("reports/experiment"), help="Folder of the single-seed experiment (replaced per method)."
     ),
-    runs: Path = typer.Option(Path("reports/runs"), help="Seed matrix runs, reused when identical."),
     base: Path = typer.Option(Path("models/base"), help="Base checkpoint folder."),
     params_path: Path = ParamsOpt,
 ) -> None:
-    """Every method on params `seed` (`dvc exp run -S seed=N`); identical matrix runs are reused."""
+    """Every method on params `seed`, a dev seed, with `rl` and the try `tune.rl` merged over it
+    (`dvc exp run -S seed=4 -S +tune.rl.actor_lr=0.002 experiment`)."""
     params = _pinned(params_path)
     from pappo.experiment.single_seed import run_experiment
 
     try:
-        metrics = run_experiment(params, out, runs, base, log=typer.echo)
+        metrics = run_experiment(params, out, base, log=typer.echo)
     except PappoError as e:
         _fail(str(e))
         return
@@ -579,7 +551,6 @@ def audit(
     stage: bool = typer.Option(
         False, help="DVC stage mode: exit 0 when only claims fail (integrity still exits 1)."
     ),
-    matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
 ) -> None:
     """Check every run's evidence, the claims and the tuning history: exit 0 all hold, 2 a claim does not
@@ -597,7 +568,7 @@ def audit(
             with tempfile.TemporaryDirectory(prefix="pappo-audit-") as tmp:
                 verdict = bundles.audit_bundle(bundles.open_bundle(target, Path(tmp)))
         else:
-            verdict = run_audit(_params(params_path, matrix), root, runs, base, root / "schemas", stage)
+            verdict = run_audit(_params(params_path), root, runs, base, root / "schemas", stage)
     except PappoError as e:
         _fail(str(e))
         return
@@ -650,7 +621,6 @@ def reproduce(
     scratch: Path = typer.Option(
         None, help="Folder for the scratch clone (default: a new temporary folder, removed)."
     ),
-    matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
 ) -> None:
     """Re-run runs of the published commit here and compare: exit 0 reproduced, 2 not, 1 error."""
@@ -666,8 +636,8 @@ def reproduce(
             if bundle is not None:  # the bundle's params and runs; its source/ is the code re-run
                 root = bundles.open_bundle(bundle, Path(tmp))
                 meta = bundles.meta(root)
-                params_path, matrix = root / "params.yaml", root / "matrix.yaml"
-            params = _params(params_path, matrix)
+                params_path = root / "params.yaml"
+            params = _params(params_path)
             chosen = choose_runs(params, runs, sample)
             rep = run_reproduce(root, params, chosen, base, scratch or Path(tmp), log=typer.echo, bundle=meta)
     except PappoError as e:
@@ -703,7 +673,6 @@ def release(
         help="Also write what was built (zip, sha256, commit, SWHIDs) "
         "here: the release stage's committed output.",
     ),
-    matrix: Path = MatrixOpt,
     params_path: Path = ParamsOpt,
 ) -> None:
     """Build the Zenodo evidence bundle of HEAD (refused unless the audit of HEAD has integrity and the tree is clean)."""
@@ -719,7 +688,7 @@ def release(
         if audit_path is None:
             from pappo.evidence.audit import audit as run_audit
 
-            verdict = run_audit(_params(params_path, matrix), root, runs, base, root / "schemas")
+            verdict = run_audit(_params(params_path), root, runs, base, root / "schemas")
             audit_path = out / "audit.json"
             atomic_write_json(audit_path, verdict.model_dump(mode="json"))
             typer.echo(verdict.verdict)

@@ -300,9 +300,11 @@ class RLParams(_Section):
         0.28, ge=0, description="PPO clip: ratio ceiling 1 + clip_ratio_high (DAPO's clip-higher)."
     )
     clip_ratio_c: float | None = Field(
-        3.0, description="Dual-clip bound for negative advantages (> 1), or null."
+        3.0, gt=1, description="Dual-clip bound for negative advantages (> 1; Ye et al. 2020), or null."
     )
-    cliprange_value: float | None = Field(0.2, description="Value clipping around the old values, or null.")
+    cliprange_value: float | None = Field(
+        0.2, gt=0, description="Value clipping around the old values (> 0), or null."
+    )
     loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = Field(
         "token-mean", description="How per-token losses become one number."
     )
@@ -347,10 +349,6 @@ class RLParams(_Section):
 
     @model_validator(mode="after")
     def _check(self) -> RLParams:
-        if self.clip_ratio_c is not None and self.clip_ratio_c <= 1:
-            raise ValueError(f"rl.clip_ratio_c={self.clip_ratio_c} must be > 1 (3.0 is usual) or null")
-        if self.cliprange_value is not None and self.cliprange_value <= 0:
-            raise ValueError(f"rl.cliprange_value={self.cliprange_value} must be > 0 or null")
         if self.tasks_per_update * self.group_size < self.minibatches:
             raise ValueError(
                 f"rl.minibatches={self.minibatches} exceeds the {self.tasks_per_update * self.group_size} "
@@ -363,6 +361,15 @@ class RLParams(_Section):
                 "rl.trust_region gppo set rollout_is_level: none, or trust_region: clip"
             )
         return self
+
+
+class TuneParams(_Section):
+    rl: dict[str, Any] = Field(
+        default_factory=dict,
+        description="A one-seed try: `rl` fields merged over `rl` (field by field) by the single-seed "
+        "experiment alone, so the published runs keep `rl` (`dvc exp run -S seed=4 -S "
+        "+tune.rl.actor_lr=0.002 experiment`; docs/tuning.md). Empty: the experiment runs `rl`.",
+    )
 
 
 class EvalParams(_Section):
@@ -459,6 +466,7 @@ class Params(_Section):
     rollout: RolloutParams = RolloutParams()
     base_model: BaseModelParams = BaseModelParams()
     rl: RLParams = RLParams()
+    tune: TuneParams = TuneParams()
     eval: EvalParams = EvalParams()
     claims: list[ClaimParams] = Field(
         default_factory=list, description="Pre-registered claims (pappo audit)."
@@ -481,6 +489,7 @@ class Params(_Section):
                 f"(confirmatory) or for tuning, never both; remove {both} from one of the two lists "
                 "(a seed already tuned on belongs in dev_seeds)"
             )
+        tuned_rl(self.rl, self.tune)
         ids = [c.id for c in self.claims]
         if len(set(ids)) != len(ids):
             raise ValueError(f"claims: ids {ids} must be unique; rename the duplicate")
@@ -512,6 +521,21 @@ class Params(_Section):
         return self
 
 
+def tuned_rl(rl: RLParams, tune: TuneParams) -> RLParams:
+    """`rl` with the try `tune.rl` merged in: the single-seed experiment's RL configuration."""
+    if not tune.rl:
+        return rl
+    try:
+        return RLParams.model_validate(_deep_merge(rl.model_dump(mode="json"), tune.rl))
+    except ValidationError as e:
+        raise ValueError(f"tune.rl merged over rl is invalid:\n{_format_errors(e, 'tune.rl.')}") from None
+
+
+def experiment_params(params: Params) -> Params:
+    """The single-seed experiment's params: `rl` with `tune.rl` merged in."""
+    return params.model_copy(update={"rl": tuned_rl(params.rl, params.tune)})
+
+
 def apply_profile(params_path: Path, profile_path: Path, revision: str | None = None) -> Params:
     """params.yaml with a profile overlay merged in (section by section, field by field), and
     `model.revision` set if given; validated, so an unpinned hub revision is refused here."""
@@ -530,11 +554,11 @@ def profile_mapping(params_path: Path, profile_path: Path) -> dict[str, Any]:
     return _deep_merge(_yaml_mapping(params_path), _yaml_mapping(profile_path))
 
 
-def _yaml_mapping(path: Path) -> dict[str, Any]:
+def _yaml_mapping(path: Path, missing: str = "") -> dict[str, Any]:
     try:
         raw = yaml.safe_load(Path(path).read_text())
     except FileNotFoundError:
-        raise PappoError(f"{path}: not found") from None
+        raise PappoError(f"{path}: not found{missing}") from None
     except yaml.YAMLError as e:
         raise PappoError(f"{path}: not valid YAML: {e}") from e
     if not isinstance(raw, dict):
@@ -554,34 +578,11 @@ def _deep_merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]
 
 def load_params(path: Path = Path("params.yaml")) -> Params:
     """Read and check params.yaml; errors name the file and the field."""
-    try:
-        raw: Any = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise PappoError(f"{path}: not found; run from the repository root or pass --params") from None
-    except yaml.YAMLError as e:
-        raise PappoError(f"{path}: not valid YAML: {e}") from e
+    raw = _yaml_mapping(path, missing="; run from the repository root or pass --params")
     try:
         return Params.model_validate(raw)
     except ValidationError as e:
         raise PappoError(f"{path}: invalid params:\n{_format_errors(e)}") from e
-
-
-def load_matrix_params(params_path: Path, matrix_path: Path) -> Params:
-    """params.yaml with its `rl` section replaced by the seed matrix's (matrix.yaml): the configuration
-    of the published runs. params.yaml's own `rl` is the single-seed experiment's, so a one-seed try
-    (`dvc exp run -S seed=2 -S rl.actor_lr=...`) leaves the matrix valid."""
-    params = load_params(params_path)
-    raw = _yaml_mapping(matrix_path)
-    if set(raw) != {"rl"}:
-        raise PappoError(
-            f"{matrix_path}: holds the seed matrix's `rl` section and nothing else; found "
-            f"{sorted(raw)}: move other sections to {params_path}"
-        )
-    try:
-        rl = RLParams.model_validate(raw["rl"])
-    except ValidationError as e:
-        raise PappoError(f"{matrix_path}: invalid params:\n{_format_errors(e, 'rl.')}") from e
-    return params.model_copy(update={"rl": rl})
 
 
 def _format_errors(e: ValidationError, prefix: str = "") -> str:

@@ -24,7 +24,6 @@ from pappo.io import PappoError
 AUDIT_INPUTS = (
     "BUNDLE.json",
     "params.yaml",
-    "matrix.yaml",
     "dvc.lock",
     "data/repofix/manifest.jsonl",
     "data/repofix/manifest.lock.json",
@@ -109,7 +108,7 @@ def missing_inputs(folder: Path) -> list[str]:
 def audit_bundle(folder: Path) -> Any:
     """The audit of an unpacked bundle (an AuditVerdict), run inside it: params name paths relative
     to the project root, which the bundle's top is."""
-    from pappo.config import load_matrix_params
+    from pappo.config import load_params
     from pappo.evidence.audit import audit
 
     folder = Path(folder).resolve()
@@ -122,7 +121,7 @@ def audit_bundle(folder: Path) -> Any:
         )
     archive = Archive(source=folder / SOURCE, commit=str(meta(folder).get("commit")))
     with contextlib.chdir(folder):
-        params = load_matrix_params(folder / "params.yaml", folder / "matrix.yaml")
+        params = load_params(folder / "params.yaml")
         return audit(
             params,
             folder,

@@ -2,7 +2,8 @@
 
 Every committed version of `dvc.lock` on the current history (`git log -- dvc.lock`) records, per
 run stage `train@<seed>-<method>`, the params it ran with (every params section the stage lists,
-matrix.yaml's `rl` included) and the md5 of its base checkpoint. A configuration is that pair; a
+whichever file held it: before 2026-12-04 `rl` was read from matrix.yaml) and the md5 of its base
+checkpoint. A configuration is that pair; a
 seed that carried more than one is a tuning seed, and a claim judged on it is exploratory: the best
 of N configurations shows an effect by chance (Dodge et al. 2019, "Show your work": report how many
 configurations were tried; Eimer, Lindauer & Raileanu 2023: tuning and test seeds separate).
@@ -23,7 +24,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from pappo.config import ClaimParams
+from pappo.config import ClaimParams, load_params
 from pappo.evidence.committed import lock_stages
 
 BAR_FIELDS: tuple[str, ...] = ("metric", "baseline", "min_delta", "min_seed_wins", "ci_rule")
@@ -113,9 +114,13 @@ def read_history(root: Path, seeds: Sequence[int], claims: Sequence[ClaimParams]
 
 
 def configuration(stage: dict[str, Any]) -> str:
-    """A train stage's configuration: its recorded params and its base checkpoint's md5, as one string."""
+    """A train stage's configuration: its recorded params (the sections of every params file merged,
+    so moving a section between files is no new configuration) and its base checkpoint's md5."""
     base = [d.get("md5") for d in stage.get("deps", []) if d.get("path") == "models/base"]
-    return json.dumps({"params": stage.get("params"), "base": base}, sort_keys=True)
+    files, params = stage.get("params"), {}
+    for name, sections in sorted(files.items()) if isinstance(files, dict) else []:
+        params.update(sections if isinstance(sections, dict) else {name: sections})
+    return json.dumps({"params": params, "base": base}, sort_keys=True)
 
 
 def _add_configs(configs: dict[str, set[str]], stages: dict[str, Any], seeds: Sequence[int]) -> None:
@@ -255,9 +260,8 @@ def _show(bar: dict[str, Any]) -> str:
 def recorded(root: Path) -> bytes:
     """The history as a release records it (history.json), for params.yaml's seeds and claims, read
     from `root`'s git now: a bundle's audit has no git, yet can label claims exploratory or not."""
-    raw = yaml.safe_load((Path(root) / "params.yaml").read_text()) or {}
-    claims = [ClaimParams.model_validate(c) for c in raw.get("claims") or []]
-    return (read_history(root, raw.get("seeds") or [], claims).model_dump_json(indent=2) + "\n").encode()
+    params = load_params(Path(root) / "params.yaml")
+    return (read_history(root, params.seeds, params.claims).model_dump_json(indent=2) + "\n").encode()
 
 
 def from_record(data: bytes | None, where: str) -> History:

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pappo.config import Params, load_matrix_params
+from pappo.config import Params, load_params
 from pappo.evidence.audit import evaluate_claim
 from pappo.evidence.summary import METRICS
 from pappo.experiment import receipt as rc
@@ -378,7 +378,7 @@ def reproduce(
     else:
         sha = _evidence_commit(root)
         clone = prepare_clone(root, sha, Path(scratch), base)
-    clone_params = load_matrix_params(clone / "params.yaml", clone / "matrix.yaml")
+    clone_params = load_params(clone / "params.yaml")
     steps: list[tuple[str, RunId | None]] = ([("base_model", None)] if base else []) + [
         (f"seed_{s}/{m}", (s, m)) for s, m in chosen
     ]
@@ -409,8 +409,6 @@ def reproduce(
                     key[1],
                     "--out",
                     str(out),
-                    "--matrix",
-                    "matrix.yaml",
                 ],
                 clone,
             )
@@ -447,10 +445,10 @@ def reproduce(
 def _evidence_commit(root: Path) -> str:
     """HEAD: the evidence commit (dvc.lock, the summary) whose train code the audit showed is the runs'."""
     sha = _sh(["git", "rev-parse", "HEAD"], root).strip()
-    evidence = ["dvc.lock", "params.yaml", "matrix.yaml", "src"]
+    evidence = ["dvc.lock", "params.yaml", "src"]
     if _sh(["git", "status", "--porcelain", "--untracked-files=no", "--", *evidence], root):
         raise PappoError(
-            "dvc.lock, params.yaml, matrix.yaml or src/ differ from HEAD: commit them (or restore "
+            "dvc.lock, params.yaml or src/ differ from HEAD: commit them (or restore "
             "them) first; a reproduction re-runs the commit"
         )
     return sha

@@ -2,11 +2,10 @@
 
 Tuning happens here, on `dev_seeds` only: a published seed (`seeds`) is refused, so no try ever
 sees the seeds that confirm the result (docs/tuning.md; Eimer, Lindauer & Raileanu 2023).
-Trains its own runs and does not depend on the seed matrix, so a one-seed hyperparameter try
-trains that seed's runs only. A method whose matrix run (`reports/runs/seed_N/<method>`) was made
-by the same configuration is copied instead (pappo.experiment.reuse), and the matrix copies runs
-this stage made, so `dvc repro` trains each (seed, method) once. Writes `<out>/<method>/` (a run
-folder each) and `<out>/metrics.json`.
+It trains `rl` with the try `tune.rl` merged over it (config.experiment_params); the seed matrix
+reads `rl` alone, so a try (`dvc exp run -S seed=4 -S +tune.rl.actor_lr=0.002 experiment`) trains
+that seed's runs only and leaves the published runs valid. Writes `<out>/<method>/` (a run folder
+each) and `<out>/metrics.json`.
 """
 
 from __future__ import annotations
@@ -15,12 +14,10 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from pappo.config import Params
+from pappo.config import Params, experiment_params
 from pappo.experiment.report import HEADLINE, RUN_METHODS, flat_metrics
-from pappo.experiment.reuse import copy_run, reusable
 from pappo.experiment.run import run_method
 from pappo.io import PappoError, atomic_write_json
-from pappo.policy.checkpoint import read_record
 
 
 def check_dev_seed(params: Params) -> None:
@@ -42,22 +39,17 @@ def check_dev_seed(params: Params) -> None:
 
 
 def run_experiment(
-    params: Params, out: Path, runs: Path, base_dir: Path, log: Callable[[str], None] = print
+    params: Params, out: Path, base_dir: Path, log: Callable[[str], None] = print
 ) -> dict[str, dict[str, float]]:
-    seed, out = params.seed, Path(out)
     check_dev_seed(params)
-    revision = read_record(base_dir).revision
+    seed, out, tried = params.seed, Path(out), experiment_params(params)
     metrics: dict[str, dict[str, float]] = {}
     for method in RUN_METHODS:
-        target, source = out / method, Path(runs) / f"seed_{seed}" / method
-        report = reusable(source, params, seed, method, revision)
-        if report is not None:
-            copy_run(source, target, log)
-        else:
-            shutil.rmtree(target, ignore_errors=True)
-            report = run_method(params, seed, method, target, base_dir, log)
-            if report is None:  # a rank other than 0 of a multi-process run: rank 0 writes
-                continue
+        target = out / method
+        shutil.rmtree(target, ignore_errors=True)
+        report = run_method(tried, seed, method, target, base_dir, log)
+        if report is None:  # a rank other than 0 of a multi-process run: rank 0 writes
+            continue
         metrics[method] = flat_metrics(report)
     if len(metrics) == len(RUN_METHODS):
         # the headline means only (the seed is the `seed` param's column): intervals, budgets and

@@ -66,19 +66,6 @@ def agg_loss(
     return masked_mean(per_seq, rows)
 
 
-def _check_clip(clip_ratio_low: float, clip_ratio_high: float, clip_ratio_c: float | None) -> None:
-    if clip_ratio_low < 0 or clip_ratio_high < 0:
-        raise ValueError(
-            f"clip_ratio_low={clip_ratio_low}, clip_ratio_high={clip_ratio_high}: both must be >= 0 "
-            "(the clip band is [1 - clip_ratio_low, 1 + clip_ratio_high]; 0.2 is the usual value)"
-        )
-    if clip_ratio_c is not None and not clip_ratio_c > 1.0:
-        raise ValueError(
-            f"clip_ratio_c={clip_ratio_c}: the dual-clip bound must be > 1 (Ye et al. 2020; verl uses 3.0); "
-            "set it above 1, or to None to turn dual clipping off"
-        )
-
-
 def policy_loss(
     log_prob: torch.Tensor,
     old_log_prob: torch.Tensor,
@@ -96,7 +83,8 @@ def policy_loss(
     (e.g. (B, 1)); old_log_prob and advantages are detached. With r = exp(clamp(logp - old, +-20)):
         pg = max(-A * r, -A * clip(r, 1 - clip_ratio_low, 1 + clip_ratio_high))   (Schulman et al. 2017)
         pg = min(pg, -A * clip_ratio_c)  where A < 0, if clip_ratio_c is set     (dual clip, Ye et al. 2020)
-    The clamp stops gradient for |log r| > 20 (as in verl). `rollout_is_weights` (B, T), detached
+    The clip bounds are checked where they are set (`pappo.config.RLParams`: low, high >= 0,
+    clip_ratio_c > 1). The clamp stops gradient for |log r| > 20 (as in verl). `rollout_is_weights` (B, T), detached
     (`mismatch.rollout_is_weights`): each token's pg is multiplied by its weight before aggregation,
     as verl's `compute_policy_loss` does; None leaves the loss untouched (not even a multiply by 1).
 
@@ -107,7 +95,6 @@ def policy_loss(
     "Approximating KL divergence"; verl logs k1, mean(-log r), which can be negative);
     `ratio_min`, `ratio_max`. With no policy token the fractions and ppo_kl are 0, ratio_min/max 1.
     """
-    _check_clip(clip_ratio_low, clip_ratio_high, clip_ratio_c)
     on = _on(response_mask)
     zero = torch.zeros((), dtype=log_prob.dtype, device=log_prob.device)
     log_ratio = torch.where(on, log_prob - old_log_prob.detach(), zero).clamp(
@@ -154,12 +141,8 @@ def value_loss(
     value targets (old_values and returns are detached). With c = cliprange_value:
         vf = 0.5 * max((v - R)^2, (clip(v, old - c, old + c) - R)^2),   or 0.5 * (v - R)^2 if c is None
     aggregated by `loss_agg_mode`. `vf_clipfrac`: share of masked tokens where the clipped branch is
-    strictly larger (0 without clipping).
+    strictly larger (0 without clipping). c > 0 is checked where it is set (`pappo.config.RLParams`).
     """
-    if cliprange_value is not None and cliprange_value < 0:
-        raise ValueError(
-            f"cliprange_value={cliprange_value} must be >= 0, or None to turn value clipping off"
-        )
     on = _on(response_mask)
     zero = torch.zeros((), dtype=values.dtype, device=values.device)
     v = torch.where(on, values, zero)
