@@ -182,6 +182,7 @@ def verdict(head: str | None, integrity_ok: bool = True) -> AuditVerdict:
     fails = ClaimVerdict(
         id="pappo-beats-best-baseline",
         holds=False,
+        verdict="inconclusive",
         metric="success",
         method="pappo",
         baseline="grpo",
@@ -309,7 +310,11 @@ def test_bundle_is_reproducible_complete_and_verifies(repo: Path, tmp_path: Path
     assert first.path.name == "pappo-evidence-0.1.0.zip"
     assert first.path.read_bytes() == second.path.read_bytes() and first.sha256 == second.sha256
     assert verify_bundle(first.path) == []
+    # the four-way verdict of each claim, not a boolean (the second has none: an older audit's)
+    labels = {"pappo-beats-best-baseline": "inconclusive", "pappo-fewer-failed-edits-than-ppo": "holds"}
+    assert first.claims == labels
     files = entries(first.path)
+    assert json.loads(files["BUNDLE.json"])["audit"]["verdicts"] == labels
     assert list(files) == sorted(files)
     for name in (
         "params.yaml",
@@ -415,14 +420,14 @@ def test_release_notes_state_every_claim_with_numbers(bundle: Path) -> None:
     notes = entries(bundle)["RELEASE_NOTES.md"].decode()
     row = next(line for line in notes.splitlines() if line.startswith("| pappo-beats-best-baseline"))
     assert (
-        "DOES NOT HOLD" in row
+        "| INCONCLUSIVE |" in row
         and "+0.042 [-0.125, +0.208]" in row
         and "1/3" in row
         and "pappo vs grpo" in row
     )
     row = next(line for line in notes.splitlines() if line.startswith("| pappo-fewer-failed-edits-than-ppo"))
     assert "| HOLDS |" in row and "+0.031 [+0.010, +0.050]" in row
-    assert "pappo-beats-best-baseline DOES NOT HOLD: 95% interval" in notes
+    assert "pappo-beats-best-baseline INCONCLUSIVE: 95% interval" in notes
     assert (
         "| pappo | 1 | 0.500 [0.400, 0.600] |" in notes
         and "| pappo | grpo | +0.050 [-0.100, +0.200] | 1/1 |" in notes

@@ -697,8 +697,8 @@ def release(
             f"wrote {info.path} (sha256 {info.sha256}, {info.n_entries} entries)\n"
             f"{info.swhid_rev}\n{info.swhid_dir}"
         )
-        for claim, holds in info.claims.items():
-            typer.echo(f"claim {claim}: {'HOLDS' if holds else 'DOES NOT HOLD'}")
+        for claim, verdict in info.claims.items():
+            typer.echo(f"claim {claim}: {verdict.upper()}")
         if record is not None:
             atomic_write_json(record, {**dataclasses.asdict(info), "path": info.path.as_posix()})
         if upload:

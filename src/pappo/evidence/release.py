@@ -5,8 +5,8 @@ audited the commit at HEAD, and the tracked files are clean. It writes a byte-fo
 reproducible `pappo-evidence-<version>.zip`: `source/` (the commit, `git archive HEAD`), params,
 dvc.lock, the manifest and its lock, every file under reports/ on disk (adapters included: the
 receipts hash them), the verdict as receipts/audit.json, CITATION.cff, .zenodo.json,
-RELEASE_NOTES.md (every claim marked HOLDS / DOES NOT HOLD with its numbers: claims that do not
-hold are packaged and stated, never hidden), BUNDLE.json and SHA256SUMS. SWHIDs: `swh:1:rev:` is
+RELEASE_NOTES.md (every claim marked HOLDS / DOES NOT HOLD / INCONCLUSIVE / EXPLORATORY with its
+numbers: claims that do not hold are packaged and stated, never hidden), BUNDLE.json and SHA256SUMS. SWHIDs: `swh:1:rev:` is
 the commit id, `swh:1:dir:` the git tree id, computed here from the archived files and checked
 against `git rev-parse HEAD^{tree}`. Layout and checks in detail: docs/release.md.
 """
@@ -64,7 +64,7 @@ class BundleInfo:
     swhid_dir: str
     sha256: str
     n_entries: int
-    claims: dict[str, bool]
+    claims: dict[str, str]  # claim id -> verdict: holds, does not hold, inconclusive or exploratory
 
 
 # ------------------------------------------------------------------------------- git and gates
@@ -264,10 +264,10 @@ def release_notes(bundle: dict[str, Any], summary: Any, verdict: Any) -> str:
     for c in verdict.claims:
         iv = "no interval (one seed)" if c.lo is None or c.hi is None else f"[{c.lo:+.3f}, {c.hi:+.3f}]"
         lines.append(
-            f"| {c.id} | {(c.verdict or '').upper()} | {c.method} vs {c.baseline} | {c.metric} "
+            f"| {c.id} | {c.label.upper()} | {c.method} vs {c.baseline} | {c.metric} "
             f"| {c.delta:+.3f} {iv} | {c.seed_wins}/{c.n_seeds} |"
         )
-    reasons = [f"- {c.id} {(c.verdict or '').upper()}: {r}" for c in verdict.claims for r in c.reasons]
+    reasons = [f"- {c.id} {c.label.upper()}: {r}" for c in verdict.claims for r in c.reasons]
     lines += ["", *reasons] if reasons else []
     zip_name = f"pappo-evidence-{bundle['version']}.zip"
     lines += [
@@ -395,6 +395,7 @@ def build_bundle(repo_root: Path, out_dir: Path, audit_path: Path) -> BundleInfo
             "integrity_ok": verdict.integrity_ok,
             "exit_code": verdict.exit_code,
             "claims": {c.id: c.holds for c in verdict.claims},
+            "verdicts": {c.id: c.label for c in verdict.claims},
         },
     }
     entries["BUNDLE.json"] = (REGULAR, (json.dumps(bundle, indent=2, sort_keys=True) + "\n").encode())
@@ -418,7 +419,7 @@ def build_bundle(repo_root: Path, out_dir: Path, audit_path: Path) -> BundleInfo
         swhid_dir=bundle["swhid_dir"],
         sha256=sha256_file(path),
         n_entries=len(entries),
-        claims={c.id: c.holds for c in verdict.claims},
+        claims={c.id: c.label for c in verdict.claims},
     )
 
 

@@ -53,6 +53,7 @@ class ClaimVerdict(BaseModel):
     n_seeds: int
     per_seed: list[float] = Field(default_factory=list, description="Each seed's mean paired improvement.")
     power: Power | None = Field(None, description="MDE and seeds needed (None in verdicts of older audits).")
+
     within_seed_noise: str = Field(
         "",
         description="The task-resampling interval: evaluation noise within the "
@@ -68,6 +69,11 @@ class ClaimVerdict(BaseModel):
         if self.holds != (self.verdict == "holds"):
             raise ValueError(f"claim {self.id}: holds {self.holds} contradicts verdict {self.verdict!r}")
         return self
+
+    @property
+    def label(self) -> Verdict:
+        """The verdict, read from `holds` in verdicts of older audits."""
+        return self.verdict or ("holds" if self.holds else "does not hold")
 
 
 def decide(diffs: Sequence[float], claim: ClaimParams) -> tuple[Verdict, list[str]]:
