@@ -68,6 +68,7 @@ def update_record(u: int, method: str, seed: int) -> dict:
             "actor/pg_clipfrac": 0.1 * (u + 1) + 0.01 * mb,
             "actor/ppo_kl": 0.002 * (u + 1),
             "critic/vf_explained_var": 0.2 * u + 0.05 * seed + 0.1 * (method == "pappo"),
+            "actor/tokens": 10 + mb,
         }
         for mb in range(2)
     ]
@@ -127,7 +128,13 @@ def run_report(method: str, seed: int, ids: list[str] | None = None) -> RunRepor
         evals=evals,
         final_eval=evals[-1].result,
         adapters_sha256={},
-        timing=Timing(started="2026-01-01T00:00:00+00:00", ended="2026-01-01T00:01:00+00:00", wall_s=60.0),
+        timing=Timing(
+            started="2026-01-01T00:00:00+00:00",
+            ended="2026-01-01T00:01:00+00:00",
+            wall_s=60.0,
+            cpu_s=30.0 + seed,
+            peak_rss_mib=100.0 + 10 * seed,
+        ),
     )
 
 
@@ -368,3 +375,47 @@ def test_explained_variance_is_drawn_per_seed_on_an_axis_cut_at_minus_one(runs: 
     step[EV_KEY] = -15.0
     bottom, _ = ppo_diagnostics(reports).axes[2].get_ylim()
     assert EV_FLOOR - 0.1 < bottom < EV_FLOOR
+
+
+def test_costs_per_method_come_from_the_reports(summary: Summary, tmp_path: Path) -> None:
+    import statistics
+
+    costs = {c.method: c for c in summary.costs}
+    assert list(costs) == list(RUN_METHODS)
+    ppo = costs["ppo"]
+    assert (ppo.n_runs, ppo.wall_s, ppo.cpu_s, ppo.peak_rss_mib) == (3, 60.0, 31.0, 120.0)
+    assert ppo.trained_tokens == UPDATES * (10 + 11)  # two minibatch steps per update
+    assert costs["base"].trained_tokens == 0.0 and costs["base"].generated_tokens == 0
+    success = [sum(p) / len(p) for p in SUCCESS["pappo"]]
+    assert costs["pappo"].success_sd == pytest.approx(statistics.stdev(success))
+    assert (costs["pappo"].success_min, costs["pappo"].success_max) == (min(success), max(success))
+    md = render_markdown(summary, [])
+    row = next(line for line in md.splitlines() if line.startswith("| ppo | 3 |"))
+    assert row.startswith("| ppo | 3 | 60 | 31 | 120 |"), row
+    # a report of an older version has no CPU, memory or token counts: said, not invented
+    old = run_report("ppo", 0)
+    old = old.model_copy(
+        update={
+            "timing": Timing(started="x", ended="y", wall_s=1.0),
+            "updates": [
+                {k: v for k, v in u.items() if k != "steps"} | {"steps": [{"epoch": 0}]} for u in old.updates
+            ],
+        }
+    )
+    from pappo.evidence.costs import method_costs
+
+    (c,) = method_costs({(0, "ppo"): old}, [0], ["ppo"])
+    assert (c.cpu_s, c.peak_rss_mib, c.trained_tokens, c.success_sd) == (None, None, None, None)
+
+
+def test_every_trained_curve_starts_at_its_seeds_base_run(runs: Path) -> None:
+    from pappo.evidence.plots import _eval_points
+    from pappo.evidence.summary import load_reports
+
+    reports, _ = load_reports(runs, SEEDS, RUN_METHODS)
+    base = [sum(p) / len(p) for p in SUCCESS["base"]]
+    for m in ("rft", "grpo", "ppo", "pappo"):
+        points = _eval_points(reports, m)
+        assert sorted(points) == [0, *range(1, UPDATES + 1)]
+        assert points[0] == base  # the shared starting policy, seed by seed
+    assert sorted(_eval_points(reports, "base")) == [0]

@@ -5,7 +5,8 @@ stamps in the metadata and a fixed `svg.hashsalt`, so equal inputs give equal fi
 matplotlib version). Figures are built on `matplotlib.figure.Figure` directly, never through
 pyplot, so nothing global (backend, open-figure registry) changes in the calling process.
 
-- success_curves: held-out greedy success after each update, mean over seeds, band min..max.
+- success_curves: held-out greedy success after each update, mean over seeds, band min..max; every
+  trained method starts at update 0 from its seed's base run (the shared starting policy).
 - final_metrics: final metrics per method with the summary's 95% intervals as error bars.
 - ppo_diagnostics: PPO and PAPPO clip fraction, approximate KL and critic explained variance per
   update (mean over the update's minibatch steps, then over seeds; band min..max over seeds).
@@ -77,12 +78,19 @@ def _band(xs: Sequence[int], per_x: Mapping[int, list[float]]) -> tuple[np.ndarr
 
 
 def _eval_points(reports: Mapping[Key, RunReport], method: str) -> dict[int, list[float]]:
-    """{updates done: success of each seed's eval at that point}."""
+    """{updates done: success of each seed's eval at that point}. A trained method's curve starts at
+    update 0 with its seed's base run: the untrained adapters are the identity, so every method
+    starts from that very policy, evaluated on the same tasks."""
     out: dict[int, list[float]] = {}
-    for (_, m), report in sorted(reports.items()):
-        if m == method:
-            for e in report.evals:
-                out.setdefault(e.update, []).append(e.result.success.mean)
+    for (seed, m), report in sorted(reports.items()):
+        if m != method:
+            continue
+        evals = list(report.evals)
+        start = reports.get((seed, "base"))
+        if method != "base" and start is not None and all(e.update != 0 for e in evals):
+            evals = [*start.evals, *evals]
+        for e in evals:
+            out.setdefault(e.update, []).append(e.result.success.mean)
     return out
 
 

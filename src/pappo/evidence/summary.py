@@ -32,6 +32,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pappo.config import ClaimParams
+from pappo.evidence.costs import MethodCost, method_costs
 from pappo.evidence.labels import METRICS, TASK_METRICS
 from pappo.evidence.power import Power, power_of
 from pappo.experiment.report import RUN_METHODS, RunReport, run_stage
@@ -181,6 +182,9 @@ class Summary(BaseModel):
     comparisons: list[Comparison] = Field(description="pappo and ppo against best_baseline (those that ran).")
     claims: list[ClaimPower] = Field(default_factory=list, description="params.yaml's claims, seed level.")
     budget: list[BudgetRow] = Field(description="Every run, by seed then method.")
+    costs: list[MethodCost] = Field(
+        default_factory=list, description="Per method: seconds, memory, tokens and the success spread."
+    )
     plots: list[str] = Field(
         default_factory=list, description="Plot files, relative to the markdown's folder."
     )
@@ -449,6 +453,7 @@ def summarise(
         best_baseline=best,
         comparisons=comparisons,
         claims=powers,
+        costs=method_costs(reports, seeds, methods),
         budget=budget,
         sources=sources,
     )

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pappo.config import ClaimParams
+from pappo.evidence.costs import cost_lines
 from pappo.evidence.labels import LABELS, METRICS, SUMMARY_LABELS, TASK_METRICS, TITLES
 from pappo.evidence.plots import render_plots
 from pappo.evidence.power import Power
@@ -211,6 +212,7 @@ def render_markdown(summary: Summary, plots: list[str]) -> str:
         *_integrity_table(summary),
         *_comparison_tables(summary),
         *_budget(summary),
+        *cost_lines(summary.costs),
     ]
     pngs = [p for p in plots if p.endswith(".png")]
     if pngs:

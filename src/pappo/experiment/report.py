@@ -75,6 +75,14 @@ class Timing(BaseModel):
     started: str = Field(description="UTC, ISO 8601.")
     ended: str
     wall_s: float
+    cpu_s: float | None = Field(
+        None,
+        description="CPU seconds of the run's process tree (the model's process, the sandbox workers "
+        "and their test processes; experiment/usage.py). None in reports of older versions.",
+    )
+    peak_rss_mib: float | None = Field(
+        None, description="Peak resident memory of the run's own process, MiB (None in older reports)."
+    )
 
 
 class RunReport(BaseModel):

@@ -25,6 +25,7 @@ from pappo import numerics
 from pappo.config import Params
 from pappo.env.protocol import tools_for
 from pappo.experiment import receipt as rc
+from pappo.experiment import usage
 from pappo.experiment.report import (
     Budget,
     RunReport,
@@ -129,7 +130,8 @@ def _run(
     log: Callable[[str], None],
     dist: Dist,
 ) -> RunReport | None:
-    started, t0 = datetime.now(UTC), time.perf_counter()
+    usage.reset_peak_rss()
+    started, t0, cpu0 = datetime.now(UTC), time.perf_counter(), usage.tree_cpu_s()
     torch.manual_seed(seed)
     lock_sha, train_ids, eval_ids = read_split(params, seed)
     model, tokenizer, record = load_checkpoint(params.model, base_dir)
@@ -198,7 +200,13 @@ def _run(
         evals=evals,
         final_eval=evals[-1].result,
         adapters_sha256=adapters,
-        timing=Timing(started=started.isoformat(), ended=ended.isoformat(), wall_s=time.perf_counter() - t0),
+        timing=Timing(
+            started=started.isoformat(),
+            ended=ended.isoformat(),
+            wall_s=time.perf_counter() - t0,
+            cpu_s=usage.tree_cpu_s() - cpu0,
+            peak_rss_mib=usage.peak_rss_mib(),
+        ),
     )
     _write(out_dir, report)
     if method != "base":
