@@ -419,3 +419,26 @@ def test_every_trained_curve_starts_at_its_seeds_base_run(runs: Path) -> None:
         assert sorted(points) == [0, *range(1, UPDATES + 1)]
         assert points[0] == base  # the shared starting policy, seed by seed
     assert sorted(_eval_points(reports, "base")) == [0]
+
+
+def test_each_comparison_and_claim_splits_its_variance(runs: Path) -> None:
+    import statistics
+
+    from pappo.config import ClaimParams
+    from pappo.evidence.summary import load_reports, per_seed_values
+    from pappo.evidence.variance import variance_split
+
+    claim = ClaimParams(id="c", metric="success", method="pappo", baseline="ppo", min_delta=0.0)
+    s = build_summary(runs, SEEDS, n_boot=N_BOOT, claims=[claim])
+    for c in s.comparisons:
+        assert c.variance is not None and c.variance.total == pytest.approx(
+            statistics.variance(c.per_seed_difference)
+        )
+
+    reports, _ = load_reports(runs, SEEDS, RUN_METHODS)
+    a = per_seed_values(reports, SEEDS, "pappo", "success")
+    b = per_seed_values(reports, SEEDS, "ppo", "success")
+    assert s.claims[0].variance == variance_split(list(zip(a, b)))
+    md = render_markdown(s, [])
+    assert "| SD between / within seeds | limited by |" in md
+    assert any(f"| {c.variance.limited_by} |" in md for c in s.comparisons if c.variance)

@@ -35,6 +35,7 @@ from pappo.config import ClaimParams
 from pappo.evidence.costs import MethodCost, method_costs
 from pappo.evidence.labels import METRICS, TASK_METRICS
 from pappo.evidence.power import Power, power_of
+from pappo.evidence.variance import VarianceSplit, variance_split
 from pappo.experiment.report import RUN_METHODS, RunReport, run_stage
 from pappo.io import PappoError, sha256_file
 from pappo.rl.results import Interval, TaskOutcome
@@ -127,6 +128,9 @@ class Comparison(BaseModel):
         "within fixed seeds.",
     )
     power: Power | None = Field(None, description="MDE at 80% power and seeds needed, from the per-seed SD.")
+    variance: VarianceSplit | None = Field(
+        None, description="The per-seed differences' variance, between seeds and within (evaluation)."
+    )
     note: str = Field("", description="t interval, its degrees of freedom, or why there is none.")
 
 
@@ -145,6 +149,9 @@ class ClaimPower(BaseModel):
     )
     per_seed: list[float] = Field(description="Each seed's mean paired improvement, in seed order.")
     power: Power
+    variance: VarianceSplit | None = Field(
+        None, description="The per-seed differences' variance, between seeds and within (evaluation)."
+    )
 
 
 class BudgetRow(BaseModel):
@@ -358,6 +365,7 @@ def compare(
         seed_bootstrap=boot,
         within_seed_noise=Interval(**noise.to_json()),
         power=power_of(per_seed),
+        variance=variance_split(list(zip(a, b))),
         note=note,
     )
 
@@ -392,6 +400,7 @@ def claim_power(claim: ClaimParams, reports: Mapping[Key, RunReport], seeds: Seq
         difference=_seed_level(diffs)[0],
         per_seed=diffs,
         power=power_of(diffs),
+        variance=variance_split(pairs),
     )
 
 

@@ -18,6 +18,7 @@ from pappo.evidence.labels import LABELS, METRICS, SUMMARY_LABELS, TASK_METRICS,
 from pappo.evidence.plots import render_plots
 from pappo.evidence.power import Power
 from pappo.evidence.summary import ClaimPower, Comparison, Summary, load_reports, summarise
+from pappo.evidence.variance import VarianceSplit
 from pappo.experiment.report import RUN_METHODS
 from pappo.io import PappoError, atomic_write_bytes, json_bytes
 from pappo.rl.results import Interval
@@ -77,10 +78,11 @@ def _needed(p: Power) -> list[str]:
     return ["-" if n is None else str(n) for n in p.seeds_needed.values()]
 
 
-def _power_cells(p: Power | None) -> list[str]:
+def _power_cells(p: Power | None, v: VarianceSplit | None) -> list[str]:
+    split = ["-", "-"] if v is None else [f"{v.between**0.5:.3f} / {v.within**0.5:.3f}", v.limited_by]
     if p is None or p.sd is None or p.mde is None:
-        return ["-", "-", *(["-"] * 3)]
-    return [f"{p.sd:.3f}", f"{p.mde:.3f}", *_needed(p)]
+        return ["-", *split, "-", *(["-"] * 3)]
+    return [f"{p.sd:.3f}", *split, f"{p.mde:.3f}", *_needed(p)]
 
 
 COMPARISON_TEXT = (
@@ -102,6 +104,8 @@ POWER_HEAD = [
     "comparison",
     "baseline",
     "SD over seeds",
+    "SD between / within seeds",
+    "limited by",
     "MDE (80%)",
     "seeds for 0.05",
     "seeds for 0.10",
@@ -133,8 +137,11 @@ def _comparison_tables(summary: Summary) -> list[str]:
         "",
     ]
     out += [COMPARISON_TEXT, "", md_table(COMPARISON_HEAD, comp) if comp else "No comparisons.", ""]
-    rows = [[c.method, c.baseline, *_power_cells(c.power)] for c in summary.comparisons]
-    rows += [[f"claim {c.id}", f"{c.baseline} ({c.metric})", *_power_cells(c.power)] for c in summary.claims]
+    rows = [[c.method, c.baseline, *_power_cells(c.power, c.variance)] for c in summary.comparisons]
+    rows += [
+        [f"claim {c.id}", f"{c.baseline} ({c.metric})", *_power_cells(c.power, c.variance)]
+        for c in summary.claims
+    ]
     if rows:
         out += ["## Power", "", _power_text(len(summary.seeds)), "", md_table(POWER_HEAD, rows), ""]
     if summary.claims:
@@ -155,7 +162,9 @@ def _power_text(n_seeds: int) -> str:
         "From the SD of the per-seed differences: the minimum detectable effect (MDE) at 80% power, "
         f"two-sided 5% t test, with the {n_seeds} seeds run, and the seeds needed for an effect of 0.05, "
         "0.10 and 0.15 (noncentral t, scipy.stats). An interval wider than the effect sought says "
-        "inconclusive, not no effect."
+        "inconclusive, not no effect. The SD splits into the seeds' own spread (training: more seeds "
+        "help) and each seed's evaluation noise (tasks and boards: more boards help), "
+        "evidence/variance.py; the larger part limits the comparison."
     )
 
 
