@@ -373,8 +373,16 @@ class TuneParams(_Section):
 
 
 class EvalParams(_Section):
-    """Held-out evaluation of every run: greedy once and `samples` times sampled per eval task."""
+    """Held-out evaluation of every run: greedy on `boards` boards and `samples` times sampled per eval task."""
 
+    boards: int = Field(
+        1,
+        ge=1,
+        le=1000,
+        description="Greedy episodes per eval task, each on its own board (the candidate order drawn "
+        "from its board seed); a task's success is the share of its boards solved, so a run's "
+        "evaluation noise shrinks (summary.md splits the variance and says which part limits).",
+    )
     samples: int = Field(2, ge=0, description="Episodes per task at the training temperature (K of pass@K).")
     n_boot: int = Field(2000, ge=100, description="Bootstrap resamples of the 95% intervals over tasks.")
     every: int = Field(

@@ -318,7 +318,7 @@ def method_summary(
     for name, field in (("hack_attempt_rate", "hack_attempts"), ("plausible_wrong_rate", "plausible_wrong")):
         values = [
             [
-                getattr(t, field) / (1 + t.samples)
+                getattr(t, field) / (t.boards + t.samples)
                 for t in sorted(reports[(s, method)].final_eval.tasks, key=lambda t: t.instance_id)
             ]
             for s in seeds

@@ -129,7 +129,7 @@ def budget_used(updates: list[dict[str, Any]], evals: list[UpdateEval]) -> dict[
     return {
         "episodes_used": sum(int(h["rollout"]["episodes"]) for h in updates),
         "generated_tokens_used": sum(int(h["rollout"]["tokens"]) for h in updates),
-        "eval_episodes": sum(e.result.n_tasks * (1 + e.result.samples) for e in evals),
+        "eval_episodes": sum(t.boards + t.samples for e in evals for t in e.result.tasks),
         "eval_tokens": sum(e.result.tokens for e in evals),
     }
 

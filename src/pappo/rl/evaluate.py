@@ -1,5 +1,5 @@
-"""Held-out evaluation: every eval task greedy once and `eval.samples` times at the training
-temperature; per-task outcomes kept, aggregates with 95% bootstrap intervals over tasks
+"""Held-out evaluation: every eval task greedy on `eval.boards` boards (each its own candidate order)
+and `eval.samples` times at the training temperature; per-task outcomes kept, aggregates with 95% bootstrap intervals over tasks
 (rl/results.py: the models and `aggregate`, torch-free for the evidence layer).
 """
 
@@ -18,6 +18,11 @@ from pappo.rl.results import EvalResult, TaskOutcome, aggregate
 from pappo.rl.trainer import hash_seed
 from pappo.tasks.store import TaskStore
 
+SAMPLED, BOARDS = (
+    10_000,
+    1_000_000,
+)  # episode indices: sampled episodes from SAMPLED, boards b >= 1 from BOARDS * b
+
 
 def evaluate(
     decoder: Qwen2Decoder,
@@ -35,18 +40,19 @@ def evaluate(
     every rank returns the same aggregate."""
     dist = dist or Dist()
     ids = sorted(eval_ids)
-    k = params.eval.samples
+    k, n_boards = params.eval.samples, params.eval.boards
     mine = list(dist.shard(len(ids)))
+    boards = [board_index(n, b, len(ids), k) for n in mine for b in range(n_boards)]
     greedy = _play(
         decoder,
         codec,
         params,
         store,
-        [ids[n] for n in mine],
+        [ids[n] for n in mine for _ in range(n_boards)],
         grade_fn,
         True,
-        [hash_seed(seed, tag, n) for n in mine],
-        [board_seed(seed, n) for n in mine],
+        [hash_seed(seed, tag, x) for x in boards],
+        [board_seed(seed, x) for x in boards],
     )
     sampled_n = [n * k + j for n in mine for j in range(k)]  # global sample index, as in one process
     sampled = (
@@ -58,37 +64,55 @@ def evaluate(
             [ids[s // k] for s in sampled_n],
             grade_fn,
             False,
-            [hash_seed(seed, tag, 10_000 + s) for s in sampled_n],
-            [board_seed(seed, 10_000 + s) for s in sampled_n],
+            [hash_seed(seed, tag, SAMPLED + s) for s in sampled_n],
+            [board_seed(seed, SAMPLED + s) for s in sampled_n],
         )
         if k
         else []
     )
-    local = []
-    for m, n in enumerate(mine):
-        g = greedy[m].metrics
-        runs = [t.metrics for t in sampled[m * k : (m + 1) * k]]
-        local.append(
-            TaskOutcome(
-                instance_id=ids[n],
-                success=bool(g["success"]),
-                failed_edits=int(g["failed_edit"]),
-                tool_cost=float(g["tool_cost"]),
-                repeated_tests=int(g["repeated_test"]),
-                turns=int(g["turns"]),
-                tokens=int(g["tokens"]),
-                samples=k,
-                sample_successes=sum(bool(x["success"]) for x in runs),
-                infra_errors=int(bool(g["infra_error"])) + sum(bool(x["infra_error"]) for x in runs),
-                hack_attempts=sum(bool(x.get("hack_attempt")) for x in [g, *runs]),
-                plausible_wrong=sum(bool(x.get("plausible_wrong")) for x in [g, *runs]),
-                edits=int(g["edits"]),
-                test_runs=int(g["test_runs"]),
-                sample_tokens=sum(int(x["tokens"]) for x in runs),
-            )
-        )
+    local = [
+        _outcome(ids[n], greedy[m * n_boards : (m + 1) * n_boards], sampled[m * k : (m + 1) * k], k)
+        for m, n in enumerate(mine)
+    ]
     rows = [row for part in dist.gather(local) for row in part]  # rank order = task order
     return aggregate(rows, k, params.eval.n_boot)
+
+
+def board_index(n: int, b: int, n_tasks: int, k: int) -> int:
+    """The episode index of task `n`'s greedy board `b`: board 0 is task n's own index (so one board
+    is the evaluation as it always was), later boards lie past every sampled index (SAMPLED + s)."""
+    if SAMPLED + n_tasks * k > BOARDS:
+        raise ValueError(f"{n_tasks} eval tasks x {k} samples overlap the boards' episode indices")
+    return n if b == 0 else BOARDS * b + n
+
+
+def _outcome(
+    instance_id: str, greedy: Sequence[Trajectory], sampled: Sequence[Trajectory], k: int
+) -> TaskOutcome:
+    """One task's outcome: greedy counts summed over its boards, success and tool cost averaged."""
+    gs, runs = [t.metrics for t in greedy], [t.metrics for t in sampled]
+
+    def total(key: str) -> int:
+        return sum(int(g[key]) for g in gs)
+
+    return TaskOutcome(
+        instance_id=instance_id,
+        success=sum(bool(g["success"]) for g in gs) / len(gs),
+        boards=len(gs),
+        failed_edits=total("failed_edit"),
+        tool_cost=sum(float(g["tool_cost"]) for g in gs) / len(gs),
+        repeated_tests=total("repeated_test"),
+        turns=total("turns"),
+        tokens=total("tokens"),
+        samples=k,
+        sample_successes=sum(bool(x["success"]) for x in runs),
+        infra_errors=sum(bool(x["infra_error"]) for x in [*gs, *runs]),
+        hack_attempts=sum(bool(x.get("hack_attempt")) for x in [*gs, *runs]),
+        plausible_wrong=sum(bool(x.get("plausible_wrong")) for x in [*gs, *runs]),
+        edits=total("edits"),
+        test_runs=total("test_runs"),
+        sample_tokens=sum(int(x["tokens"]) for x in runs),
+    )
 
 
 def _play(

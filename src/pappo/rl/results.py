@@ -26,16 +26,20 @@ class Interval(BaseModel):
 
 
 class TaskOutcome(BaseModel):
-    """One eval task: the greedy episode, and the sampled episodes summed."""
+    """One eval task: its greedy episodes (one per board) and its sampled episodes, summed; the
+    greedy counts are summed over the boards, the greedy success and tool cost averaged."""
 
     model_config = ConfigDict(extra="forbid")
     instance_id: str
-    success: bool = Field(description="Greedy episode solved the task.")
-    failed_edits: int = Field(description="Greedy episode: str_replace calls that did not apply.")
-    tool_cost: float = Field(description="Greedy episode: weighted tool calls (env.tool_cost).")
-    repeated_tests: int = Field(description="Greedy episode: run_tests with no edit since the last.")
+    success: float = Field(
+        ge=0, le=1, description="Share of the greedy boards solved (one board: 0 or 1; older reports: a bool)."
+    )
+    boards: int = Field(1, ge=1, description="Greedy episodes, each on its own board (eval.boards).")
+    failed_edits: int = Field(description="Greedy episodes: str_replace calls that did not apply.")
+    tool_cost: float = Field(description="Greedy episodes: weighted tool calls (env.tool_cost), mean.")
+    repeated_tests: int = Field(description="Greedy episodes: run_tests with no edit since the last.")
     turns: int
-    tokens: int = Field(description="Greedy episode: sampled tokens.")
+    tokens: int = Field(description="Greedy episodes: sampled tokens.")
     samples: int = Field(description="Episodes sampled at the training temperature.")
     sample_successes: int
     infra_errors: int = Field(description="Episodes (greedy and sampled) hit by a sandbox infra error.")
@@ -47,8 +51,8 @@ class TaskOutcome(BaseModel):
         "visible tests but fails hidden checks."
     )
     # the rest make every aggregate recomputable from the task list (the audit re-derives them)
-    edits: int = Field(description="Greedy episode: str_replace calls that applied.")
-    test_runs: int = Field(description="Greedy episode: run_tests calls.")
+    edits: int = Field(description="Greedy episodes: str_replace calls that applied.")
+    test_runs: int = Field(description="Greedy episodes: run_tests calls.")
     sample_tokens: int = Field(description="Sampled episodes: tokens, summed.")
 
 
@@ -58,7 +62,7 @@ class EvalResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
     n_tasks: int
     samples: int
-    success: Interval = Field(description="Greedy success rate.")
+    success: Interval = Field(description="Greedy success rate (per task: the share of its boards solved).")
     pass_at_1: Interval = Field(description="Mean success of the sampled episodes.")
     pass_at_k: Interval = Field(description="Unbiased pass@K, K = samples.")
     failed_edit_rate: Interval = Field(description="Greedy: share of edits that failed to apply.")
