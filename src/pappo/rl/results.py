@@ -32,7 +32,9 @@ class TaskOutcome(BaseModel):
     model_config = ConfigDict(extra="forbid")
     instance_id: str
     success: float = Field(
-        ge=0, le=1, description="Share of the greedy boards solved (one board: 0 or 1; older reports: a bool)."
+        ge=0,
+        le=1,
+        description="Share of the greedy boards solved (one board: 0 or 1; older reports: a bool).",
     )
     boards: int = Field(1, ge=1, description="Greedy episodes, each on its own board (eval.boards).")
     failed_edits: int = Field(description="Greedy episodes: str_replace calls that did not apply.")
