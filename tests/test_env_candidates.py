@@ -264,3 +264,18 @@ def test_headroom_measures_the_agents_on_the_eval_split(fx_params):
     assert out["agents"]["systematic"]["per_task_success"] == pytest.approx(expected)
     assert all(len(store.candidates[t].shown(8)) == 8 for t in eval_ids)
     assert all(a["infra_errors"] == 0 for a in out["agents"].values())
+
+
+def test_headroom_overrides_replace_only_what_is_given_and_are_checked_again():
+    from pydantic import ValidationError
+
+    from pappo.env.headroom import env_with
+
+    assert env_with(CP) == CP
+    changed = env_with(CP, k=3, max_turns=5)
+    assert (changed.candidates.k, changed.max_turns) == (3, 5)
+    assert changed.model_dump(exclude={"candidates", "max_turns"}) == CP.model_dump(
+        exclude={"candidates", "max_turns"}
+    )
+    with pytest.raises(ValidationError, match="k"):
+        env_with(CP, k=13)  # model_copy alone would not check: 12 edits are stored per task

@@ -149,3 +149,20 @@ def test_the_audit_reports_mixed_numerics_as_not_bitwise_comparable(fx_params: P
     (tmp_path / "reports/base_model.json").write_text("{}")  # written before numerics were recorded
     numerics_verdict(ctx, runs)
     assert [f.field for f in ctx.failures] == ["numerics"] and "base_model" in ctx.failures[0].message
+
+
+def test_recorded_numerics_come_from_a_receipt_or_a_base_model_report(tmp_path: Path):
+    from pappo.io import PappoError
+    from pappo.numerics import recorded
+
+    mine = info(threads=4)
+    receipt = tmp_path / "receipt.json"
+    receipt.write_text(json.dumps({"determinism": {"numerics": mine.model_dump(mode="json")}}))
+    report = tmp_path / "base_model.json"
+    report.write_text(json.dumps({"numerics": mine.model_dump(mode="json")}))
+    assert recorded(receipt) == mine == recorded(report)
+    other = tmp_path / "summary.json"
+    other.write_text(json.dumps({"methods": {}}))
+    for bad, why in ((other, "KeyError"), (tmp_path / "none.json", "FileNotFoundError")):
+        with pytest.raises(PappoError, match=f"{bad}: no numerics to compare with \\({why}.*pass --against"):
+            recorded(bad)

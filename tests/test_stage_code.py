@@ -36,9 +36,8 @@ def test_dvc_yaml_lists_exactly_the_code_the_stage_can_import(stage: str):
 def test_the_modules_really_loaded_are_all_dependencies(stage: str):
     """Import what the command imports, in a fresh interpreter: every pappo file in sys.modules is a
     dependency (the static list is generous: lazy imports count without running)."""
-    cli = ROOT / "src" / "pappo" / "cli.py"
     start = sorted(
-        sc._imports(sc.command_function(cli, sc.stage_command(DVC, stage)), "pappo") | {"pappo.cli"}
+        sc._imports(sc.command_function(ROOT / "src", sc.stage_command(DVC, stage)), "pappo") | {"pappo.cli"}
     )
     code = (
         "import importlib, json, sys\n"
@@ -65,6 +64,16 @@ def test_training_code_is_not_a_dependency_of_the_summary_and_summary_code_not_o
     assert "src/pappo/evidence/summary.py" not in train and "src/pappo/evidence/plots.py" not in train
     assert "src/pappo/evidence/audit.py" not in train | report
     assert "src/pappo/rl/trainer.py" in train and "src/pappo/experiment/run.py" in train
+
+
+def test_every_stage_runs_the_whole_cli_package_but_not_the_other_commands_imports():
+    # `pappo report` loads every cli module (the commands register on import), yet only the report
+    # command's function runs: run-tests' and train's libraries are no dependency of the report
+    report = code_deps("report")
+    cli = {f"src/pappo/cli/{m}.py" for m in ("__init__", "__main__", "app", "data", "train", "evidence")}
+    assert cli <= report
+    assert "src/pappo/tasks/run_tests.py" not in report and "src/pappo/experiment/run.py" not in report
+    assert "src/pappo/tasks/run_tests.py" in {f"src/{f}" for f in sc.command_files(ROOT / "src", "run-tests")}
 
 
 def test_a_train_receipt_binds_the_train_stage_code_and_the_environment():

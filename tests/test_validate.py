@@ -264,3 +264,18 @@ def test_hidden_checks_that_pass_on_the_bug_are_refused(tmp_path: Path):
     path.write_text("".join(x + "\n" for x in lines))
     code, out = run_validate(write_params(params, tmp_path / "params.yaml"))
     assert code == 1 and "no check fails on the buggy tree" in out, out
+
+
+def test_a_warm_up_family_that_is_a_benchmark_family_by_name_or_tree_is_a_problem():
+    from pappo.tasks.models import FamilyLock
+    from pappo.tasks.validate_sets import overlap
+
+    def fam(tree: str) -> FamilyLock:
+        return FamilyLock(tree_sha256=tree * 64, n_tests=3, source_lines=10)
+
+    bench = {"ledger": fam("a"), "semverlib": fam("b")}
+    assert overlap(bench, {"warm": fam("c")}) == []
+    assert overlap(bench, {"ledger": fam("c"), "copy": fam("b")}) == [
+        "warm-up family ledger is also a benchmark family; rename or remove it",
+        "warm-up family has the same tree as a benchmark family: copy = semverlib",
+    ]

@@ -19,13 +19,15 @@ bitwise comparable only when both match.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pappo.io import sha256_bytes
+from pappo.io import PappoError, sha256_bytes
 
 if TYPE_CHECKING:
     from pappo.config import NumericsParams
@@ -243,3 +245,18 @@ def comparison(a: NumericsInfo, b: NumericsInfo) -> tuple[Comparison, str]:
         if x != y
     ]
     return "not bitwise comparable", f"differ in {', '.join(diff)}: {a.describe()} vs {b.describe()}"
+
+
+def recorded(path: Path) -> NumericsInfo:
+    """The numerics a run recorded: a receipt.json's `determinism.numerics` or a base-model report's
+    `numerics`; a PappoError naming the file where it holds neither."""
+    try:
+        data = json.loads(Path(path).read_text())
+        return NumericsInfo.model_validate(
+            data["determinism"]["numerics"] if "determinism" in data else data["numerics"]
+        )
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise PappoError(
+            f"{path}: no numerics to compare with ({type(e).__name__}: {e}); pass --against a receipt.json "
+            "or reports/base_model.json written by this version"
+        ) from None

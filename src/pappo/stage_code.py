@@ -1,12 +1,13 @@
 """The code each pipeline stage runs, so that evidence goes stale only where its code changed.
 
-A stage's command is `pappo <command>`; the code it can run is `cli.py` plus every pappo module
-reachable from the command's function by imports, counted generously: every import anywhere in a
+A stage's command is `pappo <command>`; the code it can run is the `cli` package (`pappo` loads all
+of it to register the commands) plus every pappo module reachable by imports from the cli modules'
+top-level imports and from the command's function, counted generously: every import anywhere in a
 module (function bodies and TYPE_CHECKING blocks too), its parent packages, and modules started by
-name (`python -m pappo.sandbox.server`). dvc.yaml lists exactly these files as the stage's
-dependencies (a package folder stands for all its modules); a test keeps the two equal, so a
-narrower list can never hide a real change. Receipts bind the stage's files (`stage_code`), and
-the audit compares them, not the whole tree.
+name (`python -m pappo.sandbox.server`). The other commands' functions are not followed. dvc.yaml
+lists exactly these files as the stage's dependencies (a package folder stands for all its
+modules); a test keeps the two equal, so a narrower list can never hide a real change. Receipts
+bind the stage's files (`stage_code`), and the audit compares them, not the whole tree.
 
 No torch here: the audit and the train stage both read it.
 """
@@ -22,7 +23,7 @@ import yaml
 from pappo.io import canonical_json, sha256_bytes, sha256_file
 
 ENVIRONMENT: tuple[str, ...] = ("pyproject.toml", "requirements.lock")  # what every stage runs under
-CLI = "src/pappo/cli.py"
+CLI = "src/pappo/cli"  # the `pappo` command: a package, one module per group of commands
 _MODULE_NAME = re.compile(r"pappo(\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
@@ -57,9 +58,10 @@ def _imports(tree: ast.AST, package: str) -> set[str]:
     return {n for n in found if n == "pappo" or n.startswith("pappo.")}
 
 
-def closure(src: Path, start: set[str]) -> set[Path]:
-    """Files of every pappo module reachable from `start`, with their parent packages."""
-    seen: set[str] = set()
+def closure(src: Path, start: set[str], skip: frozenset[str] = frozenset()) -> set[Path]:
+    """Files of every pappo module reachable from `start`, with their parent packages; the modules
+    named in `skip` are neither counted nor followed."""
+    seen: set[str] = set(skip)
     todo = list(start)
     files: set[Path] = set()
     while todo:
@@ -77,29 +79,41 @@ def closure(src: Path, start: set[str]) -> set[Path]:
     return files
 
 
-def command_function(cli: Path, command: str) -> ast.FunctionDef:
-    """The function behind `pappo <command>` (typer: the decorator's name, else the function's)."""
-    for node in ast.parse(cli.read_text()).body:
-        if not isinstance(node, ast.FunctionDef):
-            continue
-        for deco in node.decorator_list:
-            if isinstance(deco, ast.Call) and getattr(deco.func, "attr", "") == "command":
-                name = deco.args[0].value if deco.args and isinstance(deco.args[0], ast.Constant) else None
-                if (name or node.name.replace("_", "-")) == command:
-                    return node
-    raise ValueError(f"{cli}: no command {command!r}")
+def cli_modules(src: Path) -> dict[str, Path]:
+    """The cli package's modules by name (`pappo.cli`, `pappo.cli.app`, ...) and their files."""
+    return {
+        ("pappo.cli" if p.stem == "__init__" else f"pappo.cli.{p.stem}"): p
+        for p in sorted((src / "pappo" / "cli").glob("*.py"))
+    }
+
+
+def command_function(src: Path, command: str) -> ast.FunctionDef:
+    """The function behind `pappo <command>` in the cli package under `src` (typer: the decorator's
+    name, else the function's)."""
+    for path in cli_modules(src).values():
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for deco in node.decorator_list:
+                if isinstance(deco, ast.Call) and getattr(deco.func, "attr", "") == "command":
+                    name = (
+                        deco.args[0].value if deco.args and isinstance(deco.args[0], ast.Constant) else None
+                    )
+                    if (name or node.name.replace("_", "-")) == command:
+                        return node
+    raise ValueError(f"{src / 'pappo' / 'cli'}: no command {command!r}")
 
 
 def command_files(src: Path, command: str) -> list[str]:
-    """Files the command can run, relative to `src` (the folder holding the pappo package):
-    cli.py, the modules cli.py imports at its top, the command function's, and theirs."""
-    cli = src / "pappo" / "cli.py"
-    module_level = ast.Module(
-        body=[n for n in ast.parse(cli.read_text()).body if isinstance(n, (ast.Import, ast.ImportFrom))],
-        type_ignores=[],
-    )
-    start = _imports(module_level, "pappo") | _imports(command_function(cli, command), "pappo")
-    files = closure(src, start) | {cli}  # cli.py's other commands' imports are not followed
+    """Files the command can run, relative to `src` (the folder holding the pappo package): the cli
+    package, the modules its files import at their top, the command function's, and theirs."""
+    cli = cli_modules(src)
+    start = _imports(command_function(src, command), "pappo")
+    for path in cli.values():
+        top = [n for n in ast.parse(path.read_text()).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        start |= _imports(ast.Module(body=top, type_ignores=[]), "pappo.cli")
+    # the other commands' functions are not followed: their imports run only when they are called
+    files = closure(src, start, skip=frozenset(cli)) | set(cli.values())
     return sorted(p.relative_to(src).as_posix() for p in files)
 
 

@@ -93,3 +93,19 @@ def _summary(envs: list[RepairEnv], episodes: int) -> dict[str, Any]:
         "infra_errors": sum(m.infra_error for m in ms),
         "per_task_success": {t: statistics.fmean(v) for t, v in sorted(per_task.items())},
     }
+
+
+def env_with(env: EnvParams, k: int | None = None, max_turns: int | None = None) -> EnvParams:
+    """`env` with the candidates shown (`k`) and the turn budget replaced where given, checked again
+    as params.yaml's would be (the cross-field checks see the new values)."""
+    if k is not None:
+        env = env.model_copy(update={"candidates": env.candidates.model_copy(update={"k": k})})
+    if max_turns is not None:
+        env = env.model_copy(update={"max_turns": max_turns})
+    return type(env).model_validate(env.model_dump())
+
+
+def without_per_task(result: dict[str, Any]) -> dict[str, Any]:
+    """`headroom`'s result without each agent's per-task successes (kept in the written file)."""
+    agents = {n: {k: v for k, v in a.items() if k != "per_task_success"} for n, a in result["agents"].items()}
+    return {**result, "agents": agents}

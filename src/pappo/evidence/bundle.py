@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import stat
+import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -130,3 +131,18 @@ def audit_bundle(folder: Path) -> Any:
             folder / SOURCE / "schemas",
             archive=archive,
         )
+
+
+def audit_here(
+    root: Path, bundle: Path | None, params_path: Path, runs: Path, base: Path, stage: bool = False
+) -> Any:
+    """`pappo audit` (an AuditVerdict): of `bundle` (zip or folder) when given, of `root` when it is
+    an unpacked bundle, else of the checkout `root` with its params, runs and base checkpoint."""
+    from pappo.config import load_params
+    from pappo.evidence.audit import audit
+
+    target = bundle if bundle is not None else root if is_bundle(root) else None
+    if target is None:
+        return audit(load_params(params_path), root, runs, base, root / "schemas", stage)
+    with tempfile.TemporaryDirectory(prefix="pappo-audit-") as tmp:
+        return audit_bundle(open_bundle(target, Path(tmp)))

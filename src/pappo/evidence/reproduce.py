@@ -20,6 +20,7 @@ import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pappo.config import Params, load_params
+from pappo.evidence import bundle as bundles
 from pappo.evidence.audit import evaluate_claim
 from pappo.evidence.summary import METRICS
 from pappo.experiment import receipt as rc
@@ -440,6 +442,30 @@ def reproduce(
         verdict="",
     )
     return rep.model_copy(update={"verdict": render(rep)})
+
+
+def reproduce_here(
+    root: Path,
+    bundle: Path | None,
+    params_path: Path,
+    runs: str | None,
+    sample: int | None,
+    base: bool,
+    scratch: Path | None,
+    log: Callable[[str], None] = print,
+) -> Reproduction:
+    """`pappo reproduce`: re-run the chosen runs of checkout `root`, or of `bundle` (zip or folder: its
+    params, runs and source/ stand in for the checkout's), in `scratch` (default: a temporary folder,
+    removed)."""
+    with tempfile.TemporaryDirectory(prefix="pappo-reproduce-") as tmp:
+        meta = None
+        if bundle is not None:
+            root = bundles.open_bundle(bundle, Path(tmp))
+            meta = bundles.meta(root)
+            params_path = root / "params.yaml"
+        params = load_params(params_path)
+        chosen = choose_runs(params, runs, sample)
+        return reproduce(root, params, chosen, base, scratch or Path(tmp), log=log, bundle=meta)
 
 
 def _evidence_commit(root: Path) -> str:

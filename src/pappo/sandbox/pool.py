@@ -359,6 +359,13 @@ def containment_problem(limits: SandboxParams) -> str | None:
     return None if why is None else fail_closed_message(why)
 
 
+def require_containment(limits: SandboxParams) -> None:
+    """Stop before any work (a PappoError) where the sandbox cannot contain untrusted code."""
+    problem = containment_problem(limits)
+    if problem:
+        raise PappoError(problem)
+
+
 def start_failure_message(why: str, stderr: str) -> str:
     """A worker that did not start: its answer and, above all, its own stderr (the traceback)."""
     msg = f"sandbox worker did not start: {why}"

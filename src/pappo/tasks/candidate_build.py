@@ -22,18 +22,26 @@ infra error and gives a tree no earlier edit gave. A task with fewer records why
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pappo.config import SandboxParams
+from pappo.config import Params, SandboxParams
 from pappo.io import PappoError, tree_sha256
 from pappo.sandbox.grading import Grade, HiddenSuite, grade_many
 from pappo.sandbox.pool import SandboxPool, TestRun
-from pappo.tasks.candidates import MAX_EDIT_LINES, MAX_WRONG, CandidateEdit, TaskCandidates, edit_between
+from pappo.tasks.candidates import (
+    MAX_EDIT_LINES,
+    MAX_WRONG,
+    CandidateEdit,
+    TaskCandidates,
+    candidates_path,
+    edit_between,
+    write_candidates,
+)
 from pappo.tasks.families import load_tree, source_files
-from pappo.tasks.hidden import bug_function, family_roots, hidden_path, read_hidden
+from pappo.tasks.hidden import bug_function, family_roots, hidden_path, read_hidden, refuse_problems, spread
 from pappo.tasks.manifest import read_manifest
 from pappo.tasks.models import Task
 from pappo.tasks.mutations import Mutant, enumerate_mutants
@@ -149,6 +157,24 @@ def build_set(manifest: Path, repos: Path, limits: SandboxParams) -> tuple[list[
             except PappoError as e:
                 problems.append(f"task {plan.task.instance_id}: {e}")
     return built, problems
+
+
+def build_candidates(params: Params, task_set: str, log: Callable[[str], None]) -> list[TaskCandidates]:
+    """Build and write the candidate edits of one task set (`pappo candidates`); nothing is written
+    unless every task's edits were built."""
+    sp = getattr(params.tasks, task_set)
+    items, problems = build_set(sp.manifest, sp.repos, params.sandbox)
+    refuse_problems("candidate edits", task_set, problems)
+    path = candidates_path(sp.manifest)
+    write_candidates(path, items)
+    short = [c for c in items if c.shortfall]
+    log(
+        f"wrote {path}: {len(items)} tasks, wrong edits per task "
+        f"{spread([len(c.edits) - 1 for c in items])}; {len(short)} with fewer than {MAX_WRONG}"
+    )
+    for c in short:
+        log(f"  {c.instance_id}: {c.shortfall}")
+    return items
 
 
 def _plans(pool: SandboxPool, tasks: list[Task], trees: Mapping[str, dict[str, bytes]]) -> list[_Plan]:

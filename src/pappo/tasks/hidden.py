@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import ast
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pappo.config import SandboxParams
+from pappo.config import Params, SandboxParams
 from pappo.io import PappoError, atomic_write_text, canonical_json, read_model_lines
 from pappo.sandbox.grading import HiddenSuite, outcomes_digest, same_outcome
 from pappo.sandbox.pool import TestRun
@@ -289,3 +290,32 @@ def build_set(manifest: Path, repos: Path, limits: SandboxParams) -> tuple[list[
         built.update((h.instance_id, h) for h in items)
         problems += bad
     return [built[t.instance_id] for t in tasks if t.instance_id in built], problems
+
+
+def spread(values: list[int]) -> str:
+    """`min a / median b / max c` of counts, for a build's one-line summary."""
+    v = sorted(values)
+    return f"min {v[0]} / median {v[len(v) // 2]} / max {v[-1]}"
+
+
+def refuse_problems(what: str, task_set: str, problems: list[str]) -> None:
+    """A PappoError listing every problem of a set's build, before anything is written."""
+    if problems:
+        raise PappoError(
+            f"{what} for {task_set}: nothing written:\n" + "\n".join(f"  - {p}" for p in problems)
+        )
+
+
+def build_hidden(params: Params, task_set: str, log: Callable[[str], None]) -> list[HiddenChecks]:
+    """Build and write the hidden checks of one task set (`pappo hidden-checks`); nothing is written
+    unless every task's checks were built."""
+    sp = getattr(params.tasks, task_set)
+    items, problems = build_set(sp.manifest, sp.repos, params.sandbox)
+    refuse_problems("hidden checks", task_set, problems)
+    path = hidden_path(sp.manifest)
+    write_hidden(path, items)
+    log(f"wrote {path}: {len(items)} tasks, checks per task {spread([len(h.checks) for h in items])}")
+    for h in items:
+        if h.uncovered:
+            log(f"  {h.instance_id}: the bug is not covered by hidden checks: {h.uncovered}")
+    return items

@@ -93,3 +93,12 @@ class TaskStore:
     def buggy(self, task: Task) -> dict[str, bytes]:
         """The tree an episode starts from: the clean tree with `bug_patch` applied."""
         return apply_patch(self.clean(task), task.bug_patch)
+
+
+def find_task(params: Params, instance_id: str) -> tuple[TaskStore, Task]:
+    """(store, task) for an id from the benchmark or the warm-up set."""
+    stores = [TaskStore.from_params(params, s) for s in ("repofix", "warmup")]
+    for store in stores:
+        if instance_id in store.tasks:
+            return store, store.task(instance_id)
+    return stores[0], stores[0].task(instance_id)  # raises, naming close matches

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pappo.config import SandboxParams, SynthesisParams
+from pappo.config import Params, SandboxParams, SynthesisParams
 from pappo.io import PappoError
 from pappo.sandbox.runner import TestRun, run_many
-from pappo.tasks.families import files_sha256, is_test_file, load_tree, source_files
+from pappo.tasks.families import files_sha256, is_test_file, list_families, load_tree, source_files
+from pappo.tasks.manifest import write_manifest
 from pappo.tasks.models import OPERATORS, Task
 from pappo.tasks.mutations import Mutant, enumerate_mutants
 from pappo.tasks.patches import changed_lines, make_patch
@@ -193,4 +195,21 @@ def synthesize_family(
                 files_sha256=hashes,
             )
         )
+    return tasks
+
+
+def synthesize_set(params: Params, task_set: str, log: Callable[[str], None]) -> list[Task]:
+    """Synthesise the bugs of every family of one task set and write its manifest (`pappo synthesize`);
+    the operator usage is shared across the set's families, so they draw different operators."""
+    sp = getattr(params.tasks, task_set)
+    usage: Counter[str] = Counter()
+    tasks: list[Task] = []
+    for family in list_families(sp.repos):
+        new = synthesize_family(
+            sp.repos, family, params.synthesis, params.sandbox, params.tasks.tasks_per_family, usage
+        )
+        log(f"{task_set}/{family}: " + ", ".join(f"{t.operator}[{t.difficulty}]" for t in new))
+        tasks += new
+    write_manifest(sp.manifest, tasks)
+    log(f"wrote {sp.manifest}: {len(tasks)} tasks, operators {dict(sorted(usage.items()))}")
     return tasks
