@@ -21,7 +21,6 @@ all as JSON (docs/experiment.md quotes it). Pilot runs are tuning runs: dev seed
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -86,7 +85,9 @@ def comparison(reports: dict[tuple[int, str], RunReport], seeds: list[int], a: s
     }
 
 
-def design(rows: list[dict[str, Any]], seed_min: float, fixed_min: float, ns: list[int]) -> list[dict[str, Any]]:
+def design(
+    rows: list[dict[str, Any]], seed_min: float, fixed_min: float, ns: list[int]
+) -> list[dict[str, Any]]:
     table = []
     for n in ns:
         row: dict[str, Any] = {"n_seeds": n, "predicted_min": fixed_min + n * seed_min}
@@ -113,11 +114,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = ap.parse_args(argv)
     params = load_params(args.params)
     if published := sorted(set(args.seeds) & set(params.seeds)):
-        raise SystemExit(f"--seeds {published} are published seeds: a pilot runs on dev_seeds {params.dev_seeds}")
+        raise SystemExit(
+            f"--seeds {published} are published seeds: a pilot runs on dev_seeds {params.dev_seeds}"
+        )
     if args.train:
         train_missing(args.runs, args.seeds, args.methods, args.params)
     reports = read(args.runs, args.seeds, args.methods)
-    rows = [comparison(reports, args.seeds, a, b) for a, b in PAIRS if a in args.methods and b in args.methods]
+    rows = [
+        comparison(reports, args.seeds, a, b) for a, b in PAIRS if a in args.methods and b in args.methods
+    ]
     walls = {m: [r.timing.wall_s for (s, mm), r in reports.items() if mm == m] for m in args.methods}
     seed_min = sum(statistics.fmean(w) for w in walls.values() if w) / 60.0
     table = design(rows, seed_min, args.fixed_min, args.n)
