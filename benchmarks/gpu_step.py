@@ -8,7 +8,7 @@ Builds the Qwen2.5-Coder-7B-Instruct architecture (`--config 7b`, the dims of it
 the params.yaml tiny profile with random weights (nothing is downloaded), wraps it in the
 trainer's ActorCritic (policy LoRA + critic LoRA + value head over one frozen base) and times the
 trainer's own phases of one PPO update: `Trainer.rollouts` (tasks x group episodes in lockstep, a
-stand-in grader, no sandbox), then `Trainer.optimise`, timed in two at its freeze lap: the freeze
+stand-in grader, no sandbox), then `update.optimise`, timed in two at its freeze lap: the freeze
 (old log-probs, values, advantages) and the ppo_epochs x minibatches steps of actor and critic
 (target_kl off, so the work is fixed; no critic warm-up, which only the first update of a run
 does). Prints each phase's numbers as soon as it ends (tokens/s, MFU, peak memory next to the
@@ -78,6 +78,7 @@ from pappo.policy.checkpoint import load_tokenizer, tiny_config
 from pappo.policy.tokenizer import build_tokenizer
 from pappo.rl.batch import from_trajectories
 from pappo.rl.trainer import Trainer
+from pappo.rl.update import optimise
 from pappo.tasks.store import TaskStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
@@ -306,7 +307,7 @@ def run_rollout(trainer: Any, device: torch.device, out: dict[str, Any]) -> Any:
     out["episode_tokens"] = [len(t.token_ids) for t in trajs]
     if device.type == "cuda":
         torch.cuda.empty_cache()  # hand the snapshot's and KV cache's blocks back before training
-    batch = from_trajectories(trajs, groups, trainer.codec.pad_id, index).to(device)
+    batch = from_trajectories(trajs, groups, trainer.learner.codec.pad_id, index).to(device)
     out["rows_tokens"] = batch.attention_mask.sum(-1).tolist()
     out["rows_sampled"] = batch.response_mask.sum(-1).long().tolist()
     return batch
@@ -324,7 +325,7 @@ def run_optimise(trainer: Any, batch: Any, device: torch.device, out: dict[str, 
         marks["update_start"] = sync_time(device)
 
     start = sync_time(device)
-    fields = trainer.optimise(batch, 0, lap=frozen)
+    fields = optimise(trainer.learner, batch, 0, lap=frozen)
     end = sync_time(device)
     out["update_s"] = end - marks["update_start"]
     out["peak_bytes"]["update"] = peak_bytes(device)
@@ -492,7 +493,7 @@ def receipt(
         "gradient_checkpointing": args.gradient_checkpointing,
         "knobs": {"logits_fp32": args.logits_fp32, "rollout_is_level": args.rollout_is},
         "vocab_note": vocab_note(cfg.vocab_size, tokenizer_size),
-        "model": model_record(cfg, base, trainer.ac, tokenizer_size),
+        "model": model_record(cfg, base, trainer.learner.ac, tokenizer_size),
         "lora": params.lora.model_dump(mode="json"),
         "batch": {
             "tasks": args.tasks,

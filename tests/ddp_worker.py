@@ -28,13 +28,14 @@ from pappo.policy.rollout import Trajectory
 from pappo.rl.batch import from_trajectories
 from pappo.rl.distributed import Dist
 from pappo.rl.trainer import Trainer
+from pappo.rl.update import optimise
 from pappo.sandbox.grading import Grade
 from pappo.tasks.store import TaskStore
 from test_policy_rollout import ByteCodec
 from test_rl_trainer import actor_critic, small_params
 
 GROUPS, K = 4, 2
-RENAME = {"critic_warmup": "warmup", "epochs_used": "epochs"}  # Trainer.optimise's keys -> the rank JSON's
+RENAME = {"critic_warmup": "warmup", "epochs_used": "epochs"}  # update.optimise's keys -> the rank JSON's
 
 
 def synthetic(seed: int = 0) -> list[Trajectory]:
@@ -100,7 +101,7 @@ def run_batch(dist: Dist, work: Path) -> dict:
         t = Trainer(method, params, ac, ByteCodec(), None, [], None, work / method, 0, dist)
         batch = from_trajectories([trajs[i] for i in mine], [i // K for i in mine], 0, mine)
         # warm-up (ppo, pappo), freeze and steps, as Trainer.update does them
-        rec: dict = {RENAME.get(k, k): v for k, v in t.optimise(batch, 0).items()}
+        rec: dict = {RENAME.get(k, k): v for k, v in optimise(t.learner, batch, 0).items()}
         rec["policy"], rec["critic"] = weights(ac.policy_parameters()), weights(ac.critic_parameters())
         result[method] = rec
     return result

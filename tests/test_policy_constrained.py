@@ -200,9 +200,9 @@ def test_a_constrained_update_scores_the_choices_as_the_sampler_drew_them(codec:
     trajs, groups, index = t.rollouts(1)
     from pappo.rl.batch import from_trajectories
 
-    batch = from_trajectories(trajs, groups, codec.pad_id, index, t.choices)
-    assert torch.equal(t.kl_mask(batch), batch.decision_mask) and torch.equal(
-        t.gap_mask(batch), batch.decision_mask
+    batch = from_trajectories(trajs, groups, codec.pad_id, index, t.learner.choices)
+    assert torch.equal(t.learner.kl_mask(batch), batch.decision_mask) and torch.equal(
+        t.learner.gap_mask(batch), batch.decision_mask
     )
     assert 0 < batch.decision_mask.sum() < batch.response_mask.sum()
 

@@ -38,7 +38,9 @@ from pappo.policy.chat import ChatCodec
 from pappo.policy.checkpoint import build_tiny_model
 from pappo.policy.tokenizer import protocol_files, train_tokenizer, warmup_files
 from pappo.rl import batch as rl_batch
-from pappo.rl import trainer as trainer_mod
+from pappo.rl import collect as collect_mod
+from pappo.rl import freeze as freeze_mod
+from pappo.rl.learner import Learner
 from pappo.rl.trainer import Trainer
 from pappo.tasks.store import TaskStore
 from test_env_episode import FakeGrader
@@ -146,13 +148,13 @@ def start(
 def break_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     """The by-hand broken variants (PAPPO_BREAK_LEARNING); no_update is actor_lr 0 above."""
     if BREAK == "flip_sign":
-        original = Trainer.advantages
+        original = freeze_mod.advantages
 
-        def flipped(self: Trainer, b: rl_batch.RolloutBatch) -> tuple[torch.Tensor, torch.Tensor]:
-            a, ret = original(self, b)
+        def flipped(learner: Learner, b: rl_batch.RolloutBatch) -> tuple[torch.Tensor, torch.Tensor]:
+            a, ret = original(learner, b)
             return -a, ret
 
-        monkeypatch.setattr(Trainer, "advantages", flipped)
+        monkeypatch.setattr(freeze_mod, "advantages", flipped)
     if BREAK == "no_reward":
 
         def unrewarded(*args: Any, **kwargs: Any) -> rl_batch.RolloutBatch:
@@ -160,7 +162,7 @@ def break_loop(monkeypatch: pytest.MonkeyPatch) -> None:
             b.terminal, b.process = torch.zeros_like(b.terminal), torch.zeros_like(b.process)
             return b
 
-        monkeypatch.setattr(trainer_mod, "from_trajectories", unrewarded)
+        monkeypatch.setattr(collect_mod, "from_trajectories", unrewarded)
 
 
 @pytest.mark.parametrize("method", ["ppo", "pappo"])
@@ -171,7 +173,7 @@ def test_ppo_and_pappo_learns_to_apply_the_fix(
     break_loop(monkeypatch)
     # every episode of a task shows the board of its chosen seed (the trainer draws one per episode)
     monkeypatch.setattr(
-        trainer_mod, "task_env", lambda st, tid, env, seed=0: task_env(st, tid, env, seeds[tid])
+        collect_mod, "task_env", lambda st, tid, env, seed=0: task_env(st, tid, env, seeds[tid])
     )
     model = build_tiny_model(TINY, codec.tokenizer)
     model.load_state_dict(weights)

@@ -22,9 +22,11 @@ from pappo.config import LoraParams, Params, RLParams
 from pappo.policy import decoder as decoder_mod
 from pappo.policy.adapters import ActorCritic
 from pappo.rl.batch import RolloutBatch, from_trajectories
+from pappo.rl.freeze import freeze
 from pappo.rl.losses import LOSS_AGG_MODES, policy_loss
 from pappo.rl.mismatch import LARGE_GAP, logprob_gap_sums, percentile, rollout_is_weights
 from pappo.rl.trainer import Trainer
+from pappo.rl.update import actor_loss
 from test_rl_losses import batches, mask_tensor, naive_agg, naive_pg_token, naive_weights, t64
 from test_rl_trainer import actor_critic, moved, small_params, snapshot, trainer
 
@@ -183,8 +185,8 @@ def test_gap_sums_and_percentile_with_hand_worked_numbers():
 def frozen_batch(t: Trainer) -> RolloutBatch:
     """Update 0's rollouts of trainer `t`, frozen (old log-probs recomputed by the trainer)."""
     trajs, groups, index = t.rollouts(0)
-    batch = from_trajectories(trajs, groups, t.codec.pad_id, index, t.choices)
-    t.freeze(batch)
+    batch = from_trajectories(trajs, groups, t.learner.codec.pad_id, index, t.learner.choices)
+    freeze(t.learner, batch)
     return batch
 
 
@@ -217,16 +219,16 @@ def test_flipping_the_correction_changes_the_loss_only_under_a_mismatch(fx_param
     t = trainer("grpo", small_params(fx_params), tmp_path)
     batch = frozen_batch(t)
     assert batch.old_log_prob is not None
-    on = t.rl.model_copy(update={"rollout_is_level": "token", "rollout_is_threshold": 1.5})
-    off = t.rl
+    on = t.learner.rl.model_copy(update={"rollout_is_level": "token", "rollout_is_threshold": 1.5})
+    off = t.learner.rl
 
     def loss(rl: RLParams, sampler: torch.Tensor) -> torch.Tensor:
-        t.rl = rl
-        return t._actor_loss(replace(batch, sampler_log_prob=sampler))[0].detach()
+        t.learner.rl = rl
+        return actor_loss(t.learner, replace(batch, sampler_log_prob=sampler))[0].detach()
 
     agree = batch.old_log_prob.clone()  # the sampler exactly as the trainer: no mismatch
     assert torch.equal(loss(off, agree), loss(on, agree))
-    mask = t.gap_mask(batch)
+    mask = t.learner.gap_mask(batch)
     shifted = batch.old_log_prob - 0.3 * mask * torch.sign(torch.randn_like(mask))  # injected +-0.3 nats
     assert not torch.equal(loss(off, shifted), loss(on, shifted))
     assert torch.equal(loss(off, shifted), loss(off, agree))  # off: the sampler's log-probs are not read
@@ -302,7 +304,10 @@ def test_float16_trains_with_loss_scaling_and_float32_adapters(fx_params: Params
     ac = actor_critic_in(torch.float16)
     assert {p.dtype for p in ac.policy_parameters() + ac.critic_parameters()} == {torch.float32}
     t = trainer("ppo", in_dtype(fx_params, "float16"), tmp_path / "fp16", ac=ac)
-    assert t.scaler is not None and trainer("ppo", small_params(fx_params), tmp_path / "fp32").scaler is None
+    assert (
+        t.learner.scaler is not None
+        and trainer("ppo", small_params(fx_params), tmp_path / "fp32").learner.scaler is None
+    )
     before = snapshot(ac.policy_parameters())
     [record] = t.run()
     assert moved(before, ac.policy_parameters())
@@ -319,12 +324,15 @@ def test_float16_overflow_skips_the_step_lowers_the_scale_and_a_resume_keeps_it(
 ):
     ac = actor_critic_in(torch.float16)
     t = trainer("grpo", in_dtype(fx_params, "float16"), tmp_path, ac=ac)
-    t.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**60)  # the scaled loss overflows float16 for sure
+    # the scaled loss overflows float16 for sure
+    t.learner.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**60)
     before = snapshot(ac.policy_parameters())
     [record] = t.run()
     assert not moved(before, ac.policy_parameters())  # every step found inf gradients and was skipped
     assert not any(math.isfinite(s["actor/grad_norm"]) for s in record["steps"])
-    assert t.scaler.get_scale() < 2.0**60
+    assert t.learner.scaler.get_scale() < 2.0**60
     again = trainer("grpo", in_dtype(fx_params, "float16"), tmp_path, ac=actor_critic_in(torch.float16))
     again.resume()  # the checkpoint keeps the loss scale the run reached
-    assert again.scaler is not None and again.scaler.get_scale() == t.scaler.get_scale()
+    assert (
+        again.learner.scaler is not None and again.learner.scaler.get_scale() == t.learner.scaler.get_scale()
+    )

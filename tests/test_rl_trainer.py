@@ -16,7 +16,9 @@ from pappo.env.episode import GradeItem
 from pappo.policy.adapters import ActorCritic
 from pappo.rl import losses
 from pappo.rl.batch import from_trajectories, policy_outputs, token_values
+from pappo.rl.freeze import freeze
 from pappo.rl.trainer import Trainer
+from pappo.rl.update import actor_loss, optimise
 from pappo.sandbox.grading import Grade
 from pappo.schedule import lr_factor
 from pappo.tasks.store import TaskStore
@@ -118,7 +120,8 @@ def moved(before: list[torch.Tensor], params: list[torch.nn.Parameter]) -> bool:
 def test_ppo_ratios_start_at_one_then_move_and_the_clip_binds(fx_params: Params, tmp_path: Path):
     params = small_params(fx_params, ppo_epochs=6, actor_lr=0.05, critic_lr=0.05, clip_ratio_c=None)
     t = trainer("ppo", params, tmp_path)
-    actor, critic = snapshot(t.ac.policy_parameters()), snapshot(t.ac.critic_parameters())
+    ac = t.learner.ac
+    actor, critic = snapshot(ac.policy_parameters()), snapshot(ac.critic_parameters())
     [record] = t.run()
     first, steps = record["steps"][0], record["steps"]
     assert first["actor/ratio_min"] == 1.0
@@ -128,7 +131,7 @@ def test_ppo_ratios_start_at_one_then_move_and_the_clip_binds(fx_params: Params,
     assert later["actor/ratio_max"] - later["actor/ratio_min"] > 1e-2
     assert max(s["actor/pg_clipfrac"] for s in steps) > 0
     assert len(steps) == 6 * 2 and record["epochs_used"] == 6
-    assert moved(actor, t.ac.policy_parameters()) and moved(critic, t.ac.critic_parameters())
+    assert moved(actor, ac.policy_parameters()) and moved(critic, ac.critic_parameters())
     for key in (
         "actor/pg_clipfrac_lower",
         "actor/ppo_kl",
@@ -157,13 +160,13 @@ def test_cosine_schedule_anneals_the_actor_rate_and_constant_keeps_it(fx_params:
     params = small_params(fx_params, updates=3, actor_lr=0.05, lr_scheduler_type="cosine", min_lr_ratio=0.1)
     t = trainer("grpo", params, tmp_path)
     steps: list[float] = []
-    real_step = t.actor_opt.step
+    real_step = t.learner.actor_opt.step
 
     def step(*a, **k):
-        steps.append(t.actor_opt.param_groups[0]["lr"])  # the rate the optimizer really steps with
+        steps.append(t.learner.actor_opt.param_groups[0]["lr"])  # the rate the optimizer really steps with
         return real_step(*a, **k)
 
-    t.actor_opt.step = step
+    t.learner.actor_opt.step = step
     history = t.run()
     rates = [r["actor/lr"] for r in history]
     assert rates[0] == 0.05 and rates[0] > rates[1] > rates[2] > 0.1 * 0.05
@@ -180,22 +183,24 @@ def test_critic_fits_a_fixed_batch(fx_params: Params, tmp_path: Path):
     t = trainer("ppo", params, tmp_path)
     trajs, groups, index = t.rollouts(0)
     batch = from_trajectories(trajs, groups, 0, index)
-    t.freeze(batch)
+    freeze(t.learner, batch)
     returns = batch.returns.clone()
     assert returns[batch.response_mask.bool()].std() > 0.1  # mixed outcomes: there is variance to explain
 
     def fit() -> tuple[float, float]:
         with torch.no_grad():
-            values = token_values(t.ac, batch)
+            values = token_values(t.learner.ac, batch)
             loss, _ = losses.value_loss(values, batch.old_values, returns, batch.response_mask)
             return float(losses.explained_variance(values, returns, batch.response_mask)), float(loss)
 
     ev0, loss0 = fit()
     for _ in range(60):
-        t.critic_opt.zero_grad()
-        loss, _ = losses.value_loss(token_values(t.ac, batch), batch.old_values, returns, batch.response_mask)
+        t.learner.critic_opt.zero_grad()
+        loss, _ = losses.value_loss(
+            token_values(t.learner.ac, batch), batch.old_values, returns, batch.response_mask
+        )
         loss.backward()
-        t.critic_opt.step()
+        t.learner.critic_opt.step()
     ev1, loss1 = fit()
     assert ev0 < 0.5 and ev1 > 0.9 and loss1 < loss0 / 10
 
@@ -208,11 +213,11 @@ def test_the_critic_reads_the_rewards_so_far_only_when_told(fx_params: Params, t
     assert (
         batch.rewards_so_far.abs().sum() > 0
     )  # the random policy's parse errors: later turns follow rewards
-    t.optimise(batch, 0)
-    weight = float(t.ac.reward_head.weight.detach())
+    optimise(t.learner, batch, 0)
+    weight = float(t.learner.ac.reward_head.weight.detach())
     assert (weight != 0.0) == sees  # never stepped (no gradient) unless the critic reads them
     with torch.no_grad():
-        term = token_values(t.ac, batch, True) - token_values(t.ac, batch, False)
+        term = token_values(t.learner.ac, batch, True) - token_values(t.learner.ac, batch, False)
     torch.testing.assert_close(term, weight * batch.rewards_so_far)
 
 
@@ -220,12 +225,12 @@ def test_the_critic_reads_the_rewards_so_far_only_when_told(fx_params: Params, t
 def test_each_method_updates_its_policy(fx_params: Params, tmp_path: Path, method: str):
     params = small_params(fx_params, actor_lr=0.05, tasks_per_update=3, group_size=3)
     t = trainer(method, params, tmp_path)
-    before = snapshot(t.ac.policy_parameters())
-    critic = snapshot(t.ac.critic_parameters())
+    ac = t.learner.ac
+    before, critic = snapshot(ac.policy_parameters()), snapshot(ac.critic_parameters())
     [record] = t.run()
     assert record["rollout"]["success"] > 0 and record["steps"]
-    assert moved(before, t.ac.policy_parameters())
-    assert moved(critic, t.ac.critic_parameters()) == (method == "pappo")  # only critic methods train it
+    assert moved(before, ac.policy_parameters())
+    assert moved(critic, ac.critic_parameters()) == (method == "pappo")  # only critic methods train it
 
 
 def test_infra_error_episodes_are_dropped_and_counted(fx_params: Params, tmp_path: Path):
@@ -270,7 +275,7 @@ def test_killed_run_resumes_to_the_same_adapters_and_history(fx_params: Params, 
     history = resumed.run()
     strip = [{k: v for k, v in r.items() if k != "wall_s"} for r in history]
     assert strip == [{k: v for k, v in r.items() if k != "wall_s"} for r in full]
-    for a, b in zip(whole.ac.state_dict().values(), resumed.ac.state_dict().values()):
+    for a, b in zip(whole.learner.ac.state_dict().values(), resumed.learner.ac.state_dict().values()):
         assert torch.equal(a, b)
 
 
@@ -287,7 +292,7 @@ def test_decisions_loss_learns_only_on_the_choices_and_anchors_the_format(fx_par
     t = trainer("ppo", params, tmp_path)
     trajs, groups, index = t.rollouts(0)
     batch = from_trajectories(trajs, groups, 0, index)
-    t.freeze(batch)
+    freeze(t.learner, batch)
     resp = batch.response_mask.bool()
     # the random tiny model writes no tool call; stand in every third sampled token as a decision
     decision = resp & (torch.arange(resp.shape[1])[None, :] % 3 == 0)
@@ -297,7 +302,7 @@ def test_decisions_loss_learns_only_on_the_choices_and_anchors_the_format(fx_par
 
     def loss(advantages: torch.Tensor, ref: torch.Tensor) -> float:
         with torch.no_grad():
-            return float(t._actor_loss(replace(batch, advantages=advantages, ref_log_prob=ref))[0])
+            return float(actor_loss(t.learner, replace(batch, advantages=advantages, ref_log_prob=ref))[0])
 
     a, ref, base = batch.advantages, batch.ref_log_prob, loss(batch.advantages, batch.ref_log_prob)
     fmt = (resp & ~decision).float()
@@ -305,8 +310,10 @@ def test_decisions_loss_learns_only_on_the_choices_and_anchors_the_format(fx_par
     assert loss(a + 5.0 * decision.float(), ref) != base
     assert loss(a, ref + 1.0 * decision.float()) == base  # the anchor leaves the decisions free
     assert loss(a, ref + 1.0 * fmt) != base
-    t.params = params.model_copy(update={"rl": params.rl.model_copy(update={"loss_tokens": "response"})})
-    t.rl = t.params.rl
+    t.learner.params = params.model_copy(
+        update={"rl": params.rl.model_copy(update={"loss_tokens": "response"})}
+    )
+    t.learner.rl = t.learner.params.rl
     assert loss(a + 5.0 * fmt, ref) != base  # "response": every sampled token is trained
 
 
@@ -324,9 +331,11 @@ def test_a_choice_log_prob_is_the_softmax_over_its_options(fx_params: Params, tm
     table[1, :5] = True
     batch = replace(batch, choice_row=rows)
     with torch.no_grad():
-        full, _ = policy_outputs(t.ac, batch, 1.0)
-        restricted, _ = policy_outputs(t.ac, batch, 1.0, choices=table)
-        logits = t.ac.peft(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # (B, T, V)
+        full, _ = policy_outputs(t.learner.ac, batch, 1.0)
+        restricted, _ = policy_outputs(t.learner.ac, batch, 1.0, choices=table)
+        logits = t.learner.ac.peft(
+            input_ids=batch.input_ids, attention_mask=batch.attention_mask
+        ).logits  # (B, T, V)
     for b, pos in (rows == 1).nonzero().tolist():
         options = table[1].nonzero().squeeze(-1)
         naive = torch.log_softmax(logits[b, pos - 1, options].float(), -1)

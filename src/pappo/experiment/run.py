@@ -43,6 +43,7 @@ from pappo.policy.chat import ChatCodec
 from pappo.policy.checkpoint import hash_files, load_checkpoint
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.memory import Dims, refusal
+from pappo.rl.collect import task_draw
 from pappo.rl.distributed import Dist
 from pappo.rl.evaluate import evaluate
 from pappo.rl.results import EvalResult
@@ -235,7 +236,7 @@ def _budget(
 ) -> Budget:
     """The seed's common budget and this run's use; a run over it fails here, before writing."""
     episodes, tokens = budget_limits(params, method)
-    draws = [Trainer.task_draw(params, seed, u) for u in range(params.rl.updates)] if episodes else []
+    draws = [task_draw(params, seed, u) for u in range(params.rl.updates)] if episodes else []
     try:
         return Budget(
             episodes_limit=episodes,

@@ -13,9 +13,9 @@ from pappo.env.vec import VecEnv, board_seed, task_env
 from pappo.policy.constrained import call_trie
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine, Trajectory
+from pappo.rl.collect import hash_seed
 from pappo.rl.distributed import Dist
 from pappo.rl.results import EvalResult, TaskOutcome, aggregate
-from pappo.rl.trainer import hash_seed
 from pappo.tasks.store import TaskStore
 
 SAMPLED, BOARDS = (
