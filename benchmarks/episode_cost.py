@@ -7,7 +7,8 @@ held-out evaluation episode, on the default tier.
 
 Runs the real `Trainer` (one run per method from the same base, the seed's split) for `--updates`
 updates, then one `evaluate` of the last policy on `--eval-tasks` held-out tasks (greedy once and
-`eval.samples` sampled episodes per task, as a run's evaluation). CPU seconds are this process's
+`eval.samples` sampled episodes per task, as a run's evaluation), graded as a run grades
+(`run.run_grader`, one per method; the evaluation uses the last method's). CPU seconds are this process's
 user + system time plus that of every live descendant (the sandbox's fork-server workers and the
 test runs they reaped), read with psutil around each phase; a descendant that exits between two
 reads is missed, so CPU seconds are a lower bound when the sandbox grades. Per training episode:
@@ -25,7 +26,6 @@ The last line is `per episode cpu_s: train X.XXX eval X.XXX`.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import sys
 import tempfile
@@ -39,6 +39,7 @@ import torch
 
 from pappo.config import Params, load_params
 from pappo.env.protocol import tools_for
+from pappo.experiment.run import run_grader
 from pappo.numerics import pin
 from pappo.policy.adapters import POLICY, ActorCritic
 from pappo.policy.chat import ChatCodec
@@ -153,12 +154,8 @@ def split(params: Params, store: TaskStore, seed: int) -> tuple[list[str], list[
 
 
 def grader(params: Params, store: TaskStore, stand_in: bool) -> Callable[..., Any]:
-    if stand_in:
-        return stand_in_grades
-    from pappo.sandbox.grading import grade_many
-    from pappo.sandbox.pool import default_pool
-
-    return functools.partial(grade_many, default_pool(params.sandbox), hidden=store.hidden)
+    """A run's grader (`run_grader`: the sandbox), or the stand-in; one per run, as each run's own."""
+    return stand_in_grades if stand_in else run_grader(params, store)
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -168,7 +165,6 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     store = TaskStore.from_params(params, "repofix")
     train_ids, eval_ids = split(params, store, args.seed)
     eval_ids = sorted(eval_ids)[: 2 if args.smallest else args.eval_tasks]
-    grade_fn = grader(params, store, args.stand_in_grader)
     updates = 1 if args.smallest else args.updates
     params = params.model_copy(update={"rl": params.rl.model_copy(update={"updates": updates})})
     out: dict[str, Any] = {"threads": torch.get_num_threads(), "updates": updates, "train": {}}
@@ -179,6 +175,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             model, tokenizer = base_model(params, args.checkpoint, args.random_weights)
             ac = ActorCritic(model, params.lora, params.model.logits_fp32)
             codec = ChatCodec(tokenizer, tools_for(params.env.actions))
+            grade_fn = grader(params, store, args.stand_in_grader)
             trainer = Trainer(
                 method, params, ac, codec, store, train_ids, grade_fn, Path(work) / method, args.seed
             )
