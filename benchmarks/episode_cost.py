@@ -3,7 +3,7 @@ held-out evaluation episode, on the default tier.
 
     python benchmarks/episode_cost.py [--methods ppo grpo] [--updates 2] [--eval-tasks 30]
         [--checkpoint models/base] [--params params.yaml] [--seed 0] [--json OUT]
-    python benchmarks/episode_cost.py --random-weights --stand-in-grader --smallest   # seconds
+    python benchmarks/episode_cost.py --random-weights --stand-in-grader --smallest --methods ppo
 
 Runs the real `Trainer` (one run per method from the same base, the seed's split) for `--updates`
 updates, then one `evaluate` of the last policy on `--eval-tasks` held-out tasks (greedy once and
@@ -18,8 +18,8 @@ run pays it once whatever its length.
 
 `--random-weights` builds the tiny profile from params with a fresh tokenizer (no `dvc repro`
 outputs needed); `--stand-in-grader` grades without the sandbox (every tree fails one test);
-`--smallest` cuts sizes (1 update, 2 tasks x 2 episodes, 2 eval tasks, 2 turns, short turns), not
-the code path. Without the manifest lock the split is the task store's ids, the first half train.
+`--smallest` cuts sizes (1 update of 2 tasks x 2 episodes, one step, 2 eval tasks, 2 turns, short
+turns, a one-layer model with --random-weights), not the code path. Without the manifest lock the split is the task store's ids, the first half train.
 The last line is `per episode cpu_s: train X.XXX eval X.XXX`.
 """
 
@@ -38,6 +38,7 @@ import psutil
 import torch
 
 from pappo.config import Params, load_params
+from pappo.env.grade_cache import GradeCache
 from pappo.env.protocol import tools_for
 from pappo.experiment.run import run_grader
 from pappo.numerics import pin
@@ -121,7 +122,17 @@ def smallest(params: Params) -> Params:
     return params.model_copy(
         update={
             "rl": params.rl.model_copy(
-                update={"updates": 1, "tasks_per_update": 2, "group_size": 2, "critic_warmup_steps": 1}
+                update={
+                    "updates": 1,
+                    "tasks_per_update": 2,
+                    "group_size": 2,
+                    "critic_warmup_steps": 1,
+                    "ppo_epochs": 1,
+                    "minibatches": 1,
+                }
+            ),
+            "model": params.model.model_copy(
+                update={"tiny": params.model.tiny.model_copy(update={"num_hidden_layers": 1})}
             ),
             "env": params.env.model_copy(update={"max_turns": 2}),
             "rollout": params.rollout.model_copy(update={"max_new_tokens_per_turn": 24}),
@@ -158,6 +169,11 @@ def grader(params: Params, store: TaskStore, stand_in: bool) -> Callable[..., An
     return stand_in_grades if stand_in else run_grader(params, store)
 
 
+def _trees(grade_fn: Any) -> dict[str, int] | None:
+    """Trees asked for and trees the sandbox graded (a `GradeCache`), else None."""
+    return {"asked": grade_fn.calls, "graded": grade_fn.graded} if isinstance(grade_fn, GradeCache) else None
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     params = load_params(args.params)
     params = smallest(params) if args.smallest else params
@@ -185,6 +201,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             episodes = sum(int(h["rollout"]["episodes"]) for h in history)
             out["train"][method] = {
                 "episodes": episodes,
+                "trees": _trees(grade_fn),
                 "cpu_s": {k: meter.cpu.get(k, 0.0) / episodes for k in PHASES},
                 "wall_s": {k: meter.wall.get(k, 0.0) / episodes for k in PHASES},
             }
@@ -195,6 +212,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         evaluate(decoder, codec, params, store, eval_ids, grade_fn, args.seed, tag=updates)
         n = len(eval_ids) * (1 + params.eval.samples)
         out["eval"] = {"episodes": n, "cpu_s": (cpu_s() - c0) / n, "wall_s": (time.perf_counter() - w0) / n}
+        out["eval"]["trees"] = _trees(grade_fn)  # the run's cumulative counts, training included
     return out
 
 
@@ -208,7 +226,8 @@ def report(result: dict[str, Any]) -> None:
                 print(f"{method + ' ' + phase:24s}{row['cpu_s'][phase]:9.3f}{row['wall_s'][phase]:9.3f}")
         cpu, wall = sum(row["cpu_s"].values()), sum(row["wall_s"].values())
         totals.append(cpu)
-        print(f"{method + ' train episode':24s}{cpu:9.3f}{wall:9.3f}   ({row['episodes']} episodes)")
+        trees = f"; trees graded {row['trees']['graded']}/{row['trees']['asked']}" if row["trees"] else ""
+        print(f"{method + ' train episode':24s}{cpu:9.3f}{wall:9.3f}   ({row['episodes']} episodes{trees})")
     ev = result["eval"]
     print(f"{'eval episode':24s}{ev['cpu_s']:9.3f}{ev['wall_s']:9.3f}   ({ev['episodes']} episodes)")
     print(f"per episode cpu_s: train {sum(totals) / len(totals):.3f} eval {ev['cpu_s']:.3f}")
