@@ -20,6 +20,10 @@ run pays it once whatever its length.
 outputs needed); `--stand-in-grader` grades without the sandbox (every tree fails one test);
 `--smallest` cuts sizes (1 update of 2 tasks x 2 episodes, one step, 2 eval tasks, 2 turns, short
 turns, a one-layer model with --random-weights), not the code path. Without the manifest lock the split is the task store's ids, the first half train.
+`--levers off` runs the trainer forwards row by row and grades every tree (as before
+`ActorCritic._hidden` shared prefixes and `run.run_grader` cached grades): the A/B's baseline.
+CPU seconds at more than one thread on a machine whose cores are busy include OpenMP's spin-waits
+(`benchmarks/omp_wait.py`); `--threads 1` measures the work alone.
 The last line is `per episode cpu_s: train X.XXX eval X.XXX`.
 """
 
@@ -38,10 +42,11 @@ import psutil
 import torch
 
 from pappo.config import Params, load_params
-from pappo.env.grade_cache import GradeCache
 from pappo.env.protocol import tools_for
+from pappo.env.vec import GradeCache
 from pappo.experiment.run import run_grader
 from pappo.numerics import pin
+from pappo.policy import adapters
 from pappo.policy.adapters import POLICY, ActorCritic
 from pappo.policy.chat import ChatCodec
 from pappo.policy.decoder import Qwen2Decoder
@@ -164,9 +169,12 @@ def split(params: Params, store: TaskStore, seed: int) -> tuple[list[str], list[
     return ids[: len(ids) // 2], ids[len(ids) // 2 :]
 
 
-def grader(params: Params, store: TaskStore, stand_in: bool) -> Callable[..., Any]:
+def grader(params: Params, store: TaskStore, stand_in: bool, levers: str) -> Callable[..., Any]:
     """A run's grader (`run_grader`: the sandbox), or the stand-in; one per run, as each run's own."""
-    return stand_in_grades if stand_in else run_grader(params, store)
+    if stand_in:
+        return stand_in_grades
+    cached = run_grader(params, store)
+    return cached if levers == "on" else cached.grade_fn
 
 
 def _trees(grade_fn: Any) -> dict[str, int] | None:
@@ -177,13 +185,24 @@ def _trees(grade_fn: Any) -> dict[str, int] | None:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     params = load_params(args.params)
     params = smallest(params) if args.smallest else params
+    if args.threads:
+        params = params.model_copy(
+            update={"numerics": params.numerics.model_copy(update={"threads": args.threads})}
+        )
     pin(params.numerics)
+    if args.levers == "off":  # the forwards and the grader as before the levers (the A/B's baseline)
+        adapters.MIN_SHARED_PREFIX = sys.maxsize
     store = TaskStore.from_params(params, "repofix")
     train_ids, eval_ids = split(params, store, args.seed)
     eval_ids = sorted(eval_ids)[: 2 if args.smallest else args.eval_tasks]
     updates = 1 if args.smallest else args.updates
     params = params.model_copy(update={"rl": params.rl.model_copy(update={"updates": updates})})
-    out: dict[str, Any] = {"threads": torch.get_num_threads(), "updates": updates, "train": {}}
+    out: dict[str, Any] = {
+        "threads": torch.get_num_threads(),
+        "updates": updates,
+        "levers": args.levers,
+        "train": {},
+    }
     ac = codec = None
     with tempfile.TemporaryDirectory(prefix="pappo-bench-cost-") as work:
         for method in args.methods:
@@ -191,7 +210,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             model, tokenizer = base_model(params, args.checkpoint, args.random_weights)
             ac = ActorCritic(model, params.lora, params.model.logits_fp32)
             codec = ChatCodec(tokenizer, tools_for(params.env.actions))
-            grade_fn = grader(params, store, args.stand_in_grader)
+            grade_fn = grader(params, store, args.stand_in_grader, args.levers)
             trainer = Trainer(
                 method, params, ac, codec, store, train_ids, grade_fn, Path(work) / method, args.seed
             )
@@ -217,7 +236,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def report(result: dict[str, Any]) -> None:
-    print(f"threads {result['threads']}; {result['updates']} update(s) per method; seconds per episode")
+    print(
+        f"threads {result['threads']}; levers {result['levers']}; {result['updates']} update(s) per method; "
+        "seconds per episode"
+    )
     print(f"{'':24s}{'cpu_s':>9s}{'wall_s':>9s}")
     totals = []
     for method, row in result["train"].items():
@@ -244,6 +266,13 @@ def main() -> None:
     ap.add_argument("--random-weights", action="store_true", help="ignore --checkpoint")
     ap.add_argument("--stand-in-grader", action="store_true", help="no sandbox")
     ap.add_argument("--smallest", action="store_true", help="the smoke test's sizes")
+    ap.add_argument("--threads", type=int, default=0, help="intra-op threads (default numerics.threads)")
+    ap.add_argument(
+        "--levers",
+        choices=["on", "off"],
+        default="on",
+        help="off: no shared-prefix forward, no grade cache (the baseline of an A/B)",
+    )
     ap.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     args = ap.parse_args()
     result = measure(args)

@@ -7,8 +7,7 @@ import pytest
 
 from pappo.config import Params
 from pappo.env.agents import OracleAgent
-from pappo.env.grade_cache import GradeCache
-from pappo.env.vec import VecEnv
+from pappo.env.vec import GradeCache, VecEnv
 from pappo.tasks.store import TaskStore
 from test_env_episode import FakeGrader, make_env
 

@@ -23,8 +23,8 @@ import torch
 
 from pappo import numerics
 from pappo.config import Params
-from pappo.env.grade_cache import GradeCache
 from pappo.env.protocol import tools_for
+from pappo.env.vec import GradeCache
 from pappo.experiment import receipt as rc
 from pappo.experiment.report import (
     Budget,
@@ -209,7 +209,7 @@ def _run(
 
 def run_grader(params: Params, store: TaskStore) -> GradeCache:
     """The sandbox grader of one run, training and evaluation alike: each distinct tree of a task
-    is graded once per run (`env/grade_cache.py`)."""
+    is graded once per run (`env/vec.py`)."""
     return GradeCache(functools.partial(grade_many, default_pool(params.sandbox), hidden=store.hidden))
 
 
