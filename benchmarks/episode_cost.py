@@ -24,6 +24,11 @@ turns, a one-layer model with --random-weights), not the code path. Without the 
 `ActorCritic._hidden` shared prefixes and `run.run_grader` cached grades): the A/B's baseline.
 CPU seconds at more than one thread on a machine whose cores are busy include OpenMP's spin-waits
 (`benchmarks/omp_wait.py`); `--threads 1` measures the work alone.
+Measured 2026-12-04 (models/base, seed 0, 1 update of ppo and grpo, 10 eval tasks, --threads 1,
+2 cores shared with ~12 other busy threads; levers off -> on): ppo 5.32 -> 4.64 CPU s per training
+episode (of which the critic warm-up 3.64 -> 3.01), grpo 0.80 -> 0.76, evaluation 0.34 -> 0.31;
+the sandbox graded 17 of 37 trees asked for. At 2 threads on that machine the same run cost
+2-3x the CPU seconds (spin-waits), and varied with the load by more than the levers' effect.
 The last line is `per episode cpu_s: train X.XXX eval X.XXX`.
 """
 
