@@ -26,6 +26,10 @@ SMOKE = {
     "sandbox_latency.py": (["--tasks", "1", "--repeats", "1"], r"ratio with hidden checks: \d+\.\d"),
     "semantic_hacks.py": (["--tasks", "3"], r"success under attack: 0"),
     "procedure_ceiling.py": (["--tasks", "all", "--limit", "2", "--seeds", "1"], r"ceiling: \d\.\d\d"),
+    "episode_cost.py": (
+        ["--random-weights", "--stand-in-grader", "--smallest", "--methods", "ppo"],
+        r"per episode cpu_s: train \d+\.\d{3} eval \d+\.\d{3}",
+    ),
 }
 SANDBOXED = {"sandbox_latency.py", "semantic_hacks.py", "procedure_ceiling.py"}
 NOT_HERE = {
@@ -82,6 +86,15 @@ def test_rollout_throughput_runs_on_the_default_params() -> None:
     found = re.finditer(r"^(batched|naive):\s+(\d+) tokens", out, re.M)
     tokens = {m.group(1): int(m.group(2)) for m in found}
     assert tokens.keys() == {"batched", "naive"} and min(tokens.values()) > 0, out
+
+
+@pytest.mark.slow
+def test_episode_cost_runs_on_the_default_params() -> None:
+    out = _check("episode_cost.py")
+    # every phase of a critic method's training episode, then the evaluation's
+    phases = re.findall(r"^ppo (rollout|critic_warmup|freeze|optimise)\s+\d+\.\d{3}\s+\d+\.\d{3}$", out, re.M)
+    assert phases == ["rollout", "critic_warmup", "freeze", "optimise"], out
+    assert re.search(r"^eval episode\s+\d+\.\d{3}\s+\d+\.\d{3}\s+\(4 episodes\)$", out, re.M), out
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ from torch import nn
 
 from pappo.config import LoraParams
 from pappo.io import PappoError
+from pappo.policy import adapters
 from pappo.policy.adapters import ActorCritic
 
 LORA = LoraParams(rank=4, alpha=8.0)
@@ -237,3 +238,63 @@ def test_saved_adapter_configs_do_not_depend_on_set_order(ac: ActorCritic, tmp_p
     for name in ("policy", "critic"):
         config = json.loads((tmp_path / "a" / name / "adapter_config.json").read_text())
         assert config["target_modules"] == sorted(TARGETS)
+
+
+def test_shared_prefix_len_is_the_common_start_leaving_each_row_a_token() -> None:
+    ids = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 1, 9], [5, 6, 7, 8, 2]])
+    assert adapters.shared_prefix_len(ids) == 3
+    assert adapters.shared_prefix_len(ids[[0, 0]]) == 4  # identical rows: the last token stays their own
+    assert adapters.shared_prefix_len(ids[:1]) == 0  # one row shares with nobody
+    assert adapters.shared_prefix_len(torch.tensor([[1, 2], [3, 2]])) == 0
+
+
+def _outputs_and_grads(ac: ActorCritic, ids: torch.Tensor, attn: torch.Tensor):
+    """Policy hidden states and values (B, T) on the real tokens, and every adapter gradient."""
+    for p in ac.parameters():
+        p.grad = None
+    hidden, values = ac.policy_hidden(ids, attn), ac.values(ids, attn)
+    real = attn.bool()
+    probe = torch.randn(hidden.shape, generator=torch.Generator().manual_seed(5))  # a loss of every output
+    ((hidden * probe * attn[..., None]).sum() + (values * attn).sum()).backward()
+    grads = {n: p.grad.clone() for n, p in ac.named_parameters() if p.grad is not None}
+    return hidden.detach()[real], values.detach()[real], grads
+
+
+def test_a_shared_prefix_runs_once_with_the_same_outputs_and_gradients(
+    ac: ActorCritic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    perturb_adapters(ac)
+    ids = batch(seed=3, b=4, t=40)
+    ids[:, :24] = ids[0, :24]  # a system prompt every row starts with
+    attn = torch.ones_like(ids)
+    attn[1, 30:], attn[3, 26:] = 0, 0  # right padding, as RolloutBatch holds rows
+    monkeypatch.setattr(adapters, "MIN_SHARED_PREFIX", 10**9)  # the plain path: every row in full
+    plain = _outputs_and_grads(ac, ids, attn)
+    monkeypatch.setattr(adapters, "MIN_SHARED_PREFIX", 16)
+    widths: list[tuple[int, int]] = []
+    decoder = ac.peft.get_base_model().base_model
+    hook = decoder.register_forward_pre_hook(
+        lambda m, a, kw: widths.append(tuple(kw["input_ids"].shape)), with_kwargs=True
+    )
+    shared = _outputs_and_grads(ac, ids, attn)
+    hook.remove()
+    assert widths == [(1, 24), (4, 16)] * 2  # the prefix once, then every row's own tokens (policy, critic)
+    torch.testing.assert_close(shared[0], plain[0], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(shared[1], plain[1], rtol=1e-4, atol=1e-5)
+    assert shared[2].keys() == plain[2].keys()
+    assert (
+        len(plain[2]) == len(ac.policy_parameters()) + len(ac.critic_parameters()) - 1
+    )  # reward weight unread
+    for name, grad in plain[2].items():  # float32 sums in another order: close relative to the tensor's norm
+        assert float((shared[2][name] - grad).norm()) <= 1e-4 * float(grad.norm()), name
+
+
+def test_left_padded_rows_do_not_share_a_prefix(ac: ActorCritic, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = batch(seed=4, b=2, t=30)
+    ids[1, :20] = ids[0, :20]
+    attn = torch.ones_like(ids)
+    attn[0, :2] = 0  # left padding: positions come from the mask, the plain path's job
+    monkeypatch.setattr(adapters, "MIN_SHARED_PREFIX", 10**9)
+    plain = ac.values(ids, attn).detach()
+    monkeypatch.setattr(adapters, "MIN_SHARED_PREFIX", 4)
+    torch.testing.assert_close(ac.values(ids, attn).detach(), plain)

@@ -24,6 +24,7 @@ import torch
 from pappo import numerics
 from pappo.config import Params
 from pappo.env.protocol import tools_for
+from pappo.env.vec import GradeCache
 from pappo.experiment import receipt as rc
 from pappo.experiment import usage
 from pappo.experiment.report import (
@@ -141,7 +142,7 @@ def _run(
         ChatCodec(tokenizer, tools_for(params.env.actions)),
         TaskStore.from_params(params, "repofix"),
     )
-    grade_fn = functools.partial(grade_many, default_pool(params.sandbox), hidden=store.hidden)
+    grade_fn = run_grader(params, store)
     ac = ActorCritic(model, params.lora, params.model.logits_fp32)
     subset = params_subset(params, method)
     fingerprint = sha256_bytes(
@@ -213,6 +214,12 @@ def _run(
     if method != "base":
         shutil.rmtree(CHECKPOINTS / f"seed_{seed}" / method, ignore_errors=True)
     return report
+
+
+def run_grader(params: Params, store: TaskStore) -> GradeCache:
+    """The sandbox grader of one run, training and evaluation alike: each distinct tree of a task
+    is graded once per run (`env/vec.py`)."""
+    return GradeCache(functools.partial(grade_many, default_pool(params.sandbox), hidden=store.hidden))
 
 
 def place(model: torch.nn.Module, params: Params, dist: Dist) -> torch.nn.Module:

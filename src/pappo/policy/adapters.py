@@ -36,6 +36,8 @@ VALUE_HEAD_FILE = "value_head.safetensors"
 META_FILE = "actor_critic.json"
 FORMAT = 2  # 2: the value head file also holds the critic's reward weight
 REWARD_KEY = "reward.weight"
+# Shorter shared prefixes run with the rest of the sequence: two forwards cost more than they save
+MIN_SHARED_PREFIX = 16
 
 
 def lora_config(lora: LoraParams) -> LoraConfig:
@@ -165,12 +167,36 @@ class ActorCritic(nn.Module):
         """Last hidden states (B, T, H) with the policy adapter, without the lm_head: callers apply
         `lm_head` only where they need logits (the sampled tokens), not at every prompt position."""
         self._use(POLICY)
+        return self._hidden(input_ids, attention_mask)
+
+    def _hidden(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        """Last hidden states (B, T, H) of the active adapter over full sequences from position 0.
+
+        Right-padded rows that all begin with the same tokens (the system prompt and tool schemas
+        every episode starts with; a task's statement too within a group) run that prefix once:
+        its keys and values are repeated to every row and the rest of each row attends to them,
+        so its cost is paid once per call, forward and backward (the gradient of the repeat sums
+        the rows' shares). Exact up to float reassociation (`tests/test_policy_adapters.py`)."""
         attention_mask = dense_or_mask(attention_mask)
-        position_ids = _positions(attention_mask, input_ids, None)  # (B, T)
         decoder = self.peft.get_base_model().base_model  # e.g. Qwen2Model, LoRA layers inside
-        return decoder(
-            input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
-        ).last_hidden_state
+        shared = shared_prefix_len(input_ids) if attention_mask is None else 0
+        if shared < MIN_SHARED_PREFIX:
+            position_ids = _positions(attention_mask, input_ids, None)  # (B, T)
+            return decoder(
+                input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+            ).last_hidden_state
+        b, t = input_ids.shape
+        positions = torch.arange(t, device=input_ids.device)[None]  # (1, T): right padding, as the mask gives
+        head = decoder(input_ids=input_ids[:1, :shared], position_ids=positions[:, :shared], use_cache=True)
+        cache = head.cache
+        cache.batch_repeat_interleave(b)  # (B, Hkv, P, D) per layer; backward sums over the rows
+        tail = decoder(
+            input_ids=input_ids[:, shared:],
+            position_ids=positions[:, shared:].expand(b, -1),
+            cache=cache,
+            use_cache=True,
+        ).last_hidden_state  # (B, T - P, H)
+        return torch.cat([head.last_hidden_state.expand(b, -1, -1), tail], dim=1)
 
     @property
     def lm_head(self) -> nn.Module:
@@ -199,12 +225,12 @@ class ActorCritic(nn.Module):
         """
         self._use(CRITIC)
         if position_ids is None:
-            attention_mask = dense_or_mask(attention_mask)
-        position_ids = _positions(attention_mask, input_ids, position_ids)  # (B, T)
-        decoder = self.peft.get_base_model().base_model  # e.g. Qwen2Model, LoRA layers inside
-        hidden = decoder(
-            input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
-        ).last_hidden_state  # (B, T, H), after the final norm
+            hidden = self._hidden(input_ids, attention_mask)  # (B, T, H), after the final norm
+        else:
+            decoder = self.peft.get_base_model().base_model  # e.g. Qwen2Model, LoRA layers inside
+            hidden = decoder(
+                input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+            ).last_hidden_state
         # verl's critic keeps values in float32 whatever the compute dtype (bf16 at 7B).
         return self.value_head(hidden.float()).squeeze(-1)  # (B, T)
 
@@ -298,6 +324,16 @@ def _positions(
         return position_ids
     positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)  # (B, T_past + T)
     return positions[:, -input_ids.shape[1] :]  # (B, T)
+
+
+def shared_prefix_len(input_ids: torch.Tensor) -> int:
+    """Length of the longest prefix every row of input_ids (B, T) starts with, leaving every row at
+    least one token of its own; 0 for a single row (nothing to share)."""
+    if input_ids.shape[0] < 2 or input_ids.shape[1] < 2:
+        return 0
+    same = (input_ids == input_ids[:1]).all(0)  # (T,) column equal across rows
+    differs = (~same[:-1]).nonzero()
+    return int(differs[0]) if len(differs) else input_ids.shape[1] - 1
 
 
 def _required(path: Path) -> Path:
