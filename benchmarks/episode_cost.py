@@ -10,7 +10,7 @@ updates, then one `evaluate` of the last policy on `--eval-tasks` held-out tasks
 `eval.samples` sampled episodes per task, as a run's evaluation), graded as a run grades
 (`run.run_grader`, one per method; the evaluation uses the last method's). CPU seconds are this process's
 user + system time plus that of every live descendant (the sandbox's fork-server workers and the
-test runs they reaped), read with psutil around each phase; a descendant that exits between two
+test runs they reaped), read from /proc around each phase (pappo.experiment.usage.tree_cpu_s); a descendant that exits between two
 reads is missed, so CPU seconds are a lower bound when the sandbox grades. Per training episode:
 a phase's seconds summed over the updates, over the episodes those updates played; the critic
 warm-up (update 0 of ppo and pappo, `rl.critic_warmup_steps` critic steps) is its own row, as a
@@ -39,24 +39,26 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import psutil
 import torch
 
 from pappo.config import Params, load_params
 from pappo.env.protocol import tools_for
 from pappo.env.vec import GradeCache
 from pappo.experiment.run import run_grader
+from pappo.experiment.usage import tree_cpu_s
 from pappo.numerics import pin
 from pappo.policy import adapters
 from pappo.policy.adapters import POLICY, ActorCritic
 from pappo.policy.chat import ChatCodec
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.rl.evaluate import evaluate
-from pappo.rl.trainer import CRITIC_METHODS, METHODS, Trainer
+from pappo.rl.learner import CRITIC_METHODS, METHODS
+from pappo.rl.trainer import Trainer
 from pappo.tasks.splits import read_split
 from pappo.tasks.store import TaskStore
 
@@ -65,19 +67,6 @@ from common import stand_in_grades
 
 _TOKENIZER: list[Any] = []
 PHASES = ("rollout", "critic_warmup", "freeze", "optimise")
-
-
-def cpu_s() -> float:
-    """User + system seconds of this process and its live descendants (with what they reaped)."""
-    me = psutil.Process()
-    total = 0.0
-    for p in [me, *me.children(recursive=True)]:
-        try:
-            t = p.cpu_times()
-        except psutil.Error:  # exited between the listing and the read
-            continue
-        total += t.user + t.system + t.children_user + t.children_system
-    return total
 
 
 class Meter:
@@ -89,42 +78,50 @@ class Meter:
 
     def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
-            c0, w0 = cpu_s(), time.perf_counter()
+            c0, w0 = tree_cpu_s(), time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.cpu[name] = self.cpu.get(name, 0.0) + cpu_s() - c0
+                self.cpu[name] = self.cpu.get(name, 0.0) + tree_cpu_s() - c0
                 self.wall[name] = self.wall.get(name, 0.0) + time.perf_counter() - w0
 
         return timed
 
 
-def instrument(trainer: Trainer, meter: Meter) -> None:
-    """Time the trainer's phases by wrapping its bound methods on the instance (the class is
-    untouched). The warm-up calls `freeze(values_only=True)` itself: counted as warm-up only."""
-    warmup = meter.wrap("critic_warmup", trainer._critic_warmup)
-    freeze, plain_freeze = meter.wrap("freeze", trainer.freeze), trainer.freeze
+@contextmanager
+def instrument(trainer: Trainer, meter: Meter) -> Iterator[None]:
+    """Time the phases of `trainer`'s updates: its `rollouts` method (on the instance) and, while
+    inside, the module functions the update calls (`update.critic_warmup`, `update.freeze`,
+    `trainer.optimise`), restored on exit. The warm-up's own value pass is warm-up, and optimise
+    is what `optimise` spends beyond the warm-up and the freeze it calls."""
+    from pappo.rl import trainer as trainer_mod
+    from pappo.rl import update as update_mod
+
+    saved = update_mod.critic_warmup, update_mod.freeze, trainer_mod.optimise
+    warmup, plain_freeze = meter.wrap("critic_warmup", saved[0]), saved[1]
+    timed_freeze, learn = meter.wrap("freeze", plain_freeze), meter.wrap("learn", saved[2])
     in_warmup = [False]
 
-    def warmup_call(batch: Any) -> Any:
+    def warmup_call(*args: Any, **kwargs: Any) -> Any:
         in_warmup[0] = True
         try:
-            return warmup(batch)
+            return warmup(*args, **kwargs)
         finally:
             in_warmup[0] = False
 
-    def freeze_call(batch: Any, values_only: bool = False) -> Any:
-        return (plain_freeze if in_warmup[0] else freeze)(batch, values_only)
+    def freeze_call(*args: Any, **kwargs: Any) -> Any:
+        return (plain_freeze if in_warmup[0] else timed_freeze)(*args, **kwargs)
 
-    timed = {
-        "rollouts": meter.wrap("rollout", trainer.rollouts),
-        "_critic_warmup": warmup_call,
-        "freeze": freeze_call,
-        "_optimise": meter.wrap("optimise", trainer._optimise),
-        "_rft": meter.wrap("optimise", trainer._rft),
-    }
-    for name, fn in timed.items():  # instance attributes shadow the class's methods
-        setattr(trainer, name, fn)
+    trainer.rollouts = meter.wrap("rollout", trainer.rollouts)  # an instance attribute shadows the method
+    update_mod.critic_warmup, update_mod.freeze, trainer_mod.optimise = warmup_call, freeze_call, learn
+    try:
+        yield
+    finally:
+        update_mod.critic_warmup, update_mod.freeze, trainer_mod.optimise = saved
+        for clock in (meter.cpu, meter.wall):
+            clock["optimise"] = (
+                clock.pop("learn", 0.0) - clock.get("critic_warmup", 0.0) - clock.get("freeze", 0.0)
+            )
 
 
 def smallest(params: Params) -> Params:
@@ -220,8 +217,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 method, params, ac, codec, store, train_ids, grade_fn, Path(work) / method, args.seed
             )
             meter = Meter()
-            instrument(trainer, meter)
-            history = trainer.run()
+            with instrument(trainer, meter):
+                history = trainer.run()
             episodes = sum(int(h["rollout"]["episodes"]) for h in history)
             out["train"][method] = {
                 "episodes": episodes,
@@ -232,10 +229,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         assert ac is not None
         with ac.adapter(POLICY):
             decoder = Qwen2Decoder(ac.peft, params.model.logits_fp32)
-        c0, w0 = cpu_s(), time.perf_counter()
+        c0, w0 = tree_cpu_s(), time.perf_counter()
         evaluate(decoder, codec, params, store, eval_ids, grade_fn, args.seed, tag=updates)
-        n = len(eval_ids) * (1 + params.eval.samples)
-        out["eval"] = {"episodes": n, "cpu_s": (cpu_s() - c0) / n, "wall_s": (time.perf_counter() - w0) / n}
+        n = len(eval_ids) * (params.eval.boards + params.eval.samples)
+        out["eval"] = {
+            "episodes": n,
+            "cpu_s": (tree_cpu_s() - c0) / n,
+            "wall_s": (time.perf_counter() - w0) / n,
+        }
         out["eval"]["trees"] = _trees(grade_fn)  # the run's cumulative counts, training included
     return out
 

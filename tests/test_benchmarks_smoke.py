@@ -34,6 +34,7 @@ SMOKE = {
 SANDBOXED = {"sandbox_latency.py", "semantic_hacks.py", "procedure_ceiling.py"}
 NOT_HERE = {
     "common.py": "a module the scripts import, not a command",
+    "power_design.py": "tests/test_power_design.py runs it on pilot run folders it builds",
     "gpu_step.py": "tests/test_gpu_step.py runs it (--config tiny)",
     "confirmation.py": "tests/test_confirmation.py runs its command on run folders it builds",
     "id_slot.py": "needs `dvc repro` outputs (the manifest lock, models/base); "
