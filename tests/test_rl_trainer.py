@@ -231,6 +231,11 @@ def test_each_method_updates_its_policy(fx_params: Params, tmp_path: Path, metho
     assert record["rollout"]["success"] > 0 and record["steps"]
     assert moved(before, ac.policy_parameters())
     assert moved(critic, ac.critic_parameters()) == (method == "pappo")  # only critic methods train it
+    # every step counts the tokens under its actor loss (the summary's trained tokens): positive,
+    # whole, and per epoch no more than the update's sampled tokens
+    tokens = [s["actor/tokens"] for s in record["steps"]]
+    assert all(n > 0 and n == int(n) for n in tokens)
+    assert sum(s["actor/tokens"] for s in record["steps"] if s["epoch"] == 0) <= record["rollout"]["tokens"]
 
 
 def test_infra_error_episodes_are_dropped_and_counted(fx_params: Params, tmp_path: Path):

@@ -91,6 +91,7 @@ def ppo_step(learner: Learner, batch: RolloutBatch, idx: torch.Tensor) -> dict[s
             stats.update(v_stats)
         _accumulate(sums, stats, share)
     sums = _explained_variance(merge_stats(dist.gather(sums)))
+    sums["actor/tokens"] = float(dist.sum(learner.loss_mask(batch)[idx].sum()))  # under the actor loss
     sums["actor/grad_norm"] = learner.clip_and_step(learner.ac.policy_parameters(), learner.actor_opt)
     if learner.critic:
         sums["critic/grad_norm"] = learner.clip_and_step(learner.ac.critic_parameters(), learner.critic_opt)
@@ -206,7 +207,15 @@ def rft_update(learner: Learner, batch: RolloutBatch, u: int) -> list[dict[str, 
             nll_sum = dist.sum(nll_sum)
             norm = learner.clip_and_step(learner.ac.policy_parameters(), learner.actor_opt)
             learner.scale_update()
-            steps.append({"epoch": epoch, "minibatch": m, "actor/sft_nll": nll_sum, "actor/grad_norm": norm})
+            steps.append(
+                {
+                    "epoch": epoch,
+                    "minibatch": m,
+                    "actor/sft_nll": nll_sum,
+                    "actor/grad_norm": norm,
+                    "actor/tokens": float(total),
+                }
+            )
     return steps
 
 
