@@ -442,3 +442,32 @@ def test_each_comparison_and_claim_splits_its_variance(runs: Path) -> None:
     md = render_markdown(s, [])
     assert "| SD between / within seeds | limited by |" in md
     assert any(f"| {c.variance.limited_by} |" in md for c in s.comparisons if c.variance)
+
+
+def test_the_sampler_trainer_gap_is_summarised_per_method_with_its_device(tmp_path: Path) -> None:
+    from pappo.evidence.mismatch_table import gap_lines, method_gaps
+
+    reports = {}
+    for s in SEEDS:
+        r = run_report("ppo", s)
+        updates = [
+            u
+            | {
+                "freeze": {
+                    "rollout/logprob_gap_mean": 0.01 * (s + 1),
+                    "rollout/logprob_gap_p99": 0.1 * (s + 1),
+                    "rollout/logprob_gap_max": 0.2 * (s + 1) + 0.01 * i,
+                    "rollout/logprob_gap_frac_large": 0.02,
+                }
+            }
+            for i, u in enumerate(r.updates)
+        ]
+        reports[(s, "ppo")] = r.model_copy(update={"updates": updates, "device": "cuda"})
+    reports[(0, "rft")] = run_report("rft", 0)  # no freeze: no gap recorded
+    (gap,) = method_gaps(reports, SEEDS, ["rft", "ppo"])
+    assert (gap.method, gap.devices, gap.updates) == ("ppo", ["cuda"], len(SEEDS) * UPDATES)
+    assert gap.mean == pytest.approx(0.02) and gap.p99 == pytest.approx(0.3)
+    assert gap.max == pytest.approx(0.6 + 0.01 * (UPDATES - 1)) and gap.frac_large == pytest.approx(0.02)
+    md = "\n".join(gap_lines([gap]))
+    assert "| ppo | cuda | 6 | 2.00e-02 | 3.00e-01 |" in md
+    assert gap_lines([]) == []

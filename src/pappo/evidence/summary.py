@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pappo.config import ClaimParams
 from pappo.evidence.costs import MethodCost, method_costs
 from pappo.evidence.labels import METRICS, TASK_METRICS
+from pappo.evidence.mismatch_table import MethodGap, method_gaps
 from pappo.evidence.power import Power, power_of
 from pappo.evidence.variance import VarianceSplit, variance_split
 from pappo.experiment.report import RUN_METHODS, RunReport, run_stage
@@ -191,6 +192,9 @@ class Summary(BaseModel):
     budget: list[BudgetRow] = Field(description="Every run, by seed then method.")
     costs: list[MethodCost] = Field(
         default_factory=list, description="Per method: seconds, memory, tokens and the success spread."
+    )
+    mismatch: list[MethodGap] = Field(
+        default_factory=list, description="Per method: the sampler/trainer log-prob gap over updates."
     )
     plots: list[str] = Field(
         default_factory=list, description="Plot files, relative to the markdown's folder."
@@ -463,6 +467,7 @@ def summarise(
         comparisons=comparisons,
         claims=powers,
         costs=method_costs(reports, seeds, methods),
+        mismatch=method_gaps(reports, seeds, methods),
         budget=budget,
         sources=sources,
     )

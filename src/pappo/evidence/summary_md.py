@@ -15,6 +15,7 @@ from pathlib import Path
 from pappo.config import ClaimParams
 from pappo.evidence.costs import cost_lines
 from pappo.evidence.labels import LABELS, METRICS, SUMMARY_LABELS, TASK_METRICS, TITLES
+from pappo.evidence.mismatch_table import gap_lines
 from pappo.evidence.plots import render_plots
 from pappo.evidence.power import Power
 from pappo.evidence.summary import ClaimPower, Comparison, Summary, load_reports, summarise
@@ -222,6 +223,7 @@ def render_markdown(summary: Summary, plots: list[str]) -> str:
         *_comparison_tables(summary),
         *_budget(summary),
         *cost_lines(summary.costs),
+        *gap_lines(summary.mismatch),
     ]
     pngs = [p for p in plots if p.endswith(".png")]
     if pngs:
