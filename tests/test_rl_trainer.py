@@ -349,3 +349,40 @@ def test_a_choice_log_prob_is_the_softmax_over_its_options(fx_params: Params, tm
         assert restricted[b, pos] > full[b, pos]  # fewer options, more mass each
     other = resp & (rows == 0)
     assert torch.equal(restricted[other], full[other])
+
+
+@pytest.mark.parametrize("method", ["ppo", "pappo"])
+def test_the_warmup_with_one_critic_forward_equals_freezing_first(fx_params: Params, tmp_path: Path, method):
+    """The warm-up takes a micro-batch's values once, with gradient, as its old values and for its
+    returns; the reference below freezes the whole batch first (a no-grad pass) and then takes the
+    loss, as the warm-up did before. Same statistics and the same critic after every step."""
+    from pappo.rl.update import _accumulate, _explained_variance, _weight, critic_loss, critic_warmup
+
+    params = small_params(fx_params, critic_lr=0.05, critic_warmup_steps=3, cliprange_value=0.2)
+    fused, naive = trainer(method, params, tmp_path / "a"), trainer(method, params, tmp_path / "b")
+    trajs, groups, index = fused.rollouts(0)
+    batch = from_trajectories(trajs, groups, 0, index)
+    got = critic_warmup(fused.learner, batch)
+
+    learner, want = naive.learner, []
+    for _ in range(params.rl.critic_warmup_steps):  # the two-pass reference
+        freeze(learner, batch, values_only=True)
+        learner.critic_opt.zero_grad(set_to_none=True)
+        total = float(batch.response_mask.sum())
+        stats: dict[str, float] = {}
+        for micro in learner.micro(torch.arange(len(batch))):
+            mb = batch.select(micro)
+            share = _weight(mb.response_mask, "token-mean") / total
+            loss, st = critic_loss(learner, mb)
+            (loss * share).backward()
+            _accumulate(stats, st, share)
+        learner.clip_and_step(learner.ac.critic_parameters(), learner.critic_opt)
+        want.append(_explained_variance(stats))
+    assert len(got) == len(want) == 3
+    for g, w in zip(got, want):
+        assert g.keys() == w.keys()
+        for k in g:
+            assert g[k] == pytest.approx(w[k], rel=1e-5, abs=1e-7), k
+    for a, b in zip(fused.learner.ac.critic_parameters(), learner.ac.critic_parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+    assert moved(snapshot(actor_critic().critic_parameters()), fused.learner.ac.critic_parameters())

@@ -53,6 +53,15 @@ def freeze(learner: Learner, batch: RolloutBatch, values_only: bool = False) -> 
 
 def advantages(learner: Learner, b: RolloutBatch) -> tuple[torch.Tensor, torch.Tensor]:
     """(advantages, returns), (B, T), for the method; 0 off the policy tokens."""
+    a, ret = raw_advantages(learner, b)
+    if learner.rl.whiten_advantages:
+        a = _whiten(learner, a, learner.loss_mask(b))
+    return a, ret
+
+
+def raw_advantages(learner: Learner, b: RolloutBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """(advantages before whitening, returns), (B, T): each episode's alone (no collective), so a
+    micro-batch's returns are those the whole batch would give its episodes."""
     rl, mask = learner.rl, b.response_mask
     if learner.method == "grpo":
         a = adv_k.grpo_advantages(b.terminal, b.group, norm_by_std=rl.grpo_norm_by_std)  # (B,)
@@ -68,8 +77,6 @@ def advantages(learner: Learner, b: RolloutBatch) -> tuple[torch.Tensor, torch.T
         a_n, ret_n = adv_k.turn_gae(rewards, turn_v, b.turn_mask, rl.gamma, rl.lam)
         a = adv_k.broadcast_turns(a_n, b.turn_index, mask)
         ret = adv_k.broadcast_turns(ret_n, b.turn_index, mask)
-    if rl.whiten_advantages:
-        a = _whiten(learner, a, learner.loss_mask(b))
     return a, ret
 
 

@@ -24,7 +24,7 @@ from pappo.rl import losses
 from pappo.rl.batch import RolloutBatch, token_values
 from pappo.rl.collect import hash_seed
 from pappo.rl.distributed import merge_stats
-from pappo.rl.freeze import freeze, is_weights
+from pappo.rl.freeze import freeze, is_weights, raw_advantages
 from pappo.rl.gppo import gppo_loss
 from pappo.rl.learner import Learner
 
@@ -144,11 +144,15 @@ def actor_loss(learner: Learner, mb: RolloutBatch) -> tuple[torch.Tensor, dict[s
     return loss, stats
 
 
-def critic_loss(learner: Learner, mb: RolloutBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The micro-batch's clipped value loss, its clip fraction and explained-variance moments."""
+def critic_loss(
+    learner: Learner, mb: RolloutBatch, values: torch.Tensor | None = None
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The micro-batch's clipped value loss, its clip fraction and explained-variance moments;
+    `values` (B, T): the critic's values of `mb` already computed with gradient (else computed here)."""
     assert mb.old_values is not None and mb.returns is not None
     rl = learner.rl
-    values = token_values(learner.ac, mb, rl.critic_sees_rewards)
+    if values is None:
+        values = token_values(learner.ac, mb, rl.critic_sees_rewards)
     loss, st = losses.value_loss(
         values, mb.old_values, mb.returns, mb.response_mask, rl.cliprange_value, rl.loss_agg_mode
     )
@@ -161,18 +165,25 @@ def critic_loss(learner: Learner, mb: RolloutBatch) -> tuple[torch.Tensor, dict[
 
 
 def critic_warmup(learner: Learner, batch: RolloutBatch) -> list[dict[str, float]]:
-    """Critic-only steps on the base policy's first batch (returns from its own values)."""
+    """Critic-only steps on the base policy's first batch, each against returns from the critic's
+    own values at that step. One forward per micro-batch serves both: its values, detached, are
+    the step's old values (so the value clip is the identity, as it is for old values frozen
+    just before the step) and give the returns (`raw_advantages`, per episode); the same values,
+    with gradient, enter the loss. Same numbers as freezing first, one critic forward fewer."""
     out = []
-    mode = learner.rl.loss_agg_mode
-    for _ in range(learner.rl.critic_warmup_steps):
-        freeze(learner, batch, values_only=True)
+    rl = learner.rl
+    for _ in range(rl.critic_warmup_steps):
         learner.critic_opt.zero_grad(set_to_none=True)
-        total = learner.dist.sum(_weight(batch.response_mask, mode))
+        total = learner.dist.sum(_weight(batch.response_mask, rl.loss_agg_mode))
         stats: dict[str, float] = {}
         for micro in learner.micro(torch.arange(len(batch))):
             mb = batch.select(micro)
-            share = _weight(mb.response_mask, mode) / max(total, 1e-12)
-            loss, st = critic_loss(learner, mb)
+            share = _weight(mb.response_mask, rl.loss_agg_mode) / max(total, 1e-12)
+            values = token_values(learner.ac, mb, rl.critic_sees_rewards)
+            mb.old_values = values.detach()
+            with torch.no_grad():
+                mb.returns = raw_advantages(learner, mb)[1]
+            loss, st = critic_loss(learner, mb, values)
             learner.backward(loss * share)
             _accumulate(stats, st, share)
         learner.clip_and_step(learner.ac.critic_parameters(), learner.critic_opt)
