@@ -124,3 +124,24 @@ def test_other_architectures_are_refused_by_name():
         Qwen2Decoder(transformers.AutoModelForCausalLM.from_config(cfg))
     with pytest.raises(PappoError, match="sliding-window"):
         Qwen2Decoder(tiny(use_sliding_window=True, sliding_window=8))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_decode_attention_is_the_trainers_sdpa_outside_float32(dtype):
+    """A decode step (one query) in bf16/fp16 is SDPA's arithmetic bit for bit (the trainer's
+    attention); in float32 it is the grouped matmul, equal to SDPA to rounding."""
+    import torch.nn.functional as F
+
+    from pappo.policy.decoder import _attention
+
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(3, 4, 1, 16, generator=gen).to(dtype)
+    k, v = (torch.randn(3, 2, 9, 16, generator=gen).to(dtype) for _ in range(2))
+    bias = torch.zeros(3, 1, 1, 9, dtype=dtype)
+    bias[0, :, :, :3] = torch.finfo(dtype).min  # a left-padded row
+    got = _attention(q, k, v, bias)
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, enable_gqa=True)
+    if dtype == torch.float32:
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+    else:
+        assert torch.equal(got, want)

@@ -258,11 +258,15 @@ class Qwen2Decoder:
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """Grouped-query attention; q (B, Hq, T, D), k and v (B, Hkv, L, D), bias (B, 1, T, L).
 
-    One new token (decoding): query heads are grouped onto their key/value head with a view, so
-    K and V are read once (SDPA's enable_gqa path measured ~1.4x slower at B=16, L=1600 on CPU)."""
+    SDPA, the trainer's attention (transformers' sdpa), wherever the two sides' arithmetic could
+    part: every prefill, and every step in bf16 or fp16, where a hand-written softmax(QK^T)V
+    rounds differently (on CPU in bf16 it put the sampler 10x further from the trainer: mean
+    |gap| 1.6e-4 vs 1.5e-5 nats). One new token in float32 (the CPU tier, where both paths agree
+    to ~1e-7): query heads grouped onto their key/value head with a view, so K and V are read
+    once (SDPA's enable_gqa path measured ~1.4x slower at B=16, L=1600 on CPU)."""
     b, hq, t, d = q.shape
     hkv = k.shape[1]
-    if t != 1:
+    if t != 1 or q.dtype != torch.float32:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, enable_gqa=True)
     qg = q.view(b, hkv, hq // hkv, d)  # (B, Hkv, G, D)
     scores = torch.matmul(qg, k.transpose(-1, -2)) * d**-0.5 + bias[:, :, 0, None, :]  # (B, Hkv, G, L)
