@@ -89,3 +89,16 @@ def test_older_reports_with_a_boolean_success_still_read():
     with pytest.raises(ValueError):
         TaskOutcome.model_validate({**raw, "success": 1.5})
     assert EvalParams().boards == 1
+
+
+def test_intermediate_evaluations_can_be_greedy_and_the_last_is_always_full(fx_params):
+    from pappo.rl.evaluate import at_point
+
+    full = fx_params.model_copy(
+        update={"eval": fx_params.eval.model_copy(update={"boards": 4, "samples": 2, "intermediate": "full"})}
+    )
+    greedy = full.model_copy(update={"eval": full.eval.model_copy(update={"intermediate": "greedy"})})
+    assert at_point(full, final=False) is full and at_point(greedy, final=True) is greedy
+    mid = at_point(greedy, final=False)
+    assert (mid.eval.boards, mid.eval.samples) == (1, 0) and mid.rl == greedy.rl  # nothing else changes
+    assert EvalParams().intermediate == "full"  # the default evaluates every point as before

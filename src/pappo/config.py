@@ -385,6 +385,12 @@ class EvalParams(_Section):
     )
     samples: int = Field(2, ge=0, description="Episodes per task at the training temperature (K of pass@K).")
     n_boot: int = Field(2000, ge=100, description="Bootstrap resamples of the 95% intervals over tasks.")
+    intermediate: Literal["full", "greedy"] = Field(
+        "full",
+        description="Evaluations before the last update: full (boards and samples, as the last) or "
+        "greedy (one board, no samples: the curve's points for a fraction of the cost). The last "
+        "evaluation, the one every comparison reads, is always full.",
+    )
     every: int = Field(
         1, ge=0, description="Evaluate after every `every`-th update and after the last (0: the last only)."
     )

@@ -46,7 +46,7 @@ from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.memory import Dims, refusal
 from pappo.rl.collect import task_draw
 from pappo.rl.distributed import Dist
-from pappo.rl.evaluate import evaluate
+from pappo.rl.evaluate import at_point, evaluate
 from pappo.rl.results import EvalResult
 from pappo.rl.trainer import Trainer
 from pappo.sandbox.grading import grade_many
@@ -149,10 +149,10 @@ def _run(
         canonical_json([subset, source_sha256(), record.revision, method, seed]).encode()
     )
 
-    def evaluate_now(tag: int) -> EvalResult:
+    def evaluate_now(tag: int, final: bool = True) -> EvalResult:
         with ac.adapter(POLICY):
             decoder = Qwen2Decoder(ac.peft, params.model.logits_fp32)
-        return evaluate(decoder, codec, params, store, eval_ids, grade_fn, seed, tag, dist)
+        return evaluate(decoder, codec, at_point(params, final), store, eval_ids, grade_fn, seed, tag, dist)
 
     history: list[dict[str, Any]] = []
     if method == "base":
@@ -165,7 +165,8 @@ def _run(
         def after_update(done: int, rec: dict[str, Any]) -> None:
             if done == params.rl.updates or (params.eval.every and done % params.eval.every == 0):
                 start = time.perf_counter()
-                rec["eval"] = UpdateEval(update=done, result=evaluate_now(done)).model_dump(mode="json")
+                result = evaluate_now(done, final=done == params.rl.updates)
+                rec["eval"] = UpdateEval(update=done, result=result).model_dump(mode="json")
                 rec["wall_s"]["eval"] = time.perf_counter() - start
             log(_progress(method, seed, done, params.rl.updates, rec))
 
