@@ -210,7 +210,7 @@ def test_a_tampered_bundle_with_consistent_hashes_is_caught(world: dict[str, Pat
     assert published_mean < 1.0
     for ev in report["evals"]:  # every held-out task now solved; the means left as they were
         for task in ev["result"]["tasks"]:
-            task["success"] = True
+            task["success"] = 1.0  # the share of its boards solved
     report["final_eval"] = report["evals"][-1]["result"]
     (folder / RUN / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     receipt = json.loads((folder / RUN / "receipt.json").read_text())  # the receipt's hash,
