@@ -124,8 +124,9 @@ def test_ppo_ratios_start_at_one_then_move_and_the_clip_binds(fx_params: Params,
     actor, critic = snapshot(ac.policy_parameters()), snapshot(ac.critic_parameters())
     [record] = t.run()
     first, steps = record["steps"][0], record["steps"]
-    assert first["actor/ratio_min"] == 1.0
-    assert first["actor/ratio_max"] == 1.0
+    # 1 to float rounding: the freeze and the step may run a row's shared prompt prefix in batches
+    # of other shapes (its own group, or a mixed minibatch), whose kernels round differently
+    assert abs(first["actor/ratio_min"] - 1.0) < 1e-5 and abs(first["actor/ratio_max"] - 1.0) < 1e-5
     assert first["actor/pg_clipfrac"] == 0.0
     later = steps[-1]
     assert later["actor/ratio_max"] - later["actor/ratio_min"] > 1e-2
