@@ -43,6 +43,11 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return statistics.fmean(have) if have and len(have) == len(values) else None
 
 
+def runs_of(reports: Mapping[Key, RunReport], seeds: Sequence[int], method: str) -> list[RunReport]:
+    """The method's runs, in seed order (seeds without a run left out)."""
+    return [reports[(s, method)] for s in seeds if (s, method) in reports]
+
+
 def trained_tokens(report: RunReport) -> float | None:
     """Tokens under the actor loss, summed over every optimisation step; None if a step lacks the count."""
     steps = [s for u in report.updates for s in u.get("steps", [])]
@@ -56,7 +61,7 @@ def method_costs(
 ) -> list[MethodCost]:
     out = []
     for m in methods:
-        runs = [reports[(s, m)] for s in seeds if (s, m) in reports]
+        runs = runs_of(reports, seeds, m)
         if not runs:
             continue
         success = [r.final_eval.success.mean for r in runs]

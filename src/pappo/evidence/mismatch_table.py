@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pappo.evidence.costs import runs_of
 from pappo.experiment.report import RunReport
 
 Key = tuple[int, str]
@@ -36,7 +37,7 @@ def method_gaps(
 ) -> list[MethodGap]:
     out = []
     for m in methods:
-        runs = [reports[(s, m)] for s in seeds if (s, m) in reports]
+        runs = runs_of(reports, seeds, m)
         rows = [u["freeze"] for r in runs for u in r.updates if f"{PREFIX}mean" in u.get("freeze", {})]
         if not rows:
             continue
