@@ -352,14 +352,19 @@ def test_a_choice_log_prob_is_the_softmax_over_its_options(fx_params: Params, tm
     assert torch.equal(restricted[other], full[other])
 
 
+@pytest.mark.parametrize("trunk", ["adapter", "policy"])
 @pytest.mark.parametrize("method", ["ppo", "pappo"])
-def test_the_warmup_with_one_critic_forward_equals_freezing_first(fx_params: Params, tmp_path: Path, method):
+def test_the_warmup_with_one_critic_forward_equals_freezing_first(
+    fx_params: Params, tmp_path: Path, method: str, trunk: str
+):
     """The warm-up takes a micro-batch's values once, with gradient, as its old values and for its
     returns; the reference below freezes the whole batch first (a no-grad pass) and then takes the
     loss, as the warm-up did before. Same statistics and the same critic after every step."""
     from pappo.rl.update import _accumulate, _explained_variance, _weight, critic_loss, critic_warmup
 
-    params = small_params(fx_params, critic_lr=0.05, critic_warmup_steps=3, cliprange_value=0.2)
+    params = small_params(
+        fx_params, critic_lr=0.05, critic_warmup_steps=3, cliprange_value=0.2, critic_trunk=trunk
+    )
     fused, naive = trainer(method, params, tmp_path / "a"), trainer(method, params, tmp_path / "b")
     trajs, groups, index = fused.rollouts(0)
     batch = from_trajectories(trajs, groups, 0, index)
@@ -374,7 +379,11 @@ def test_the_warmup_with_one_critic_forward_equals_freezing_first(fx_params: Par
         for micro in learner.micro(torch.arange(len(batch))):
             mb = batch.select(micro)
             share = _weight(mb.response_mask, "token-mean") / total
-            loss, st = critic_loss(learner, mb)
+            loss, st = critic_loss(
+                learner,
+                mb,
+                token_values(learner.ac, mb, learner.rl.critic_sees_rewards, learner.shared_trunk(mb)),
+            )
             (loss * share).backward()
             _accumulate(stats, st, share)
         learner.clip_and_step(learner.ac.critic_parameters(), learner.critic_opt)

@@ -286,6 +286,13 @@ class RLParams(_Section):
         description="ppo/pappo: the critic also reads the process rewards received before each turn "
         "(one learned weight; the policy does not read them), not only the token context.",
     )
+    critic_trunk: Literal["adapter", "policy"] = Field(
+        "adapter",
+        description="ppo/pappo: what the value head reads. adapter: the critic's own LoRA adapter over "
+        "the base (a second trunk pass per forward and backward, as verl's separate critic model); "
+        "policy: the policy adapter's last hidden states, detached (one trunk pass serves actor and "
+        "critic, the actor's loss is unchanged, the critic learns the head and reward weight alone).",
+    )
     lr_scheduler_type: Literal["constant", "cosine"] = Field(
         "constant",
         description="Actor learning rate per update u of U: constant, or cosine annealed "

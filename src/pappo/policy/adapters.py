@@ -231,8 +231,12 @@ class ActorCritic(nn.Module):
             hidden = decoder(
                 input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
             ).last_hidden_state
-        # verl's critic keeps values in float32 whatever the compute dtype (bf16 at 7B).
-        return self.value_head(hidden.float()).squeeze(-1)  # (B, T)
+        return self.head_values(hidden)
+
+    def head_values(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The value head over last hidden states: (B, T, H) -> (B, T), float32 (verl's critic keeps
+        values in float32 whatever the compute dtype, bf16 at 7B)."""
+        return self.value_head(hidden.float()).squeeze(-1)
 
     def reward_values(self, rewards_so_far: torch.Tensor) -> torch.Tensor:
         """The critic's term for the process rewards received so far: (B, T) -> (B, T), float32."""

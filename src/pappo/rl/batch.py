@@ -135,12 +135,15 @@ def policy_outputs(
     temperature: float,
     entropy: bool = False,
     choices: torch.Tensor | None = None,
+    hidden: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Trainer log-probs (B, T) of the sampled tokens under the policy adapter, and the entropy of
     the distributions they were drawn from; 0 elsewhere. The lm_head runs only at the positions
     that predict a sampled token (prompt and tool tokens are most of a sequence). With `choices`
-    (the choice table), a choice's distribution is the softmax over its options alone."""
-    hidden = ac.policy_hidden(batch.input_ids, batch.attention_mask)  # (B, T, H)
+    (the choice table), a choice's distribution is the softmax over its options alone. `hidden`
+    (B, T, H): the policy adapter's last hidden states of `batch`, when the caller has them."""
+    if hidden is None:
+        hidden = ac.policy_hidden(batch.input_ids, batch.attention_mask)  # (B, T, H)
     picked = batch.response_mask[:, 1:] != 0  # (B, T-1): position t-1 predicts token t
     logits = ac.token_logits(hidden[:, :-1][picked]) / temperature  # (M, V)
     if choices is not None:
@@ -168,9 +171,16 @@ def reference_log_probs(
         return policy_outputs(ac, batch, temperature, choices=choices)[0]
 
 
-def token_values(ac: ActorCritic, batch: RolloutBatch, sees_rewards: bool = False) -> torch.Tensor:
+def token_values(
+    ac: ActorCritic, batch: RolloutBatch, sees_rewards: bool = False, features: torch.Tensor | None = None
+) -> torch.Tensor:
     """Critic value of the state each token is sampled in: head at t - 1, (B, T), 0 at t = 0;
-    `sees_rewards` (rl.critic_sees_rewards): plus its term for the process rewards received so far."""
-    v = ac.values(batch.input_ids, batch.attention_mask)  # (B, T), value after reading token t
+    `sees_rewards` (rl.critic_sees_rewards): plus its term for the process rewards received so far.
+    `features` (B, T, H), rl.critic_trunk policy: the value head reads these (the policy's hidden
+    states, detached) instead of a pass of the critic adapter."""
+    if features is None:
+        v = ac.values(batch.input_ids, batch.attention_mask)  # (B, T), value after reading token t
+    else:
+        v = ac.head_values(features.detach())
     v = torch.cat([v.new_zeros(v.shape[0], 1), v[:, :-1]], dim=1)
     return v + ac.reward_values(batch.rewards_so_far) if sees_rewards else v

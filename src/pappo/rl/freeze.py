@@ -32,12 +32,13 @@ def freeze(learner: Learner, batch: RolloutBatch, values_only: bool = False) -> 
     width = batch.input_ids.shape[1]
     for idx in learner.micro(torch.arange(len(batch))):
         mb = batch.select(idx)
+        hidden = learner.shared_trunk(mb)
         if not values_only:
-            parts["old"].append(_pad(learner.log_probs(mb, temp)[0], width))
+            parts["old"].append(_pad(learner.log_probs(mb, temp, hidden=hidden)[0], width))
         if rl.kl_coef > 0 and not values_only:
             parts["ref"].append(_pad(reference_log_probs(learner.ac, mb, temp, learner.choices), width))
         if learner.critic:
-            parts["val"].append(_pad(token_values(learner.ac, mb, rl.critic_sees_rewards), width))
+            parts["val"].append(_pad(token_values(learner.ac, mb, rl.critic_sees_rewards, hidden), width))
     if not values_only:
         batch.old_log_prob = torch.cat(parts["old"])
         batch.ref_log_prob = torch.cat(parts["ref"]) if parts["ref"] else None

@@ -77,10 +77,17 @@ class Learner:
 
     # ------------------------------------------------------------------ what the terms read
     def log_probs(
-        self, mb: RolloutBatch, temperature: float, entropy: bool = False
+        self, mb: RolloutBatch, temperature: float, entropy: bool = False, hidden: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """`policy_outputs` under the run's choice table (the one place the trainer applies it)."""
-        return policy_outputs(self.ac, mb, temperature, entropy=entropy, choices=self.choices)
+        return policy_outputs(self.ac, mb, temperature, entropy=entropy, choices=self.choices, hidden=hidden)
+
+    def shared_trunk(self, mb: RolloutBatch) -> torch.Tensor | None:
+        """The policy adapter's last hidden states of `mb` (B, T, H) when one trunk pass serves the actor
+        and the critic (a critic method with rl.critic_trunk policy), else None: each makes its own."""
+        if not self.critic or self.rl.critic_trunk != "policy":
+            return None
+        return self.ac.policy_hidden(mb.input_ids, mb.attention_mask)
 
     def loss_mask(self, b: RolloutBatch) -> torch.Tensor:
         """The tokens the actor learns on (B, T): every sampled token, or the decisions alone."""

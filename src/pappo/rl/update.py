@@ -83,10 +83,16 @@ def ppo_step(learner: Learner, batch: RolloutBatch, idx: torch.Tensor) -> dict[s
         mb = batch.select(micro)
         share = _weight(mb.response_mask, mode) / max(total, 1e-12)
         actor_share = _weight(learner.loss_mask(mb), mode) / max(actor_total, 1e-12)
-        loss, stats = actor_loss(learner, mb)
+        hidden = learner.shared_trunk(mb)  # one trunk pass for both losses (rl.critic_trunk policy)
+        loss, stats = actor_loss(learner, mb, hidden)
         learner.backward(loss * actor_share)
         if learner.critic:
-            v_loss, v_stats = critic_loss(learner, mb)
+            values = (
+                None
+                if hidden is None
+                else token_values(learner.ac, mb, learner.rl.critic_sees_rewards, hidden)
+            )
+            v_loss, v_stats = critic_loss(learner, mb, values)
             learner.backward(v_loss * share)
             stats.update(v_stats)
         _accumulate(sums, stats, share)
@@ -99,11 +105,14 @@ def ppo_step(learner: Learner, batch: RolloutBatch, idx: torch.Tensor) -> dict[s
     return sums
 
 
-def actor_loss(learner: Learner, mb: RolloutBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The micro-batch's actor loss (policy gradient - entropy bonus + KL anchor) and its stats."""
+def actor_loss(
+    learner: Learner, mb: RolloutBatch, hidden: torch.Tensor | None = None
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The micro-batch's actor loss (policy gradient - entropy bonus + KL anchor) and its stats;
+    `hidden` (B, T, H): the policy's last hidden states of `mb` with gradient, if already computed."""
     rl, mask = learner.rl, learner.loss_mask(mb)
     assert mb.old_log_prob is not None and mb.advantages is not None
-    log_prob, entropy = learner.log_probs(mb, learner.params.rollout.temperature, entropy=True)
+    log_prob, entropy = learner.log_probs(mb, learner.params.rollout.temperature, entropy=True, hidden=hidden)
     assert entropy is not None
     if rl.trust_region == "gppo":
         pg, st = gppo_loss(
@@ -169,17 +178,22 @@ def critic_warmup(learner: Learner, batch: RolloutBatch) -> list[dict[str, float
     own values at that step. One forward per micro-batch serves both: its values, detached, are
     the step's old values (so the value clip is the identity, as it is for old values frozen
     just before the step) and give the returns (`raw_advantages`, per episode); the same values,
-    with gradient, enter the loss. Same numbers as freezing first, one critic forward fewer."""
+    with gradient, enter the loss. Same numbers as freezing first, one critic forward fewer.
+    With rl.critic_trunk policy the policy's hidden states are read once, before the steps: the
+    steps then run the value head alone."""
     out = []
     rl = learner.rl
+    micros = learner.micro(torch.arange(len(batch)))
+    with torch.no_grad():  # rl.critic_trunk policy: the policy does not move here, so its features don't
+        features = [learner.shared_trunk(batch.select(micro)) for micro in micros]
     for _ in range(rl.critic_warmup_steps):
         learner.critic_opt.zero_grad(set_to_none=True)
         total = learner.dist.sum(_weight(batch.response_mask, rl.loss_agg_mode))
         stats: dict[str, float] = {}
-        for micro in learner.micro(torch.arange(len(batch))):
+        for micro, hidden in zip(micros, features):
             mb = batch.select(micro)
             share = _weight(mb.response_mask, rl.loss_agg_mode) / max(total, 1e-12)
-            values = token_values(learner.ac, mb, rl.critic_sees_rewards)
+            values = token_values(learner.ac, mb, rl.critic_sees_rewards, hidden)
             mb.old_values = values.detach()
             with torch.no_grad():
                 mb.returns = raw_advantages(learner, mb)[1]
