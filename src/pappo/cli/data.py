@@ -53,6 +53,7 @@ def candidates(params_path: Path = ParamsOpt, task_set: str = SetOpt) -> None:
 def validate(params_path: Path = ParamsOpt) -> None:
     """Validate every benchmark and warm-up task; write the lock files only if all pass."""
     from pappo.sandbox.pool import default_pool, require_containment
+    from pappo.tasks.grade_table import grades_path, write_table
     from pappo.tasks.validate import write_lock
     from pappo.tasks.validate_sets import validate_sets
 
@@ -63,9 +64,11 @@ def validate(params_path: Path = ParamsOpt) -> None:
     for name, done in locks.items():
         path = getattr(params.tasks, name).lock
         write_lock(done.lock, path)
+        write_table(done.grades, grades_path(path))
         typer.echo(
             f"{name}: {done.lock.n_tasks} tasks in {len(done.lock.families)} families valid "
-            f"({done.n_runs} sandboxed runs, slowest {done.slowest_run_s:.2f} s); wrote {path}"
+            f"({done.n_runs} sandboxed runs, slowest {done.slowest_run_s:.2f} s); wrote {path} and "
+            f"{grades_path(path)} ({len(done.grades.rows)} reachable trees graded)"
         )
 
 

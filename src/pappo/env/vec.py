@@ -13,7 +13,7 @@ request of the same key; an infra error is never kept (the next request runs aga
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pappo.config import EnvParams
@@ -99,9 +99,9 @@ class GradeCache:
     """Wraps `grade_fn`; same contract (one grade per item, in order). `calls`/`graded`: how many
     requests came and how many trees went to `grade_fn` (diagnostics)."""
 
-    def __init__(self, grade_fn: GradeFn) -> None:
+    def __init__(self, grade_fn: GradeFn, kept: Mapping[Key, Grade] | None = None) -> None:
         self.grade_fn = grade_fn
-        self.kept: dict[Key, Grade] = {}
+        self.kept: dict[Key, Grade] = dict(kept or {})  # e.g. validate's grade table (tasks/grade_table.py)
         self.calls = self.graded = 0
 
     def __call__(self, items: Sequence[GradeItem]) -> list[Grade]:

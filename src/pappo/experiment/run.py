@@ -52,6 +52,7 @@ from pappo.rl.trainer import Trainer
 from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import default_pool
 from pappo.stage_code import code_sha256, stage_code
+from pappo.tasks.grade_table import read_table
 from pappo.tasks.splits import read_split
 from pappo.tasks.store import TaskStore
 
@@ -219,8 +220,9 @@ def _run(
 
 def run_grader(params: Params, store: TaskStore) -> GradeCache:
     """The sandbox grader of one run, training and evaluation alike: each distinct tree of a task
-    is graded once per run (`env/vec.py`)."""
-    return GradeCache(functools.partial(grade_many, default_pool(params.sandbox), hidden=store.hidden))
+    is graded once per run (`env/vec.py`), and not at all when validate's grade table has it."""
+    grade_fn = functools.partial(grade_many, default_pool(params.sandbox), hidden=store.hidden)
+    return GradeCache(grade_fn, read_table(params))
 
 
 def place(model: torch.nn.Module, params: Params, dist: Dist) -> torch.nn.Module:

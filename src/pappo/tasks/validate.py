@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pappo.config import Params, SandboxParams
 from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes, tree_sha256
-from pappo.sandbox.grading import grade_many, outcomes_digest, same_outcome
+from pappo.sandbox.grading import Grade, grade_many, outcomes_digest, same_outcome
 from pappo.sandbox.pool import default_pool
 from pappo.sandbox.runner import TestRun, run_many
 from pappo.tasks.candidates import (
@@ -30,6 +30,7 @@ from pappo.tasks.candidates import (
     read_candidates,
 )
 from pappo.tasks.families import files_sha256, load_tree, source_lines
+from pappo.tasks.grade_table import GradeTable, build_table
 from pappo.tasks.hidden import HiddenChecks, hidden_path, read_hidden
 from pappo.tasks.manifest import read_manifest
 from pappo.tasks.models import FamilyLock, ManifestLock, SandboxRecord, Task, TaskCheck
@@ -50,6 +51,7 @@ class Validated:
     lock: ManifestLock
     n_runs: int  # sandboxed pytest runs made
     slowest_run_s: float  # kept out of the lock: timings differ from run to run
+    grades: GradeTable  # every reachable tree's grade (tasks/grade_table.py)
 
 
 @dataclass
@@ -90,7 +92,7 @@ def validate_set(task_set: TaskSet, params: Params) -> Validated:
     ]
     checks = [_check_typed(p, c, clean_runs.get(p.task.family, []), errors) for p, c in zip(prepared, checks)]
     # Candidates: one grade each; with the build's grade (the recorded n_failing) that is two agreeing runs.
-    checks = _check_candidates(
+    checks, graded = _check_candidates(
         prepared, checks, trees, 1, params.sandbox, candidates_path(sp.manifest), errors
     )
     if errors:
@@ -113,7 +115,8 @@ def validate_set(task_set: TaskSet, params: Params) -> Validated:
         ),
         repeats=repeats,
     )
-    return Validated(lock, len(all_runs), max(r.duration_s for r in all_runs))
+    table = build_table(*graded, sp.manifest, params.sandbox)
+    return Validated(lock, len(all_runs), max(r.duration_s for r in all_runs), table)
 
 
 def write_lock(lock: ManifestLock, path: Path) -> None:
@@ -267,8 +270,10 @@ def _check_candidates(
     limits: SandboxParams,
     path: Path,
     errors: list[str],
-) -> list[TaskCheck | None]:
-    """Grade every candidate edit `repeats` times (one batch on the pool); lock each task's line."""
+) -> tuple[list[TaskCheck | None], tuple[list[Any], list[Grade]]]:
+    """Grade every candidate edit `repeats` times and each buggy tree once (one batch on the pool);
+    lock each task's line. Also returns the table's (instance_id, clean, tree) items and grades: the
+    first repeat's candidates and the buggy trees of the tasks whose candidates check out."""
     todo = [
         (p, c) for p, c in zip(prepared, checks) if c is not None and p.candidates is not None and p.hidden
     ]
@@ -278,9 +283,10 @@ def _check_candidates(
         for p, _ in todo
         for _ in range(repeats)
         for e in p.candidates.edits
-    ]
+    ] + [(p.task, trees[p.task.family], p.buggy) for p, _ in todo]
     graded = iter(grade_many(default_pool(limits), items, hidden) if items else [])
     out: dict[str, TaskCheck] = {}
+    table: list[tuple[Any, Grade]] = []
     for p, check in todo:
         c = p.candidates
         n = len(c.edits)
@@ -292,7 +298,16 @@ def _check_candidates(
             out[p.task.instance_id] = check.model_copy(
                 update={"candidates": n, "candidates_sha256": sha256_bytes(line_json(c).encode())}
             )
-    return [out.get(c.instance_id) if c is not None else None for c in checks]
+            table += [
+                ((p.task.instance_id, trees[p.task.family], e.apply(p.buggy)), g)
+                for e, g in zip(c.edits, grades[0])
+            ]
+    for p, _ in todo:  # the buggy trees, last in the batch
+        g = next(graded)
+        if p.task.instance_id in out:
+            table.append(((p.task.instance_id, trees[p.task.family], p.buggy), g))
+    checked = [out.get(c.instance_id) if c is not None else None for c in checks]
+    return checked, ([item for item, _ in table], [g for _, g in table])
 
 
 def _applies(edit: object, tree: dict[str, bytes]) -> bool:

@@ -1,6 +1,6 @@
 """Validate the benchmark and the warm-up set together (`pappo validate`): every problem of either set
-and of their overlap is reported at once, and any old lock file is removed first, so a failed
-validation never leaves a lock that vouches for data it did not check."""
+and of their overlap is reported at once, and any old lock file (and grade table) is removed first,
+so a failed validation never leaves a lock that vouches for data it did not check."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pappo.config import Params
 from pappo.io import PappoError
+from pappo.tasks.grade_table import grades_path
 from pappo.tasks.models import FamilyLock
 from pappo.tasks.validate import Validated, ValidationFailed, validate_set
 
@@ -21,6 +22,7 @@ def validate_sets(params: Params) -> dict[str, Validated]:
     problems: list[str] = []
     for name in SETS:
         Path(getattr(params.tasks, name).lock).unlink(missing_ok=True)  # never leave a stale lock
+        grades_path(getattr(params.tasks, name).lock).unlink(missing_ok=True)
     for name in SETS:
         try:
             locks[name] = validate_set(name, params)
