@@ -20,8 +20,10 @@ run pays it once whatever its length.
 outputs needed); `--stand-in-grader` grades without the sandbox (every tree fails one test);
 `--smallest` cuts sizes (1 update of 2 tasks x 2 episodes, one step, 2 eval tasks, 2 turns, short
 turns, a one-layer model with --random-weights), not the code path. Without the manifest lock the split is the task store's ids, the first half train.
-`--levers off` runs the trainer forwards row by row and grades every tree (as before
-`ActorCritic._hidden` shared prefixes and `run.run_grader` cached grades): the A/B's baseline.
+`--levers off` runs the trainer forwards row by row, the critic on its own adapter
+(`rl.critic_trunk: adapter`) and grades every tree in the sandbox (as before `ActorCritic._hidden`
+shared prefixes, the policy-trunk critic and `run.run_grader`'s cache and grade table): the A/B's
+baseline.
 CPU seconds at more than one thread on a machine whose cores are busy include OpenMP's spin-waits
 (`benchmarks/omp_wait.py`); `--threads 1` measures the work alone.
 Measured 2026-12-04 (models/base, seed 0, 1 update of ppo and grpo, 10 eval tasks, --threads 1,
@@ -192,8 +194,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             update={"numerics": params.numerics.model_copy(update={"threads": args.threads})}
         )
     pin(params.numerics)
-    if args.levers == "off":  # the forwards and the grader as before the levers (the A/B's baseline)
+    if args.levers == "off":  # the forwards, critic and grader as before the levers (the A/B's baseline)
         adapters.MIN_SHARED_PREFIX = sys.maxsize
+        params = params.model_copy(update={"rl": params.rl.model_copy(update={"critic_trunk": "adapter"})})
     store = TaskStore.from_params(params, "repofix")
     train_ids, eval_ids = split(params, store, args.seed)
     eval_ids = sorted(eval_ids)[: 2 if args.smallest else args.eval_tasks]

@@ -3,7 +3,7 @@
 Plays the random, systematic and oracle agents (env/candidate_agents.py) in candidates mode on the
 eval tasks of a seed's split (`tasks.splits.make_split`, the split `pappo validate` locks), each
 task `episodes` times with episode seeds 0..episodes-1 (they order the shown candidates), graded
-for real in the sandbox. A trained policy has room to learn between systematic search and the
+for real in the sandbox (by validate, `tasks/grade_table.py`, for the trees its table holds). A trained policy has room to learn between systematic search and the
 oracle only when trying every candidate does not fit in `env.max_turns`.
 """
 
@@ -18,9 +18,10 @@ from pappo.config import EnvParams, Params
 from pappo.env.agents import play_all
 from pappo.env.candidate_agents import make_candidate_agent
 from pappo.env.episode import RepairEnv
-from pappo.env.vec import VecEnv
+from pappo.env.vec import GradeCache, VecEnv
 from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import SandboxPool
+from pappo.tasks.grade_table import read_table
 from pappo.tasks.splits import make_split
 from pappo.tasks.store import TaskStore
 
@@ -55,7 +56,8 @@ def headroom(
         "agents": {},
     }
     with SandboxPool(params.sandbox) as pool:
-        grade_fn = functools.partial(grade_many, pool, hidden=store.hidden)
+        # validate's grade table holds every tree these agents reach; others are graded live
+        grade_fn = GradeCache(functools.partial(grade_many, pool, hidden=store.hidden), read_table(params))
         for name in agents:
             envs = [
                 RepairEnv(
