@@ -10,9 +10,10 @@ RUNS/seed_S/<method>/ for every dev seed and method of `--methods`. Then, from t
   seeds' own spread and each seed's evaluation noise (evidence/variance.py);
 - for each candidate number of published seeds N, the minimum detectable effect (80% power,
   two-sided 5% paired t test; pappo.stats.mde) at the SD and at its upper bound;
-- the predicted wall time of the default `dvc repro` at N seeds: N x the mean wall time of one seed's
-  runs (every method of the matrix) + the fixed stages (`--fixed-min`: validate, base model, the
-  single-seed experiment, report, audit).
+- the predicted wall time of the default `dvc repro` at N seeds: N x the wall time of one seed's
+  runs (every method of the matrix: the sum of each method's median over the pilot, robust to a run
+  slowed by other work on the machine) + the fixed stages (`--fixed-min`: validate, base model,
+  the single-seed experiment, report, audit).
 
 Prints the table and the smallest N meeting `--target-mde` within `--max-min`; `--out` keeps it
 all as JSON (docs/experiment.md quotes it). Pilot runs are tuning runs: dev seeds only.
@@ -124,14 +125,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         comparison(reports, args.seeds, a, b) for a, b in PAIRS if a in args.methods and b in args.methods
     ]
     walls = {m: [r.timing.wall_s for (s, mm), r in reports.items() if mm == m] for m in args.methods}
-    seed_min = sum(statistics.fmean(w) for w in walls.values() if w) / 60.0
+    seed_min = sum(statistics.median(w) for w in walls.values() if w) / 60.0
     table = design(rows, seed_min, args.fixed_min, args.n)
     key = f"mde {PAIRS[0][0]} - {PAIRS[0][1]}"
     fits = [t for t in table if t["predicted_min"] <= args.max_min and t.get(key, 1.0) <= args.target_mde]
     result = {
         "pilot_seeds": args.seeds,
         "comparisons": rows,
-        "wall_s_per_run": {m: statistics.fmean(w) for m, w in walls.items() if w},
+        "wall_s_per_run": {m: statistics.median(w) for m, w in walls.items() if w},
         "seed_minutes": seed_min,
         "table": table,
         "choice": fits[0]["n_seeds"] if fits else None,

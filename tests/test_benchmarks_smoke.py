@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from conftest import ROOT, needs_namespaces
+from pappo.config import load_params
 
 BENCH = ROOT / "benchmarks"
 
@@ -95,7 +96,11 @@ def test_episode_cost_runs_on_the_default_params() -> None:
     # every phase of a critic method's training episode, then the evaluation's
     phases = re.findall(r"^ppo (rollout|critic_warmup|freeze|optimise)\s+\d+\.\d{3}\s+\d+\.\d{3}$", out, re.M)
     assert phases == ["rollout", "critic_warmup", "freeze", "optimise"], out
-    assert re.search(r"^eval episode\s+\d+\.\d{3}\s+\d+\.\d{3}\s+\(4 episodes\)$", out, re.M), out
+    ev = load_params(ROOT / "params.yaml").eval  # --smallest: 2 eval tasks, each on every board and sample
+    episodes = 2 * (ev.boards + ev.samples)
+    assert re.search(rf"^eval episode\s+\d+\.\d{{3}}\s+\d+\.\d{{3}}\s+\({episodes} episodes\)$", out, re.M), (
+        out
+    )
 
 
 @pytest.mark.slow

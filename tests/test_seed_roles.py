@@ -16,7 +16,10 @@ from pappo.config import Params, load_params
 
 def test_the_repository_s_seeds_and_dev_seeds_are_disjoint_and_its_experiment_seed_is_a_dev_seed():
     p = load_params(ROOT / "params.yaml")
-    assert p.seeds == [0, 1, 2] and p.dev_seeds == [3, 4, 5, 6] and p.seed in p.dev_seeds
+    assert not set(p.seeds) & set(p.dev_seeds) and p.seed in p.dev_seeds
+    # seeds 0-8 were tuned on (configurations chosen, or pilots run, with their results seen): they
+    # are development seeds for good, never published (docs/changelog.md)
+    assert set(range(9)) <= set(p.dev_seeds) and not set(range(9)) & set(p.seeds)
 
 
 def test_an_overlap_of_seeds_and_dev_seeds_is_refused_with_the_fix(fx_params: Params):
