@@ -283,3 +283,45 @@ def test_base_model_metrics_are_base_model_json_s_rates(root: Path, params: Para
         "0.2",
         "0.4",
     )
+
+
+@pytest.mark.parametrize("intermediate", ["full", "greedy"])
+@pytest.mark.parametrize("final", [False, True])
+def test_the_audit_s_evaluation_shape_is_the_trainer_s(params: Params, intermediate: str, final: bool):
+    """evidence's restatement of rl/evaluate.at_point gives the boards and samples it gives."""
+    from pappo.rl.evaluate import at_point
+
+    p = params.model_copy(
+        update={"eval": params.eval.model_copy(update={"boards": 3, "intermediate": intermediate})}
+    )
+    point = at_point(p, final).eval
+    assert recompute.eval_shape(p, final) == (point.boards, point.samples)
+
+
+def greedy_intermediate(report: RunReport) -> RunReport:
+    """The report as `eval.intermediate: greedy` writes it: evaluations before the last on one
+    board without samples (rl/evaluate.at_point), their aggregates and the budget to match."""
+    from pappo.experiment.report import budget_used
+    from pappo.rl.results import aggregate
+
+    for e in report.evals[:-1]:
+        for t in e.result.tasks:
+            t.samples = t.sample_successes = t.sample_tokens = 0
+        e.result = aggregate(e.result.tasks, 0, N_BOOT)
+    used = budget_used(report.updates, report.evals)
+    report.budget = report.budget.model_copy(update=used)
+    return report
+
+
+@pytest.mark.parametrize("intermediate", ["greedy", "full"])
+def test_greedy_intermediate_evaluations_pass_only_under_their_setting(
+    root: Path, params: Params, intermediate: str
+):
+    report = greedy_intermediate(sorted_report(run_report("ppo", 0)))
+    p = params.model_copy(update={"eval": params.eval.model_copy(update={"intermediate": intermediate})})
+    fail = report_failures(root, p, report, 0, "ppo")
+    if intermediate == "greedy":
+        assert [f for f in fail if f.file == "report.json"] == []
+    else:  # the same report under `full` is a run that skipped its samples: caught
+        hit = next(f for f in fail if f.field == "evals[0].result.tasks[].boards/samples")
+        assert hit.expected == f"1 boards, {K} samples" and "eval.intermediate" in hit.message

@@ -165,11 +165,14 @@ def break_loop(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(collect_mod, "from_trajectories", unrewarded)
 
 
+@pytest.mark.parametrize("trunk", ["adapter", "policy"])
 @pytest.mark.parametrize("method", ["ppo", "pappo"])
 def test_ppo_and_pappo_learns_to_apply_the_fix(
-    method: str, start, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    method: str, trunk: str, start, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
+    """With the critic on its own adapter and on the policy's features (rl.critic_trunk)."""
     params, store, codec, seeds, weights = start
+    params = params.model_copy(update={"rl": params.rl.model_copy(update={"critic_trunk": trunk})})
     break_loop(monkeypatch)
     # every episode of a task shows the board of its chosen seed (the trainer draws one per episode)
     monkeypatch.setattr(
@@ -184,6 +187,6 @@ def test_ppo_and_pappo_learns_to_apply_the_fix(
     ).run()
     curve = [r["rollout"]["success"] for r in history]
     first, last = curve[0], sum(curve[-2:]) / 2
-    print(f"{method} {BREAK or 'intact'}: training success per update {[round(c, 2) for c in curve]}")
+    print(f"{method} {trunk} {BREAK or 'intact'}: training success per update {[round(c, 2) for c in curve]}")
     assert first <= 0.5, f"the SFT start should apply each id about equally (1/{K}); it solved {first:.2f}"
     assert last >= max(first, 1 / K) + 0.2, f"{method} did not learn: training success per update {curve}"

@@ -77,6 +77,16 @@ def _short(x: Any) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
+def eval_shape(params: Params, final: bool) -> tuple[int, int]:
+    """(greedy boards, samples) per task of a run's evaluation: as configured at the last update;
+    before it, one board and no samples with `eval.intermediate: greedy`. The rule the trainer
+    evaluates by (`rl/evaluate.at_point`; tests/test_evidence_recompute.py holds the two equal),
+    restated here so that the evidence stages do not import the trainer's code."""
+    if final or params.eval.intermediate == "full":
+        return params.eval.boards, params.eval.samples
+    return 1, 0
+
+
 def check_report(fail: Fail, run_dir: Path, report: RunReport, params: Params) -> None:
     """A run report's aggregates from its per-task outcomes and per-update records."""
     path = run_dir / "report.json"
@@ -92,10 +102,17 @@ def check_report(fail: Fail, run_dir: Path, report: RunReport, params: Params) -
                 "reordered or repeated tasks",
             )
             continue
-        bad = [t.instance_id for t in e.result.tasks if t.samples != params.eval.samples]
+        boards, samples = eval_shape(params, final=i == len(report.evals) - 1)
+        bad = [t.instance_id for t in e.result.tasks if (t.boards, t.samples) != (boards, samples)]
         if bad:
-            fail(path, f"evals[{i}].result.tasks[].samples", params.eval.samples, bad[:3], "not eval.samples")
-        want = aggregate(e.result.tasks, params.eval.samples, params.eval.n_boot).model_dump(mode="json")
+            fail(
+                path,
+                f"evals[{i}].result.tasks[].boards/samples",
+                f"{boards} boards, {samples} samples",
+                bad[:3],
+                "not what eval.boards, eval.samples and eval.intermediate give this evaluation",
+            )
+        want = aggregate(e.result.tasks, samples, params.eval.n_boot).model_dump(mode="json")
         report_diffs(fail, path, want, e.result.model_dump(mode="json"), why, f"evals[{i}].result")
     if report.evals:
         report_diffs(
