@@ -12,13 +12,12 @@ import torch
 
 from pappo.config import Params
 from pappo.rl.batch import from_trajectories, token_values
+from pappo.rl.freeze import freeze
 from pappo.rl.update import actor_loss, critic_loss, critic_warmup, ppo_step
 from test_rl_trainer import moved, small_params, snapshot, trainer
 
 
-def frozen_batch(t, params: Params):
-    from pappo.rl.freeze import freeze
-
+def frozen_batch(t):
     trajs, groups, index = t.rollouts(0)
     batch = from_trajectories(trajs, groups, 0, index)
     freeze(t.learner, batch)
@@ -44,7 +43,7 @@ def test_a_ppo_step_runs_the_trunk_once_per_micro_batch_with_the_policy_trunk(
 ):
     params = small_params(fx_params, critic_trunk=trunk, critic_sees_rewards=True)
     t = trainer("pappo", params, tmp_path)
-    batch = frozen_batch(t, params)
+    batch = frozen_batch(t)
     calls = count_trunk_passes(t, monkeypatch)
     idx = torch.arange(len(batch))
     stats = ppo_step(t.learner, batch, idx)
@@ -54,7 +53,7 @@ def test_a_ppo_step_runs_the_trunk_once_per_micro_batch_with_the_policy_trunk(
 def test_the_policy_trunk_leaves_the_actor_gradient_to_the_actor_loss(fx_params: Params, tmp_path: Path):
     params = small_params(fx_params, critic_trunk="policy", critic_sees_rewards=True, critic_lr=0.05)
     t = trainer("ppo", params, tmp_path)
-    batch, ac = frozen_batch(t, params), t.learner.ac
+    batch, ac = frozen_batch(t), t.learner.ac
     mb = batch.select(torch.arange(len(batch)))
     hidden = t.learner.shared_trunk(mb)
     loss, _ = actor_loss(t.learner, mb, hidden)

@@ -3,8 +3,9 @@
 Plays the random, systematic and oracle agents (env/candidate_agents.py) in candidates mode on the
 eval tasks of a seed's split (`tasks.splits.make_split`, the split `pappo validate` locks), each
 task `episodes` times with episode seeds 0..episodes-1 (they order the shown candidates), graded
-for real in the sandbox (by validate, `tasks/grade_table.py`, for the trees its table holds). A trained policy has room to learn between systematic search and the
-oracle only when trying every candidate does not fit in `env.max_turns`.
+for real in the sandbox (by validate for the trees its grade table holds, `tasks/grade_table.py`).
+A trained policy has room to learn between systematic search and the oracle only when trying
+every candidate does not fit in `env.max_turns`.
 """
 
 from __future__ import annotations
