@@ -185,6 +185,53 @@ def test_a_random_model_writes_only_valid_calls_and_records_its_choices(codec: C
     assert sum(e.metrics.parse_error for e in free_envs) > 0
 
 
+@pytest.mark.parametrize("greedy", [False, True])
+def test_forced_tokens_cost_no_forward_and_choices_draw_as_token_by_token(
+    codec: ChatCodec, tmp_path: Path, greedy: bool
+):
+    """The engine runs the model only where a row must choose (a turn: its observation, the tool,
+    the id), yet every trajectory is what token-by-token sampling draws: a naive loop replays each
+    episode with its own generator, one full forward per choice, one uniform per token (forced ones
+    too), and picks the same ids with the same log-probs."""
+    params = constrained_params(tmp_path)
+    torch.manual_seed(0)
+    model = build_tiny_model(TINY, codec.tokenizer).eval()
+    trie = call_trie(codec, params)
+    assert trie is not None
+    store = TaskStore.from_params(params, "repofix")
+    envs = [task_env(store, tid, params.env, seed=n) for n, tid in enumerate(sorted(store.tasks)[:4])]
+    engine = RolloutEngine(Qwen2Decoder(model), codec, params.rollout, trie)
+    forwards = []
+    engine.forward = lambda *a: forwards.append(a[0].shape) or engine.decoder(*a)
+    trajs = engine.run(VecEnv(envs, FakeGrader()), seed=0, greedy=greedy)
+    turns = max(len(t.turn_spans) for t in trajs)
+    # the prompt: shared part, runs, own parts (two blocks at most); a turn: observation (two), the id
+    assert turns >= 2 and len(forwards) <= 4 + 3 * turns
+    assert max(b - a for t in trajs for a, b in t.turn_spans) > 3  # token by token would cost more
+    temp = 1.0 if greedy else params.rollout.temperature
+    for i, traj in enumerate(trajs):
+        gen = torch.Generator().manual_seed(i)  # engine.run(seed=0): episode i draws from seed i
+        for a, b in traj.turn_spans:
+            for pos in range(a, b):
+                kids = trie.allowed(traj.token_ids[a:pos])
+                u = None if greedy else torch.rand(1, generator=gen)
+                if len(kids) == 1:
+                    assert traj.token_ids[pos] == kids[0] and traj.logprobs[pos] == 0.0
+                    continue
+                with torch.no_grad():
+                    logits = model(input_ids=torch.tensor([traj.token_ids[:pos]])).logits[0, -1].float()
+                allowed = torch.full_like(logits, float("-inf"))
+                allowed[kids] = 0.0
+                logp = torch.log_softmax((logits + allowed) / temp, -1)  # (V,)
+                if greedy:
+                    want = int(logp.argmax())
+                else:
+                    cdf = logp.exp().cumsum(-1)
+                    want = int(torch.searchsorted(cdf, u * cdf[-1], right=True).clamp(max=len(cdf) - 1))
+                assert traj.token_ids[pos] == want
+                assert abs(traj.logprobs[pos] - float(logp[want])) < 1e-4
+
+
 def test_a_constrained_update_scores_the_choices_as_the_sampler_drew_them(codec: ChatCodec, tmp_path: Path):
     """Trainer on constrained rollouts: the recomputed log-probs of the choices equal the
     sampler's (both restricted to the options), the policy moves, the KL anchor reads the choices."""

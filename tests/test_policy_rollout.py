@@ -9,6 +9,7 @@ from transformers import AutoModelForCausalLM, Qwen2Config
 from pappo.config import EnvParams, RolloutParams
 from pappo.env.episode import RepairEnv
 from pappo.env.vec import VecEnv
+from pappo.policy import rollout
 from pappo.policy.decisions import ARG, INSIDE, NAME, decision_flags
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine, Sampler, hf_forward, teacher_forced_logprobs
@@ -159,6 +160,71 @@ def test_batched_rollout_equals_one_episode_at_a_time(model, fx_params, greedy: 
         tf = teacher_forced_logprobs(hf_forward(model), traj.token_ids, temperature=1.0)
         resp = torch.tensor(traj.response_mask, dtype=torch.bool)
         assert torch.allclose(tf[resp], torch.tensor(traj.logprobs)[resp], atol=1e-4)
+
+
+def test_prompt_runs_share_their_prefix_and_change_no_episode(model, fx_params):
+    """Consecutive episodes of one task (a training group, an evaluation task's boards) encode
+    their common prompt prefix once: one forward over a row per run, then the rows' own parts;
+    each episode still samples exactly what it samples alone."""
+    params = RolloutParams(max_new_tokens_per_turn=40, max_tokens_per_episode=600)
+    store = TaskStore.from_params(fx_params, "repofix")
+    tasks = list(store.tasks.values())[:2]
+    group = [tasks[0], tasks[0], tasks[1], tasks[1], tasks[1]]
+    engine = RolloutEngine(Qwen2Decoder(model), ByteCodec(), params)
+    shapes: list[tuple[int, ...]] = []
+    engine.forward = lambda *a: shapes.append(tuple(a[0].shape)) or engine.decoder(*a)
+
+    def envs(ts):
+        return [RepairEnv(t, store.clean(t), store.buggy(t), EnvParams(max_turns=3)) for t in ts]
+
+    seeds = [21, 22, 23, 24, 25]
+    together = engine.run(VecEnv(envs(group), FakeGrader()), seed=0, episode_seeds=seeds)
+    width = together[0].prompt_len
+    assert {t.prompt_len for t in together} == {width}
+    assert shapes[:2] == [(2, width - 1), (5, 1)]  # one row a run, then each row's last token
+    alone = [
+        engine.run(VecEnv(envs([t]), FakeGrader()), seed=0, episode_seeds=[s])[0]
+        for t, s in zip(group, seeds)
+    ]
+    assert [t.token_ids for t in together] == [t.token_ids for t in alone]
+    for a, b in zip(together, alone):
+        assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs)) < 1e-5
+
+
+def test_runs_are_consecutive_prompts_sharing_enough_beyond_the_common_prefix():
+    """Worked example: rows 0-1 share 40 tokens, row 2 shares 17 with them, which every row
+    shares: a run needs 16 more (MIN_SHARED), so a run of two, then a row alone."""
+    a, b, c = [1] * 40 + [2, 2], [1] * 40 + [3], [1] * 17 + [4] * 5
+    assert rollout._shared_len([a, b, c]) == 17
+    assert rollout._runs([a, b, c], 17) == [(0, 2, 40), (2, 3, 17)]
+    assert rollout._runs([a, a], 0) == [(0, 2, 41)]  # equal prompts keep one token each
+    assert rollout._shared_len([a]) == 0 and rollout._shared_len([[1] * 9 + [2], [1] * 10]) == 0
+
+
+@torch.inference_mode()  # as RolloutEngine.run
+def test_a_split_feed_gives_what_one_padded_block_gives(model):
+    """Chunks of very different lengths fed as two sub-batches (two forwards, each padded to its
+    own longest) give one left-padded block's last logits, and so does the next token after them."""
+    decoder = Qwen2Decoder(model)
+    chunks = [[9 + (i * 7 + n) % 250 for i in range(n)] for n in (3, 40, 4, 41)]
+    calls: list[int] = []
+
+    def forward(*a):
+        calls.append(a[0].shape[0])
+        return decoder(*a)
+
+    one = rollout._Batch([0, 1, 2, 3], decoder.new_cache())
+    two = rollout._Batch([0, 1, 2, 3], decoder.new_cache())
+    for batch in (one, two):  # a prompt's shared part first, as feed_prompts feeds it
+        batch.feed(forward, [[5, 6, 7]] * 4, 0)
+    calls.clear()
+    a = one.feed(forward, chunks, 0)
+    b = two.feed_split(forward, chunks, 0)
+    assert calls == [4, 2, 2]
+    assert torch.allclose(a, b, atol=1e-5)
+    nxt = [[17], [18], [19], [20]]
+    assert torch.allclose(one.feed(forward, nxt, 0), two.feed(forward, nxt, 0), atol=1e-5)
+    assert two.mask.shape[1] == 3 + 4 + 41 + 1 and two.mask.sum() == one.mask.sum()  # each block's width
 
 
 def test_token_budget_truncates_the_episode(model, fx_params):

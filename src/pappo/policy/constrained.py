@@ -63,6 +63,9 @@ class CallTrie:
                         f"{codec.decode(ids)!r} (not a tool or id choice); use rollout.calls: sampled"
                     )
         self.longest = max(len(ids) for ids in seqs)
+        self.lead: list[int] = []  # what every call starts with: forced up to its first choice
+        while len(kids := self.allowed(self.lead)) == 1 and kids[0] not in codec.stop_ids:
+            self.lead.append(kids[0])
 
     def allowed(self, prefix: list[int]) -> list[int]:
         """Tokens that may follow `prefix` (a turn's ids so far); [] past the end of a call."""

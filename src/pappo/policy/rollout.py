@@ -32,6 +32,11 @@ from pappo.policy.constrained import CallTrie
 from pappo.policy.decisions import decision_flags
 from pappo.policy.decoder import KVCache, Qwen2Decoder
 
+MIN_SHARED = (
+    16  # a prompt prefix shared by fewer tokens is fed with the rest: its own forward would cost more
+)
+SPLIT_AT = 0.9  # `feed_split`: two sub-batches when they cost at most this share of one block's tokens
+
 # forward(input_ids (B, T), attention_mask (B, T_total), position_ids (B, T), cache, last_only)
 #   -> logits (B, T, V), or (B, 1, V) when last_only
 Forward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Any, bool], torch.Tensor]
@@ -119,6 +124,40 @@ class Sampler:
             )
         return ids, logp.gather(-1, ids[:, None]).squeeze(-1)
 
+    def skip(self, episode: int) -> None:
+        """A forced token of `episode` (probability 1): draw and discard its uniform, as sampling it
+        would, so the episode's later draws do not depend on whether forced tokens were sampled."""
+        if not self.greedy:
+            torch.rand(1, generator=self.generators[episode])
+
+
+def _shared_len(prompts: list[list[int]]) -> int:
+    """The prefix every prompt starts with, leaving each at least one token of its own; 0 when
+    shorter than MIN_SHARED or for one prompt (nothing to share)."""
+    shared, shortest = 0, min(len(p) for p in prompts)
+    while shared < shortest - 1 and all(p[shared] == prompts[0][shared] for p in prompts):
+        shared += 1
+    return shared if len(prompts) > 1 and shared >= MIN_SHARED else 0
+
+
+def _runs(prompts: list[list[int]], shared: int) -> list[tuple[int, int, int]]:
+    """Runs of consecutive prompts that share at least MIN_SHARED tokens beyond `shared`:
+    (first row, end row, the run's common prefix), each row keeping at least one token of its own.
+    A prompt alone keeps `shared`."""
+    runs: list[tuple[int, int, int]] = []
+    for i, p in enumerate(prompts):
+        if runs:
+            first, _, prefix = runs[-1]
+            common = 0
+            limit = min(prefix, len(p) - 1)
+            while common < limit and p[common] == prompts[first][common]:
+                common += 1
+            if common >= shared + MIN_SHARED:
+                runs[-1] = (first, i + 1, common)
+                continue
+        runs.append((i, i + 1, len(p) - 1))
+    return [(first, end, prefix if end - first > 1 else shared) for first, end, prefix in runs]
+
 
 def _top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     """Keep the smallest set of most likely tokens whose mass reaches top_p (nucleus sampling)."""
@@ -153,21 +192,55 @@ class _Batch:
         return logits[:, -1, :]
 
     def feed_prompts(self, forward: Forward, prompts: list[list[int]], pad_id: int) -> torch.Tensor:
-        """Feed every row's prompt; the prefix they all share (system prompt, tools) is encoded
-        once and its cache copied to every row. Returns each row's last logits (B, V)."""
-        shared = 0
-        shortest = min(len(p) for p in prompts)
-        while shared < shortest - 1 and all(p[shared] == prompts[0][shared] for p in prompts):
-            shared += 1  # every row keeps at least one token of its own to feed
-        if len(prompts) == 1 or shared < 2:
-            return self.feed(forward, prompts, pad_id)
-        rows, self.rows = self.rows, self.rows[:1]
-        self.mask, self.next_pos = self.mask[:1], self.next_pos[:1]
-        self.feed(forward, [prompts[0][:shared]], pad_id)
-        self.cache.expand(len(rows))
+        """Feed every row's prompt, each shared prefix once: the prefix every row starts with (system
+        prompt, tools) in one row, then the longer prefix a run of consecutive rows shares (a task's
+        statement: an evaluation task's boards, a training group's episodes) once per run, each
+        cache copied to the rows that share it. Returns each row's last logits (B, V)."""
+        rows = self.rows
+        shared = _shared_len(prompts)
+        runs = _runs(prompts, shared)
+        start = [prefix for first, end, prefix in runs for _ in range(first, end)]  # each row's own part
+        owner = [n for n, (first, end, _) in enumerate(runs) for _ in range(first, end)]
+        self._spread([0] if shared else list(range(len(runs))))
+        if shared:
+            self.feed(forward, [prompts[0][:shared]], pad_id)
+            self._spread([0] * len(runs))
+        if any(prefix > shared for _, _, prefix in runs):
+            self.feed(forward, [prompts[first][shared:prefix] for first, _, prefix in runs], pad_id)
+        self._spread(owner)
         self.rows = rows
-        self.mask, self.next_pos = self.mask.repeat(len(rows), 1), self.next_pos.repeat(len(rows))
-        return self.feed(forward, [p[shared:] for p in prompts], pad_id)
+        return self.feed_split(forward, [p[s:] for p, s in zip(prompts, start)], pad_id)
+
+    def feed_split(self, forward: Forward, chunks: list[list[int]], pad_id: int) -> torch.Tensor:
+        """`feed`, in two sub-batches by chunk length where that feeds at most SPLIT_AT of one
+        left-padded block's tokens (rows' own prompt parts of different tasks; a test report among
+        one-line replies): each padded to its own longest, merged, the holes repacked once they are
+        a quarter of the cache (`KVCache.repack`). A batch's first feed is one block (no cache yet
+        to merge the two into).
+        Returns each row's last logits (B, V)."""
+        n = len(chunks)
+        order = sorted(range(n), key=lambda r: len(chunks[r]))
+        widths = [len(chunks[r]) for r in order]
+        cost, k = min(((j * widths[j - 1] + (n - j) * widths[-1], j) for j in range(1, n)), default=(0, 0))
+        if n < 2 or not self.cache.k or not widths[0] or cost > SPLIT_AT * n * widths[-1]:
+            return self.feed(forward, chunks, pad_id)
+        out: torch.Tensor | None = None
+        for keep in (sorted(order[:k]), sorted(order[k:])):
+            sub = self.compact(keep)
+            logits = sub.feed(forward, [chunks[r] for r in keep], pad_id)  # (len(keep), V)
+            self.absorb(sub, keep)
+            out = logits.new_empty(n, logits.shape[-1]) if out is None else out
+            out[keep] = logits
+        self.mask = self.cache.repack(self.mask)
+        assert out is not None
+        return out
+
+    def _spread(self, index: list[int]) -> None:
+        """Rows `index` of the current ones (repeats copy a row), before the rows are the episodes."""
+        at = torch.tensor(index, dtype=torch.long)
+        self.cache.keep(at)
+        self.mask, self.next_pos = self.mask[at], self.next_pos[at]
+        self.rows = list(range(len(index)))
 
     def compact(self, keep: list[int]) -> _Batch:
         """A sub-batch of the rows `keep` (copied), to decode without the rows that are idle."""
@@ -204,6 +277,7 @@ class RolloutEngine:
         self, decoder: Qwen2Decoder, codec: Any, params: RolloutParams, trie: CallTrie | None = None
     ) -> None:
         self.decoder, self.codec, self.params, self.trie = decoder, codec, params, trie
+        self.lead = trie.lead if trie is not None else []  # fed with the observation (`_leads`)
         self.forward: Forward = decoder
         self.compactions = 0  # sub-batches made (diagnostics)
 
@@ -224,14 +298,16 @@ class RolloutEngine:
             list(range(len(trajs))),
             self.decoder.new_cache(self.params.max_tokens_per_episode if static else None),
         )
-        logits = batch.feed_prompts(self.forward, [t.token_ids for t in trajs], self.codec.pad_id)
+        led = [self._leads(len(t.token_ids)) for t in trajs]
+        prompts = [t.token_ids + (self.lead if ok else []) for t, ok in zip(trajs, led)]
+        logits = batch.feed_prompts(self.forward, prompts, self.codec.pad_id)
         while batch.rows:
-            turns, stops, pending = self._turn(batch, logits, trajs, sample)
+            turns, stops, pending = self._turn(batch, logits, trajs, sample, led)
             texts: list[str | None] = [None] * len(trajs)
             for row, env_i in enumerate(batch.rows):
                 texts[env_i] = self.codec.decode(turns[row])
             results = vec.step(texts)
-            logits = self._observe(vec, batch, trajs, results, stops, pending)
+            logits, led = self._observe(vec, batch, trajs, results, stops, pending)
         for traj, env in zip(trajs, vec.envs):
             traj.turn_rewards = list(env.per_turn_rewards)
             traj.terminal_reward = float(env.terminal_reward)
@@ -245,36 +321,31 @@ class RolloutEngine:
         traj.tool_mask = [0] * len(ids)  # the prompt is neither policy nor environment feedback
         return traj
 
+    def _leads(self, length: int) -> bool:
+        """Whether a turn starting after `length` ids is fed its call's forced start (`self.lead`)
+        with what precedes it: only where forcing it token by token would not reach a limit, so
+        the turn is the same either way."""
+        n = len(self.lead)
+        return 0 < n < self.params.max_new_tokens_per_turn and length + n < self.params.max_tokens_per_episode
+
     def _turn(
-        self, batch: _Batch, logits: torch.Tensor, trajs: list[Trajectory], sample: Sampler
+        self, batch: _Batch, logits: torch.Tensor, trajs: list[Trajectory], sample: Sampler, led: list[bool]
     ) -> tuple[list[list[int]], list[int | None], list[list[int]]]:
-        """Sample one assistant turn for every running row, in lockstep.
+        """Sample one assistant turn for every running row, in lockstep; `led[r]`: row r was fed the
+        call's forced start already and its logits are for the token after it (constrained calls).
 
         Returns each row's sampled ids, the stop token it ended on (None: cut by a limit), and
         the ids sampled last but not yet fed to the model (fed with the observation)."""
+        if self.trie is not None:
+            return self._call_turn(batch, logits, trajs, sample, led)
         n = len(batch.rows)
-        limits = [
-            min(
-                self.params.max_new_tokens_per_turn,
-                self.params.max_tokens_per_episode - len(trajs[e].token_ids),
-            )
-            for e in batch.rows
-        ]
-        turns: list[list[int]] = [[] for _ in range(n)]
-        lps: list[list[float]] = [[] for _ in range(n)]
-        stops: list[int | None] = [None] * n
-        live = [limits[r] > 0 for r in range(n)]
+        limits, turns, lps, stops, live = self._turn_state(batch, trajs)
         last: list[list[int]] = [[] for _ in range(n)]  # sampled last, not yet fed
         stack: list[tuple[_Batch, list[int]]] = []  # (batch, its rows) before each compaction
         active, rows = batch, list(range(n))  # the batch being decoded and its rows (of `batch`)
         while any(live[r] for r in rows):
             drawing = [j for j, r in enumerate(rows) if live[r]]  # idle rows draw nothing
-            allowed = (
-                self.trie.mask([turns[rows[j]] for j in drawing], logits.shape[-1]) if self.trie else None
-            )
-            ids, lp = sample(
-                logits[drawing], [batch.rows[rows[j]] for j in drawing], allowed
-            )  # (B_live,) each
+            ids, lp = sample(logits[drawing], [batch.rows[rows[j]] for j in drawing])  # (B_live,) each
             drawn = {j: (int(ids[k]), float(lp[k])) for k, j in enumerate(drawing)}
             step = []
             for j, r in enumerate(rows):
@@ -306,12 +377,91 @@ class RolloutEngine:
             parent, parent_rows = stack.pop()
             parent.absorb(active, [parent_rows.index(r) for r in rows])
             active, rows = parent, parent_rows
+        self._record(batch, trajs, turns, lps)
+        return turns, stops, last
+
+    def _call_turn(
+        self, batch: _Batch, logits: torch.Tensor, trajs: list[Trajectory], sample: Sampler, led: list[bool]
+    ) -> tuple[list[list[int]], list[int | None], list[list[int]]]:
+        """`_turn` with the call trie: a token the trie forces is appended without a forward (log-prob
+        0; a sampling row still draws its uniform, so each later choice draws what token-by-token
+        decoding would). The model runs only when every running row waits at a choice (the tool,
+        the id), fed what each appended since its last forward: a turn costs one or two forwards,
+        not one a token. Rows that have ended leave their unfed ids for the observation."""
+        assert self.trie is not None
+        n = len(batch.rows)
+        limits, turns, lps, stops, live = self._turn_state(batch, trajs)
+        unfed: list[list[int]] = [[] for _ in range(n)]  # appended, not yet fed to the model
+        current = logits  # (n, V): row r's next-token logits while unfed[r] is empty
+
+        def take(r: int, tok: int, logprob: float) -> None:
+            turns[r].append(tok)
+            lps[r].append(logprob)
+            unfed[r].append(tok)
+            if tok in self.codec.stop_ids:
+                stops[r], live[r] = tok, False
+            elif len(turns[r]) >= limits[r]:
+                live[r] = False
+
+        for r in range(n):
+            if led[r]:  # fed with the observation: appended as forced, nothing left to feed
+                for tok in self.lead:
+                    sample.skip(batch.rows[r])
+                    take(r, tok, 0.0)
+                unfed[r] = []
+        while True:
+            for r in range(n):
+                while live[r] and len(kids := self.trie.allowed(turns[r])) == 1:
+                    sample.skip(batch.rows[r])
+                    take(r, kids[0], 0.0)
+            ready = [r for r in range(n) if live[r] and not unfed[r]]
+            if ready:  # at a choice, with logits for it
+                allowed = self.trie.mask([turns[r] for r in ready], current.shape[-1])
+                ids, lp = sample(current[ready], [batch.rows[r] for r in ready], allowed)  # (B_ready,)
+                for k, r in enumerate(ready):
+                    take(r, int(ids[k]), float(lp[k]))
+                continue
+            waiting = [r for r in range(n) if live[r]]
+            if not waiting:
+                break
+            fed = batch.feed(self.forward, [unfed[r] if live[r] else [] for r in range(n)], self.codec.pad_id)
+            current = current.clone()
+            current[waiting] = fed[waiting]
+            for r in waiting:
+                unfed[r] = []
+        self._record(batch, trajs, turns, lps)
+        return turns, stops, unfed
+
+    def _turn_state(
+        self, batch: _Batch, trajs: list[Trajectory]
+    ) -> tuple[list[int], list[list[int]], list[list[float]], list[int | None], list[bool]]:
+        """A turn's start, per running row: its room (the turn limit, or what the episode has left),
+        ids and log-probs drawn (none yet), stop token (None yet), and whether it is still live."""
+        limits = [
+            min(
+                self.params.max_new_tokens_per_turn,
+                self.params.max_tokens_per_episode - len(trajs[e].token_ids),
+            )
+            for e in batch.rows
+        ]
+        n = len(limits)
+        return (
+            limits,
+            [[] for _ in range(n)],
+            [[] for _ in range(n)],
+            [None] * n,
+            [room > 0 for room in limits],
+        )
+
+    def _record(
+        self, batch: _Batch, trajs: list[Trajectory], turns: list[list[int]], lps: list[list[float]]
+    ) -> None:
+        """Append each running row's turn to its trajectory: ids, log-probs, span, decision kinds."""
         for r, env_i in enumerate(batch.rows):
             start = len(trajs[env_i].token_ids)
             trajs[env_i].append(turns[r], policy=True, logprobs=lps[r])
             trajs[env_i].turn_spans.append((start, start + len(turns[r])))
             trajs[env_i].decision_kind[start:] = decision_flags(self.codec, turns[r])
-        return turns, stops, last
 
     def _observe(
         self,
@@ -321,8 +471,9 @@ class RolloutEngine:
         results: list[Any],
         stops: list[int | None],
         pending: list[list[int]],
-    ) -> torch.Tensor:
-        """Append each running episode's observation; end the finished and the out-of-budget."""
+    ) -> tuple[torch.Tensor, list[bool]]:
+        """Append each running episode's observation; end the finished and the out-of-budget.
+        Returns the kept rows' logits and whether each was fed the next call's start (`_leads`)."""
         chunks: dict[int, list[int]] = {}
         out_of_budget = []
         for row, env_i in enumerate(batch.rows):
@@ -338,12 +489,14 @@ class RolloutEngine:
         keep = [row for row in range(len(batch.rows)) if row in chunks]
         if not keep:
             batch.rows = []
-            return torch.empty(0)
+            return torch.empty(0), []
         batch.keep(keep)
         batch.mask = batch.cache.repack(batch.mask)
         for row, env_i in enumerate(batch.rows):
             trajs[env_i].append(chunks[keep[row]], policy=False)
-        return batch.feed(self.forward, [pending[k] + chunks[k] for k in keep], self.codec.pad_id)
+        led = [self._leads(len(trajs[env_i].token_ids)) for env_i in batch.rows]
+        fed = [pending[k] + chunks[k] + (self.lead if ok else []) for k, ok in zip(keep, led)]
+        return batch.feed_split(self.forward, fed, self.codec.pad_id), led
 
 
 @torch.no_grad()
