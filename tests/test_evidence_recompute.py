@@ -285,22 +285,9 @@ def test_base_model_metrics_are_base_model_json_s_rates(root: Path, params: Para
     )
 
 
-@pytest.mark.parametrize("intermediate", ["full", "greedy"])
-@pytest.mark.parametrize("final", [False, True])
-def test_the_audit_s_evaluation_shape_is_the_trainer_s(params: Params, intermediate: str, final: bool):
-    """evidence's restatement of rl/evaluate.at_point gives the boards and samples it gives."""
-    from pappo.rl.evaluate import at_point
-
-    p = params.model_copy(
-        update={"eval": params.eval.model_copy(update={"boards": 3, "intermediate": intermediate})}
-    )
-    point = at_point(p, final).eval
-    assert recompute.eval_shape(p, final) == (point.boards, point.samples)
-
-
 def greedy_intermediate(report: RunReport) -> RunReport:
     """The report as `eval.intermediate: greedy` writes it: evaluations before the last on one
-    board without samples (rl/evaluate.at_point), their aggregates and the budget to match."""
+    board without samples (rl/results.at_point), their aggregates and the budget to match."""
     from pappo.experiment.report import budget_used
     from pappo.rl.results import aggregate
 

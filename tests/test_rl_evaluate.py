@@ -92,7 +92,7 @@ def test_older_reports_with_a_boolean_success_still_read():
 
 
 def test_intermediate_evaluations_can_be_greedy_and_the_last_is_always_full(fx_params):
-    from pappo.rl.evaluate import at_point
+    from pappo.rl.results import at_point
 
     full = fx_params.model_copy(
         update={"eval": fx_params.eval.model_copy(update={"boards": 4, "samples": 2, "intermediate": "full"})}

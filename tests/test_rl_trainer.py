@@ -372,7 +372,7 @@ def test_the_warmup_with_one_critic_forward_equals_freezing_first(
 
     learner, want = naive.learner, []
     for _ in range(params.rl.critic_warmup_steps):  # the two-pass reference
-        freeze(learner, batch, values_only=True)
+        freeze(learner, batch)  # its old values, advantages and returns
         learner.critic_opt.zero_grad(set_to_none=True)
         total = float(batch.response_mask.sum())
         stats: dict[str, float] = {}

@@ -10,7 +10,6 @@ every candidate does not fit in `env.max_turns`.
 
 from __future__ import annotations
 
-import functools
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -19,10 +18,8 @@ from pappo.config import EnvParams, Params
 from pappo.env.agents import play_all
 from pappo.env.candidate_agents import make_candidate_agent
 from pappo.env.episode import RepairEnv
-from pappo.env.vec import GradeCache, VecEnv
-from pappo.sandbox.grading import grade_many
+from pappo.env.vec import VecEnv, table_grader
 from pappo.sandbox.pool import SandboxPool
-from pappo.tasks.grade_table import read_table
 from pappo.tasks.splits import make_split
 from pappo.tasks.store import TaskStore
 
@@ -58,7 +55,7 @@ def headroom(
     }
     with SandboxPool(params.sandbox) as pool:
         # validate's grade table holds every tree these agents reach; others are graded live
-        grade_fn = GradeCache(functools.partial(grade_many, pool, hidden=store.hidden), read_table(params))
+        grade_fn = table_grader(params, pool, store.hidden)
         for name in agents:
             envs = [
                 RepairEnv(

@@ -12,16 +12,20 @@ request of the same key; an infra error is never kept (the next request runs aga
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pappo.config import EnvParams
+from pappo.config import EnvParams, Params
 from pappo.env.episode import GradeFn, GradeItem, RepairEnv, StepResult
 from pappo.io import PappoError, tree_sha256
+from pappo.sandbox.grading import HiddenSuite, grade_many
+from pappo.tasks.grade_table import read_table
 
 if TYPE_CHECKING:
     from pappo.sandbox.grading import Grade
+    from pappo.sandbox.pool import SandboxPool
     from pappo.tasks.store import TaskStore
 
 
@@ -121,3 +125,9 @@ class GradeCache:
         now = dict(zip(first, fresh))  # this call's grades, infra errors included
         self.kept.update((k, g) for k, g in now.items() if g.infra_error is None)
         return [now[k] if k in now else self.kept[k] for k in keys]
+
+
+def table_grader(params: Params, pool: SandboxPool, hidden: Mapping[str, HiddenSuite]) -> GradeCache:
+    """The sandbox grader of a run (training and evaluation) or of the headroom agents: `pool`'s
+    grades, each distinct tree of a task graded once, none that validate's grade table holds."""
+    return GradeCache(functools.partial(grade_many, pool, hidden=hidden), read_table(params))

@@ -26,7 +26,7 @@ from pappo.experiment.receipt import Receipt
 from pappo.experiment.report import RunReport, budget_limits, budget_used, flat_metrics
 from pappo.io import PappoError, sha256_bytes
 from pappo.policy.base_metrics import headline
-from pappo.rl.results import aggregate
+from pappo.rl.results import aggregate, at_point
 
 Fail = Callable[[Path | str, str, Any, Any, str], None]
 MAX_PER_FILE = 5  # differences named per file: enough to see the edit, not a wall of text
@@ -77,16 +77,6 @@ def _short(x: Any) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def eval_shape(params: Params, final: bool) -> tuple[int, int]:
-    """(greedy boards, samples) per task of a run's evaluation: as configured at the last update;
-    before it, one board and no samples with `eval.intermediate: greedy`. The rule the trainer
-    evaluates by (`rl/evaluate.at_point`; tests/test_evidence_recompute.py holds the two equal),
-    restated here so that the evidence stages do not import the trainer's code."""
-    if final or params.eval.intermediate == "full":
-        return params.eval.boards, params.eval.samples
-    return 1, 0
-
-
 def check_report(fail: Fail, run_dir: Path, report: RunReport, params: Params) -> None:
     """A run report's aggregates from its per-task outcomes and per-update records."""
     path = run_dir / "report.json"
@@ -102,7 +92,8 @@ def check_report(fail: Fail, run_dir: Path, report: RunReport, params: Params) -
                 "reordered or repeated tasks",
             )
             continue
-        boards, samples = eval_shape(params, final=i == len(report.evals) - 1)
+        shape = at_point(params, final=i == len(report.evals) - 1).eval  # the trainer's rule
+        boards, samples = shape.boards, shape.samples
         bad = [t.instance_id for t in e.result.tasks if (t.boards, t.samples) != (boards, samples)]
         if bad:
             fail(

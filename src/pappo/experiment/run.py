@@ -9,7 +9,6 @@ and checkpoint, and is removed once the run is complete.
 
 from __future__ import annotations
 
-import functools
 import shutil
 import sys
 import time
@@ -24,7 +23,7 @@ import torch
 from pappo import numerics
 from pappo.config import Params
 from pappo.env.protocol import tools_for
-from pappo.env.vec import GradeCache
+from pappo.env.vec import GradeCache, table_grader
 from pappo.experiment import receipt as rc
 from pappo.experiment import usage
 from pappo.experiment.report import (
@@ -46,13 +45,11 @@ from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.memory import Dims, refusal
 from pappo.rl.collect import task_draw
 from pappo.rl.distributed import Dist
-from pappo.rl.evaluate import at_point, evaluate
-from pappo.rl.results import EvalResult
+from pappo.rl.evaluate import evaluate
+from pappo.rl.results import EvalResult, at_point
 from pappo.rl.trainer import Trainer
-from pappo.sandbox.grading import grade_many
 from pappo.sandbox.pool import default_pool
 from pappo.stage_code import code_sha256, stage_code
-from pappo.tasks.grade_table import read_table
 from pappo.tasks.splits import read_split
 from pappo.tasks.store import TaskStore
 
@@ -221,8 +218,7 @@ def _run(
 def run_grader(params: Params, store: TaskStore) -> GradeCache:
     """The sandbox grader of one run, training and evaluation alike: each distinct tree of a task
     is graded once per run (`env/vec.py`), and not at all when validate's grade table has it."""
-    grade_fn = functools.partial(grade_many, default_pool(params.sandbox), hidden=store.hidden)
-    return GradeCache(grade_fn, read_table(params))
+    return table_grader(params, default_pool(params.sandbox), store.hidden)
 
 
 def place(model: torch.nn.Module, params: Params, dist: Dist) -> torch.nn.Module:

@@ -78,14 +78,6 @@ def evaluate(
     return aggregate(rows, k, params.eval.n_boot)
 
 
-def at_point(params: Params, final: bool) -> Params:
-    """The params an evaluation runs with: as configured at the last update (and always with
-    `eval.intermediate: full`); one greedy board and no samples before it with `greedy`."""
-    if final or params.eval.intermediate == "full":
-        return params
-    return params.model_copy(update={"eval": params.eval.model_copy(update={"boards": 1, "samples": 0})})
-
-
 def board_index(n: int, b: int, n_tasks: int, k: int) -> int:
     """The episode index of task `n`'s greedy board `b`: board 0 is task n's own index (so one board
     is the evaluation as it always was), later boards lie past every sampled index (SAMPLED + s)."""

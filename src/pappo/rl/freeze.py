@@ -23,29 +23,24 @@ from pappo.rl.mismatch import logprob_gap_sums, percentile, rollout_is_weights
 
 
 @torch.no_grad()
-def freeze(learner: Learner, batch: RolloutBatch, values_only: bool = False) -> dict[str, float]:
-    """Set the batch's old log-probs, reference log-probs, old values, advantages and returns
-    (`values_only`: just old values, advantages and returns, for the critic warm-up); returns
-    the freeze's record (`mismatch_stats` and `critic/advantages_mean`; empty with `values_only`)."""
+def freeze(learner: Learner, batch: RolloutBatch) -> dict[str, float]:
+    """Set the batch's old log-probs, reference log-probs, old values, advantages and returns;
+    returns the freeze's record (`mismatch_stats` and `critic/advantages_mean`)."""
     rl, temp = learner.rl, learner.params.rollout.temperature
     parts: dict[str, list[torch.Tensor]] = {"old": [], "ref": [], "val": []}
     width = batch.input_ids.shape[1]
     for idx in learner.micro(torch.arange(len(batch))):
         mb = batch.select(idx)
         hidden = learner.shared_trunk(mb)
-        if not values_only:
-            parts["old"].append(_pad(learner.log_probs(mb, temp, hidden=hidden)[0], width))
-        if rl.kl_coef > 0 and not values_only:
+        parts["old"].append(_pad(learner.log_probs(mb, temp, hidden=hidden)[0], width))
+        if rl.kl_coef > 0:
             parts["ref"].append(_pad(reference_log_probs(learner.ac, mb, temp, learner.choices), width))
         if learner.critic:
             parts["val"].append(_pad(token_values(learner.ac, mb, rl.critic_sees_rewards, hidden), width))
-    if not values_only:
-        batch.old_log_prob = torch.cat(parts["old"])
-        batch.ref_log_prob = torch.cat(parts["ref"]) if parts["ref"] else None
+    batch.old_log_prob = torch.cat(parts["old"])
+    batch.ref_log_prob = torch.cat(parts["ref"]) if parts["ref"] else None
     batch.old_values = torch.cat(parts["val"]) if parts["val"] else torch.zeros_like(batch.response_mask)
     batch.advantages, batch.returns = advantages(learner, batch)
-    if values_only:
-        return {}
     mask, d = learner.gap_mask(batch), learner.dist
     n = max(d.sum(mask.sum()), 1.0)
     adv_mean = d.sum((batch.advantages * mask).sum()) / n

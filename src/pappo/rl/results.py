@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pappo.config import Params
 from pappo.stats import bootstrap_ci, mean_pass_at_k
 
 
@@ -99,3 +100,11 @@ def aggregate(tasks: list[TaskOutcome], k: int, n_boot: int) -> EvalResult:
         tokens=sum(t.tokens + t.sample_tokens for t in tasks),
         tasks=tasks,
     )
+
+
+def at_point(params: Params, final: bool) -> Params:
+    """The params an evaluation runs with: as configured at the last update (and always with
+    `eval.intermediate: full`); one greedy board and no samples before it with `greedy`."""
+    if final or params.eval.intermediate == "full":
+        return params
+    return params.model_copy(update={"eval": params.eval.model_copy(update={"boards": 1, "samples": 0})})

@@ -86,12 +86,8 @@ def ppo_step(learner: Learner, batch: RolloutBatch, idx: torch.Tensor) -> dict[s
         hidden = learner.shared_trunk(mb)  # one trunk pass for both losses (rl.critic_trunk policy)
         loss, stats = actor_loss(learner, mb, hidden)
         learner.backward(loss * actor_share)
-        if learner.critic:
-            values = (
-                None
-                if hidden is None
-                else token_values(learner.ac, mb, learner.rl.critic_sees_rewards, hidden)
-            )
+        if learner.critic:  # the value head on the policy's detached states, or the critic adapter's pass
+            values = token_values(learner.ac, mb, learner.rl.critic_sees_rewards, hidden)
             v_loss, v_stats = critic_loss(learner, mb, values)
             learner.backward(v_loss * share)
             stats.update(v_stats)
@@ -154,14 +150,12 @@ def actor_loss(
 
 
 def critic_loss(
-    learner: Learner, mb: RolloutBatch, values: torch.Tensor | None = None
+    learner: Learner, mb: RolloutBatch, values: torch.Tensor
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The micro-batch's clipped value loss, its clip fraction and explained-variance moments;
-    `values` (B, T): the critic's values of `mb` already computed with gradient (else computed here)."""
+    `values` (B, T): the critic's values of `mb` with gradient (`token_values`)."""
     assert mb.old_values is not None and mb.returns is not None
     rl = learner.rl
-    if values is None:
-        values = token_values(learner.ac, mb, rl.critic_sees_rewards)
     loss, st = losses.value_loss(
         values, mb.old_values, mb.returns, mb.response_mask, rl.cliprange_value, rl.loss_agg_mode
     )
