@@ -22,15 +22,15 @@ outputs needed); `--stand-in-grader` grades without the sandbox (every tree fail
 turns, a one-layer model with --random-weights), not the code path. Without the manifest lock the split is the task store's ids, the first half train.
 `--levers off` runs the trainer forwards row by row, the critic on its own adapter
 (`rl.critic_trunk: adapter`) and grades every tree in the sandbox (as before `ActorCritic._hidden`
-shared prefixes, the policy-trunk critic and `run.run_grader`'s cache and grade table): the A/B's
-baseline.
+shared prefixes, the policy-trunk critic and `run.run_grader`'s cache and grade table). The
+rollout engine's levers (a forced token without a forward, prompt runs, split feeds) have no
+switch: the full baseline is the code before them, `PYTHONPATH=<worktree of 8ef13cf>/src python
+benchmarks/episode_cost.py --levers off`.
 CPU seconds at more than one thread on a machine whose cores are busy include OpenMP's spin-waits
 (`benchmarks/omp_wait.py`); `--threads 1` measures the work alone.
-Measured 2026-12-04 (models/base, seed 0, 1 update of ppo and grpo, 10 eval tasks, --threads 1,
-2 cores shared with ~12 other busy threads; levers off -> on): ppo 5.32 -> 4.64 CPU s per training
-episode (of which the critic warm-up 3.64 -> 3.01), grpo 0.80 -> 0.76, evaluation 0.34 -> 0.31;
-the sandbox graded 17 of 37 trees asked for. At 2 threads on that machine the same run cost
-2-3x the CPU seconds (spin-waits), and varied with the load by more than the levers' effect.
+Measured 2026-12-05 (defaults, quiet 2 cores, 3 repeats; docs/receipts/episode-cost-2026-12-05/):
+8ef13cf with --levers off -> 4622bbd: ppo 2.43 -> 0.58 CPU s per training episode (4.2x), grpo
+0.76 -> 0.60 (1.26x: its optimiser steps are untouched), evaluation 0.249 -> 0.081 (3.1x).
 The last line is `per episode cpu_s: train X.XXX eval X.XXX`.
 """
 
