@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING, Any
 from pappo.config import EnvParams, Params
 from pappo.env.episode import GradeFn, GradeItem, RepairEnv, StepResult
 from pappo.io import PappoError, tree_sha256
-from pappo.sandbox.grading import HiddenSuite, grade_many
+from pappo.sandbox.grading import Grade, HiddenSuite, grade_many
 from pappo.tasks.grade_table import read_table
 
 if TYPE_CHECKING:
-    from pappo.sandbox.grading import Grade
     from pappo.sandbox.pool import SandboxPool
     from pappo.tasks.store import TaskStore
 

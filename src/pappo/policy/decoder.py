@@ -87,11 +87,6 @@ class KVCache:
         self.n = width
         return real.gather(1, order).to(mask.dtype)
 
-    def expand(self, rows: int) -> None:
-        """Copy a one-row cache to `rows` rows (a prompt prefix shared by every episode)."""
-        self.k = [k.repeat(rows, 1, 1, 1) for k in self.k]
-        self.v = [v.repeat(rows, 1, 1, 1) for v in self.v]
-
     def keep(self, index: torch.Tensor) -> None:
         """Keep only the rows in `index` (in that order)."""
         index = self._on_device(index)

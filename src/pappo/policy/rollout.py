@@ -32,10 +32,10 @@ from pappo.policy.constrained import CallTrie
 from pappo.policy.decisions import decision_flags
 from pappo.policy.decoder import KVCache, Qwen2Decoder
 
-MIN_SHARED = (
-    16  # a prompt prefix shared by fewer tokens is fed with the rest: its own forward would cost more
-)
-SPLIT_AT = 0.9  # `feed_split`: two sub-batches when they cost at most this share of one block's tokens
+# A prompt prefix shared by fewer tokens is fed with the rest: its own forward would cost more.
+MIN_SHARED = 16
+# `feed_split`: two sub-batches when they feed at most this share of one left-padded block's tokens.
+SPLIT_AT = 0.9
 
 # forward(input_ids (B, T), attention_mask (B, T_total), position_ids (B, T), cache, last_only)
 #   -> logits (B, T, V), or (B, 1, V) when last_only
@@ -216,8 +216,7 @@ class _Batch:
         left-padded block's tokens (rows' own prompt parts of different tasks; a test report among
         one-line replies): each padded to its own longest, merged, the holes repacked once they are
         a quarter of the cache (`KVCache.repack`). A batch's first feed is one block (no cache yet
-        to merge the two into).
-        Returns each row's last logits (B, V)."""
+        to merge the two into). Returns each row's last logits (B, V)."""
         n = len(chunks)
         order = sorted(range(n), key=lambda r: len(chunks[r]))
         widths = [len(chunks[r]) for r in order]
