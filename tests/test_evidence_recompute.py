@@ -18,7 +18,8 @@ from pappo.evidence import recompute
 from pappo.evidence.audit import AuditFailure
 from pappo.evidence.summary_md import write_summary
 from pappo.experiment.receipt import HardwareInfo
-from pappo.experiment.report import RUN_METHODS, RunReport, flat_metrics
+from pappo.experiment.report import RUN_METHODS, RunReport, budget_used, flat_metrics
+from pappo.rl.results import aggregate
 from test_evidence_summary import IDS, N_BOOT, SEEDS, K, run_report
 
 
@@ -288,9 +289,6 @@ def test_base_model_metrics_are_base_model_json_s_rates(root: Path, params: Para
 def greedy_intermediate(report: RunReport) -> RunReport:
     """The report as `eval.intermediate: greedy` writes it: evaluations before the last on one
     board without samples (rl/results.at_point), their aggregates and the budget to match."""
-    from pappo.experiment.report import budget_used
-    from pappo.rl.results import aggregate
-
     for e in report.evals[:-1]:
         for t in e.result.tasks:
             t.samples = t.sample_successes = t.sample_tokens = 0
