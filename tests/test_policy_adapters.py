@@ -240,12 +240,15 @@ def test_saved_adapter_configs_do_not_depend_on_set_order(ac: ActorCritic, tmp_p
         assert config["target_modules"] == sorted(TARGETS)
 
 
-def test_shared_prefix_len_is_the_common_start_leaving_each_row_a_token() -> None:
-    ids = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 1, 9], [5, 6, 7, 8, 2]])
-    assert adapters.shared_prefix_len(ids) == 3
-    assert adapters.shared_prefix_len(ids[[0, 0]]) == 4  # identical rows: the last token stays their own
-    assert adapters.shared_prefix_len(ids[:1]) == 0  # one row shares with nobody
-    assert adapters.shared_prefix_len(torch.tensor([[1, 2], [3, 2]])) == 0
+def test_common_prefix_len_is_the_common_start_leaving_each_row_a_token() -> None:
+    from pappo.policy.prefix import common_prefix_len
+
+    ids = [[5, 6, 7, 8, 9], [5, 6, 7, 1, 9], [5, 6, 7, 8, 2]]
+    assert common_prefix_len(ids) == 3
+    assert common_prefix_len([ids[0], ids[0]]) == 4  # identical rows: the last token stays their own
+    assert common_prefix_len([ids[0], ids[0][:3]]) == 2  # the shorter row keeps one token
+    assert common_prefix_len(ids[:1]) == 0  # one row shares with nobody
+    assert common_prefix_len([[1, 2], [3, 2]]) == 0 and common_prefix_len([[1], [1]]) == 0
 
 
 def _outputs_and_grads(ac: ActorCritic, ids: torch.Tensor, attn: torch.Tensor):

@@ -68,26 +68,46 @@ def test_padded_chunks_match_each_row_alone(tie: bool):
     assert torch.isfinite(out1).all() and torch.isfinite(out2).all()  # padding rows too: no NaN
 
 
-def test_cache_grows_keeps_copies_and_absorbs():
+def test_cache_grows_splits_absorbs_and_keeps():
+    """Rows moved out (`split`) decode on their own past the first capacity, come back (`absorb`)
+    with the kept row zero-padded, then a reorder (`keep`): every row's next logits are its
+    sequence's alone. No row is held twice: the split leaves the parent only its other rows."""
     model = tiny()
     dec = Qwen2Decoder(model)
     rows = [[5, 6, 7], [8, 9], [10]]
     cache, mask, pos = dec.new_cache(), torch.zeros(3, 0, dtype=torch.long), torch.zeros(3, dtype=torch.long)
     _, mask, pos = feed(dec, cache, mask, pos, rows)
-    # Decode rows 0 and 2 in a sub-batch for 70 steps (past the first capacity of 64), then merge.
     keep = torch.tensor([0, 2])
-    sub, sub_mask, sub_pos = cache.rows_copy(keep), mask[keep], pos[keep]
+    sub, sub_mask, sub_pos = cache.split(keep), mask[keep], pos[keep]
+    assert cache.k[0].shape[0] == 1 and sub.k[0].shape[0] == 2
     extra = [[11 + i % 50] for i in range(70)]
-    for tok in extra:
+    for tok in extra:  # 70 steps: past the first capacity of 64
         _, sub_mask, sub_pos = feed(dec, sub, sub_mask, sub_pos, [tok, tok])
-    cache.absorb(sub, keep)
+    cache.absorb(sub, keep, 3)
     grown = torch.zeros(3, sub_mask.shape[1] - mask.shape[1], dtype=torch.long)
     grown[keep] = sub_mask[:, mask.shape[1] :]
     mask, pos[keep] = torch.cat([mask, grown], 1), sub_pos
-    assert cache.n == sub.n == 3 + 70
+    assert cache.n == 3 + 70 and cache.k[0].shape[0] == 3 and sub.k[0].numel() == 0
+    assert cache.k[0][1, :, 3:73].abs().sum() == 0  # the kept row: zeros where only the sub-batch grew
     cache.keep(torch.tensor([2, 1]))  # reorder and drop row 0
     logits, _, _ = feed(dec, cache, mask[[2, 1]], pos[[2, 1]], [[12], [13]])
     refs = reference_logits(model, [[10] + [t[0] for t in extra] + [12], [8, 9, 13]])
+    torch.testing.assert_close(logits[:, -1], torch.stack([refs[0][-1], refs[1][-1]]), atol=1e-5, rtol=1e-5)
+
+
+def test_a_split_before_the_first_feed_is_absorbed_whole():
+    """A cache split before any feed (no layers yet) takes the sub-batch's keys when it comes back:
+    the other rows, fed next, see only their own tokens."""
+    model = tiny()
+    dec = Qwen2Decoder(model)
+    cache, mask, pos = dec.new_cache(), torch.zeros(2, 0, dtype=torch.long), torch.zeros(2, dtype=torch.long)
+    sub = cache.split(torch.tensor([1]))
+    _, sub_mask, sub_pos = feed(dec, sub, mask[[1]], pos[[1]], [[5, 6, 7]])
+    cache.absorb(sub, torch.tensor([1]), 2)
+    mask = torch.cat([mask, torch.stack([torch.zeros(3, dtype=torch.long), sub_mask[0]])], 1)
+    pos[1] = sub_pos[0]
+    logits, _, _ = feed(dec, cache, mask, pos, [[8, 9], [10]])
+    refs = reference_logits(model, [[8, 9], [5, 6, 7, 10]])
     torch.testing.assert_close(logits[:, -1], torch.stack([refs[0][-1], refs[1][-1]]), atol=1e-5, rtol=1e-5)
 
 
@@ -145,3 +165,42 @@ def test_decode_attention_is_the_trainers_sdpa_outside_float32(dtype):
         torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
     else:
         assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("t", [1, 5])
+def test_cuda_attention_is_transformers_sdpa_with_a_mask(dtype, t, monkeypatch):
+    """The CUDA path (run here on CPU) is transformers' sdpa_attention_forward with a mask bit for
+    bit (pack_gqa for one token, repeat_kv for a chunk), also when its rows go in chunks, and the
+    CPU path's values to rounding: dies if it passes enable_gqa with the mask (the math kernel)."""
+    from types import SimpleNamespace
+
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    from pappo.policy import decoder
+
+    gen = torch.Generator().manual_seed(1)
+    q = torch.randn(3, 4, t, 16, generator=gen).to(dtype)
+    k, v = (torch.randn(3, 2, 9, 16, generator=gen).to(dtype) for _ in range(2))
+    bias = torch.zeros(3, 1, t, 9, dtype=dtype)
+    bias[0, :, :, :3] = torch.finfo(dtype).min  # a left-padded row
+    causal = torch.ones(t, t - 1, dtype=torch.bool).triu()  # query i of the chunk sees no later one
+    bias[:, :, :, 10 - t :] = bias[:, :, :, 10 - t :].masked_fill(causal, torch.finfo(dtype).min)
+    calls: list[dict] = []
+    real_sdpa = decoder.F.scaled_dot_product_attention
+
+    def sdpa(*a, **kw):
+        calls.append(kw)
+        return real_sdpa(*a, **kw)
+
+    module = SimpleNamespace(num_key_value_groups=2, is_causal=True)
+    want = sdpa_attention_forward(module, q, k, v, bias, scaling=16**-0.5)[0].transpose(1, 2)
+    monkeypatch.setattr(decoder.F, "scaled_dot_product_attention", sdpa)
+    got = decoder._attention_cuda(q, k, v, bias)
+    assert torch.equal(got, want) and not any(kw.get("enable_gqa") for kw in calls)
+    monkeypatch.setattr(decoder, "ATTENTION_ROWS_BYTES", 1)  # one row at a time
+    calls.clear()
+    assert torch.equal(decoder._attention_cuda(q, k, v, bias), want)
+    assert len(calls) == (1 if t == 1 else 3)
+    tol = 1e-6 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(got, decoder._attention(q, k, v, bias), atol=tol, rtol=tol)

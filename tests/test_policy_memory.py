@@ -4,6 +4,7 @@ the size of the real 7B, the profile's refusal naming the knob, and the train st
 from __future__ import annotations
 
 import shutil
+import weakref
 
 import pytest
 import torch
@@ -33,20 +34,67 @@ def test_small_dims_by_hand():
     assert SMALL.layer_activation_elements() == 4 * 64 + 2 * 64 + 4 * 16 + 64 + 4 * 160
 
 
-def test_kv_peak_positions_follows_kvcache_reserve():
-    """Grow a real KVCache one position at a time and record the positions alive at each growth
-    (old buffer + new one): the model's number is that maximum."""
+def test_kv_capacity_follows_kvcache_reserve_and_no_reallocation_holds_more_than_one_layer_twice():
+    """Grow a real 3-layer KVCache one position at a time to `final`: its capacity is the model's
+    number. Every reallocation (growth, split, absorb, keep, repack) holds at most the cache plus
+    one layer at once: counted by the live storages of the cache and the sub-cache at each new
+    buffer allocated."""
     for prompt, final in ((10, 300), (100, 1000), (40, 64), (700, 2048)):
-        cache, like = KVCache(1), torch.zeros(1, 1, 1, 1)
-        cache.reserve(torch.zeros(1, 1, prompt, 1), prompt)
-        cache.n, peak = prompt, cache.k[0].shape[2]
+        cache, like = KVCache(3), torch.zeros(2, 1, 1, 1)
+        cache.reserve(torch.zeros(2, 1, prompt, 1), prompt)
+        cache.n = prompt
         while cache.n < final:
-            before = cache.k[0].shape[2]
             cache.reserve(like, 1)
-            after = cache.k[0].shape[2]
-            peak = max(peak, before + after if after != before else before)
             cache.n += 1
-        assert memory.kv_peak_positions(prompt, final) == peak, (prompt, final)
+        assert memory.kv_capacity(prompt, final) == cache.k[0].shape[2], (prompt, final)
+
+
+def test_no_kv_reallocation_holds_more_than_the_cache_and_one_layer(monkeypatch):
+    """While `KVCache` grows, moves rows out (`split`), grows them, merges them back (`absorb`) and
+    repacks, the buffers alive at each allocation are at most the larger of the caches before and
+    after the step, plus one layer's buffer: dies if a method builds all new layers before it frees
+    the old ones (the cache held twice)."""
+    caches: list[KVCache] = []
+    made: list[weakref.ref] = []  # every buffer allocated, alive or not
+    live: list[int] = []
+    real_zeros, real_like = torch.Tensor.new_zeros, torch.zeros_like
+
+    def held() -> int:  # bytes of every distinct storage the caches hold or that is still alive
+        tensors = [t for c in caches for t in c.k + c.v] + [t for r in made if (t := r()) is not None]
+        return sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}.values())
+
+    def spy(real):
+        def alloc(*a, **kw):
+            made.append(weakref.ref(out := real(*a, **kw)))
+            live.append(held())
+            return out
+
+        return alloc
+
+    monkeypatch.setattr(torch.Tensor, "new_zeros", spy(real_zeros))
+    monkeypatch.setattr(torch, "zeros_like", spy(real_like))
+    cache = KVCache(4)
+    caches.append(cache)
+    cache.reserve(torch.zeros(4, 1, 8, 2), 8)
+    cache.n = 8
+    mask = torch.zeros(4, 300, dtype=torch.long)
+    mask[:, -10:] = 1
+    steps = [
+        lambda: cache.reserve(torch.zeros(4, 1, 1, 2), 100),  # growth
+        lambda: caches.append(cache.split(torch.tensor([0, 2]))),
+        lambda: caches[1].reserve(torch.zeros(2, 1, 1, 2), 300) or setattr(caches[1], "n", 300),
+        lambda: cache.absorb(caches[1], torch.tensor([0, 2]), 4),
+        lambda: cache.repack(mask),
+    ]
+    for step in steps:
+        made.clear()
+        live.clear()
+        before = held()
+        step()
+        after = held()
+        layer = max(t.untyped_storage().nbytes() for t in cache.k)
+        assert max(live, default=0) <= max(before, after) + layer, step
+    assert cache.n == 10 and caches[1].k[0].numel() == 0  # absorb emptied the sub-cache
 
 
 def test_predict_adds_the_parts_of_each_phase():
@@ -55,7 +103,8 @@ def test_predict_adds_the_parts_of_each_phase():
     parts, s = p.parts, 4  # params.yaml: float32
     length, mb = params.rollout.max_tokens_per_episode, params.rl.micro_batch_size
     assert parts["weights"] == parts["decoder_snapshot"] == SMALL.parameters() * s
-    assert parts["kv_cache"] == 8 * memory.kv_peak_positions(100, length) * SMALL.kv_bytes_per_position(s)
+    kv = 8 * memory.kv_capacity(100, length) * SMALL.kv_bytes_per_position(s)
+    assert parts["kv_cache"] == kv * (SMALL.layers + 1) // SMALL.layers  # and one layer's reallocation
     # float32: the lm_head output is its own .float() copy
     assert parts["train_logits"] == int(mb * length * 0.5) * 1000 * (s + 4 * (memory.LOGIT_COPIES_FP32 - 1))
     assert not params.model.gradient_checkpointing
@@ -85,14 +134,22 @@ def test_the_hub_profile_fits_an_h200_but_is_refused_on_80_gib_naming_the_knob()
     assert memory.check(profile, 141.0) is None
     why = memory.check(profile, 80.0)
     assert why is not None and "exceeds 90% of the GPU's 80.0 GiB" in why
-    assert "rollout.batch_size (now 64)" in why and "rollout.max_tokens_per_episode (now 8192)" in why
-    small = profile.model_copy(
-        update={"rollout": profile.rollout.model_copy(update={"max_tokens_per_episode": 2048})}
-    )
+    # the update phase is over: its knob is named, the rollout's (which fits) is not
+    assert "lower rl.micro_batch_size (now 4)" in why and "rollout.batch_size" not in why
+    small = profile.model_copy(update={"rl": profile.rl.model_copy(update={"micro_batch_size": 2})})
     assert memory.check(small, 80.0) is None  # lowering the named knob is the fix
-    # the update phase dominates with long micro-batches: the message names rl.micro_batch_size
-    big_mb = small.model_copy(update={"rl": small.rl.model_copy(update={"micro_batch_size": 64})})
-    assert "lower rl.micro_batch_size (now 64)" in memory.check(big_mb, 80.0)
+    # twice the episodes decoded together: now the rollout is over, and its knobs are named
+    rl = small.rl.model_copy(update={"tasks_per_update": 2 * small.rl.tasks_per_update})
+    big = small.model_copy(update={"rl": rl, "rollout": small.rollout.model_copy(update={"batch_size": 128})})
+    why = memory.check(big, 80.0)
+    assert "rollout.batch_size (now 128)" in why and "rollout.max_tokens_per_episode (now 8192)" in why
+    assert "rl.micro_batch_size" not in why
+    shorter = big.model_copy(
+        update={"rollout": big.rollout.model_copy(update={"max_tokens_per_episode": 2048})}
+    )
+    assert memory.check(shorter, 80.0) is None
+    both = memory.check(big.model_copy(update={"rl": rl.model_copy(update={"micro_batch_size": 4})}), 80.0)
+    assert "rollout.batch_size (now 128)" in both and "rl.micro_batch_size (now 4)" in both  # each phase's
 
 
 def test_on_cpu_nothing_is_checked():

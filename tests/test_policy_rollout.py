@@ -193,7 +193,7 @@ def test_prompt_runs_share_their_prefix_and_change_no_episode(model, fx_params):
 
 def test_runs_are_consecutive_prompts_sharing_enough_beyond_the_common_prefix():
     """Worked example: rows 0-1 share 40 tokens, row 2 shares 17 with them, which every row
-    shares: a run needs 16 more (MIN_SHARED), so a run of two, then a row alone."""
+    shares: a run needs 16 more (MIN_SHARED_PREFIX), so a run of two, then a row alone."""
     a, b, c = [1] * 40 + [2, 2], [1] * 40 + [3], [1] * 17 + [4] * 5
     assert rollout._shared_len([a, b, c]) == 17
     assert rollout._runs([a, b, c], 17) == [(0, 2, 40), (2, 3, 17)]
@@ -201,10 +201,12 @@ def test_runs_are_consecutive_prompts_sharing_enough_beyond_the_common_prefix():
     assert rollout._shared_len([a]) == 0 and rollout._shared_len([[1] * 9 + [2], [1] * 10]) == 0
 
 
+@pytest.mark.parametrize("shared_first", [True, False])
 @torch.inference_mode()  # as RolloutEngine.run
-def test_a_split_feed_gives_what_one_padded_block_gives(model):
+def test_a_split_feed_gives_what_one_padded_block_gives(model, shared_first):
     """Chunks of very different lengths fed as two sub-batches (two forwards, each padded to its
-    own longest) give one left-padded block's last logits, and so does the next token after them."""
+    own longest) give one left-padded block's last logits, and so does the next token after them;
+    also as a batch's first feed, into an empty cache."""
     decoder = Qwen2Decoder(model)
     chunks = [[9 + (i * 7 + n) % 250 for i in range(n)] for n in (3, 40, 4, 41)]
     calls: list[int] = []
@@ -215,8 +217,10 @@ def test_a_split_feed_gives_what_one_padded_block_gives(model):
 
     one = rollout._Batch([0, 1, 2, 3], decoder.new_cache())
     two = rollout._Batch([0, 1, 2, 3], decoder.new_cache())
+    shared = 3 if shared_first else 0
     for batch in (one, two):  # a prompt's shared part first, as feed_prompts feeds it
-        batch.feed(forward, [[5, 6, 7]] * 4, 0)
+        if shared:
+            batch.feed(forward, [[5, 6, 7]] * 4, 0)
     calls.clear()
     a = one.feed(forward, chunks, 0)
     b = two.feed_split(forward, chunks, 0)
@@ -224,7 +228,7 @@ def test_a_split_feed_gives_what_one_padded_block_gives(model):
     assert torch.allclose(a, b, atol=1e-5)
     nxt = [[17], [18], [19], [20]]
     assert torch.allclose(one.feed(forward, nxt, 0), two.feed(forward, nxt, 0), atol=1e-5)
-    assert two.mask.shape[1] == 3 + 4 + 41 + 1 and two.mask.sum() == one.mask.sum()  # each block's width
+    assert two.mask.shape[1] == shared + 4 + 41 + 1 and two.mask.sum() == one.mask.sum()  # each block's width
 
 
 def test_token_budget_truncates_the_episode(model, fx_params):

@@ -27,6 +27,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from pappo.config import LoraParams
 from pappo.io import PappoError, atomic_write_bytes, atomic_write_json
+from pappo.policy.prefix import MIN_SHARED_PREFIX, common_prefix_len
 from pappo.policy.sft import dense_or_mask
 
 POLICY = "policy"
@@ -36,8 +37,6 @@ VALUE_HEAD_FILE = "value_head.safetensors"
 META_FILE = "actor_critic.json"
 FORMAT = 2  # 2: the value head file also holds the critic's reward weight
 REWARD_KEY = "reward.weight"
-# Shorter shared prefixes run with the rest of the sequence: two forwards cost more than they save
-MIN_SHARED_PREFIX = 16
 
 
 def lora_config(lora: LoraParams) -> LoraConfig:
@@ -179,7 +178,7 @@ class ActorCritic(nn.Module):
         the rows' shares). Exact up to float reassociation (`tests/test_policy_adapters.py`)."""
         attention_mask = dense_or_mask(attention_mask)
         decoder = self.peft.get_base_model().base_model  # e.g. Qwen2Model, LoRA layers inside
-        shared = shared_prefix_len(input_ids) if attention_mask is None else 0
+        shared = common_prefix_len(input_ids.tolist()) if attention_mask is None else 0
         if shared < MIN_SHARED_PREFIX:
             position_ids = _positions(attention_mask, input_ids, None)  # (B, T)
             return decoder(
@@ -328,16 +327,6 @@ def _positions(
         return position_ids
     positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)  # (B, T_past + T)
     return positions[:, -input_ids.shape[1] :]  # (B, T)
-
-
-def shared_prefix_len(input_ids: torch.Tensor) -> int:
-    """Length of the longest prefix every row of input_ids (B, T) starts with, leaving every row at
-    least one token of its own; 0 for a single row (nothing to share)."""
-    if input_ids.shape[0] < 2 or input_ids.shape[1] < 2:
-        return 0
-    same = (input_ids == input_ids[:1]).all(0)  # (T,) column equal across rows
-    differs = (~same[:-1]).nonzero()
-    return int(differs[0]) if len(differs) else input_ids.shape[1] - 1
 
 
 def _required(path: Path) -> Path:

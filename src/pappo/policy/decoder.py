@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from pappo.io import PappoError
+from pappo.policy.memory import ATTENTION_ROWS_BYTES
 
 
 class KVCache:
@@ -30,7 +31,12 @@ class KVCache:
     capacity None: the capacity doubles as positions come (`reserve`); an int (rollout.kv_cache
     static): the first allocation is `capacity` positions, made once, and grows only past it (a
     lockstep batch's padding can take a row beyond its episode limit). Either way only the first
-    `n` positions are ever read, so the outputs are the same."""
+    `n` positions are ever read, so the outputs are the same.
+
+    Only `reserve` changes the capacity. Every method that reallocates (`reserve`, `keep`,
+    `split`, `absorb`, `repack`) replaces one layer's buffer at a time, so the old cache is freed
+    layer by layer: the memory held at once is the cache at its capacity plus one layer
+    (`policy/memory.py` counts it so)."""
 
     def __init__(self, n_layers: int, capacity: int | None = None) -> None:
         self.k: list[torch.Tensor] = []
@@ -49,14 +55,15 @@ class KVCache:
             return
         b, h, _, d = like.shape
         cap = self._size(self.n + extra)
-        ks, vs = [], []
-        for i in range(self.n_layers):
-            k, v = like.new_zeros(b, h, cap, d), like.new_zeros(b, h, cap, d)
-            if self.k:
-                k[:, :, : self.n], v[:, :, : self.n] = self.k[i][:, :, : self.n], self.v[i][:, :, : self.n]
-            ks.append(k)
-            vs.append(v)
-        self.k, self.v = ks, vs
+        if not self.k:
+            self.k = [like.new_zeros(b, h, cap, d) for _ in range(self.n_layers)]
+            self.v = [like.new_zeros(b, h, cap, d) for _ in range(self.n_layers)]
+            return
+        for store in (self.k, self.v):
+            for i, old in enumerate(store):
+                new = old.new_zeros(b, h, cap, d)
+                new[:, :, : self.n] = old[:, :, : self.n]
+                store[i] = new
 
     def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Store T new positions of one layer at [n, n+T); returns its keys and values so far."""
@@ -78,44 +85,64 @@ class KVCache:
         order = torch.sort(real.to(torch.int8), dim=1, stable=True).indices[:, self.n - width :]  # (B, width)
         b, h, _, d = self.k[0].shape
         index = order.to(self.k[0].device)[:, None, :, None].expand(b, h, width, d)
-        cap = self._size(width)
-        for i in range(len(self.k)):
-            for store in (self.k, self.v):
-                packed = store[i].new_zeros(b, h, cap, d)
-                packed[:, :, :width] = store[i][:, :, : self.n].gather(2, index)
+        for store in (self.k, self.v):
+            for i, old in enumerate(store):
+                packed = torch.zeros_like(old)  # the same capacity: only `reserve` changes it
+                packed[:, :, :width] = old[:, :, : self.n].gather(2, index)
                 store[i] = packed
         self.n = width
         return real.gather(1, order).to(mask.dtype)
 
     def keep(self, index: torch.Tensor) -> None:
-        """Keep only the rows in `index` (in that order)."""
+        """Keep only the rows in `index` (in that order; a repeated row is copied)."""
         index = self._on_device(index)
-        self.k = [k[index] for k in self.k]
-        self.v = [v[index] for v in self.v]
+        for store in (self.k, self.v):
+            for i, old in enumerate(store):
+                store[i] = old[index]
 
-    def rows_copy(self, index: torch.Tensor) -> KVCache:
-        """A new cache holding a copy of the rows in `index`."""
+    def split(self, rows: torch.Tensor) -> KVCache:
+        """Move the rows `rows` into a new cache, returned; this one keeps the others, in order.
+        `absorb` puts them back. No row is held twice."""
+        rows = self._on_device(rows)
         sub = KVCache(self.n_layers, self.capacity)
-        index = self._on_device(index)
-        sub.k, sub.v, sub.n = [k[index] for k in self.k], [v[index] for v in self.v], self.n
+        sub.n = self.n
+        if self.k:
+            rest = _complement(rows, self.k[0].shape[0])
+            for mine, theirs in ((self.k, sub.k), (self.v, sub.v)):
+                for i, old in enumerate(mine):
+                    theirs.append(old[rows])
+                    mine[i] = old[rest]
         return sub
 
-    def absorb(self, sub: KVCache, rows: torch.Tensor) -> None:
-        """Take the positions `sub` (a `rows_copy(rows)`) grew beyond this cache: its values for
-        `rows`, zeros (masked out) for the other rows."""
+    def absorb(self, sub: KVCache, rows: torch.Tensor, total: int) -> None:
+        """Put back the rows `split(rows)` moved into `sub`, after `sub` grew: row j of `sub`
+        becomes row rows[j] of `total`; the rows this cache kept get zeros (masked out) at the
+        positions only `sub` has. `sub` is emptied."""
         n0, n1 = self.n, sub.n
         rows = self._on_device(rows)
-        if self.k:
-            self.reserve(self.k[0][:, :, :0], n1 - n0)
-        for i in range(len(self.k)):
-            self.k[i][:, :, n0:n1] = 0
-            self.v[i][:, :, n0:n1] = 0
-            self.k[i][rows, :, n0:n1] = sub.k[i][:, :, n0:n1]
-            self.v[i][rows, :, n0:n1] = sub.v[i][:, :, n0:n1]
+        rest = _complement(rows, total)
+        for mine, theirs in ((self.k, sub.k), (self.v, sub.v)):
+            for i, part in enumerate(theirs):
+                _, h, cap, d = part.shape  # split copies, reserve grows: the sub-batch's is the larger
+                merged = part.new_zeros(total, h, cap, d)
+                merged[rows, :, :n1] = part[:, :, :n1]
+                if i < len(mine):
+                    merged[rest, :, :n0] = mine[i][:, :, :n0]
+                    mine[i] = merged
+                else:  # this cache held no layer yet: split before its first feed
+                    mine.append(merged)
+                theirs[i] = part.new_empty(0)
         self.n = n1
 
     def _on_device(self, index: torch.Tensor) -> torch.Tensor:
         return index.to(self.k[0].device) if self.k else index
+
+
+def _complement(rows: torch.Tensor, total: int) -> torch.Tensor:
+    """The indices of range(total) not in `rows`, in order, on rows' device."""
+    keep = torch.ones(total, dtype=torch.bool, device=rows.device)
+    keep[rows] = False
+    return keep.nonzero().squeeze(-1)
 
 
 @dataclass
@@ -253,19 +280,51 @@ class Qwen2Decoder:
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """Grouped-query attention; q (B, Hq, T, D), k and v (B, Hkv, L, D), bias (B, 1, T, L).
 
-    SDPA, the trainer's attention (transformers' sdpa), wherever the two sides' arithmetic could
-    part: every prefill, and every step in bf16 or fp16, where a hand-written softmax(QK^T)V
-    rounds differently (on CPU in bf16 it put the sampler 10x further from the trainer: mean
-    |gap| 1.6e-4 vs 1.5e-5 nats). One new token in float32 (the CPU tier, where both paths agree
-    to ~1e-7): query heads grouped onto their key/value head with a view, so K and V are read
-    once (SDPA's enable_gqa path measured ~1.4x slower at B=16, L=1600 on CPU)."""
+    On CUDA, `_attention_cuda`. Elsewhere SDPA, the trainer's attention (transformers' sdpa),
+    wherever the two sides' arithmetic could part: every prefill, and every step in bf16 or fp16,
+    where a hand-written softmax(QK^T)V rounds differently (on CPU in bf16 it put the sampler 10x
+    further from the trainer: mean |gap| 1.6e-4 vs 1.5e-5 nats). One new token in float32 (the
+    CPU tier, where both paths agree to ~1e-7): query heads grouped onto their key/value head with
+    a view, so K and V are read once (SDPA's enable_gqa path measured ~1.4x slower at B=16, L=1600
+    on CPU)."""
     b, hq, t, d = q.shape
     hkv = k.shape[1]
+    if q.is_cuda:
+        return _attention_cuda(q, k, v, bias)
     if t != 1 or q.dtype != torch.float32:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, enable_gqa=True)
     qg = q.view(b, hkv, hq // hkv, d)  # (B, Hkv, G, D)
     scores = torch.matmul(qg, k.transpose(-1, -2)) * d**-0.5 + bias[:, :, 0, None, :]  # (B, Hkv, G, L)
     return torch.matmul(torch.softmax(scores, dim=-1), v).view(b, hq, 1, d)
+
+
+def _attention_cuda(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """`_attention` as transformers' sdpa_attention_forward computes it with a mask (the trainer's
+    attention; transformers/integrations/sdpa_attention.py): SDPA's fused CUDA kernels take a mask
+    or unequal head counts, not both (`use_gqa_in_sdpa`), and enable_gqa with a mask falls back to
+    the math kernel, which holds (B, Hq, T, L) scores. One new token: the G query heads of a
+    key/value head become its G queries (`pack_gqa`). A chunk: keys and values repeated to every
+    query head (`repeat_kv`), ATTENTION_ROWS_BYTES of them at a time (rows are independent)."""
+    b, hq, t, d = q.shape
+    hkv = k.shape[1]
+    if t == 1:
+        out = F.scaled_dot_product_attention(q.reshape(b, hkv, hq // hkv, d), k, v, attn_mask=bias)
+        return out.reshape(b, hq, 1, d)
+    step = max(1, ATTENTION_ROWS_BYTES // (2 * hq * k.shape[2] * d * k.element_size()))
+    parts = []
+    for lo in range(0, b, step):
+        keys, values = (_repeat_kv(x[lo : lo + step], hq // hkv) for x in (k, v))  # (b', Hq, L, D)
+        parts.append(
+            F.scaled_dot_product_attention(q[lo : lo + step], keys, values, attn_mask=bias[lo : lo + step])
+        )
+    return torch.cat(parts) if len(parts) > 1 else parts[0]
+
+
+def _repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
+    """(B, Hkv, L, D) -> (B, Hkv * groups, L, D), each key/value head repeated for its query heads
+    (transformers' repeat_kv)."""
+    b, h, n, d = x.shape
+    return x[:, :, None].expand(b, h, groups, n, d).reshape(b, h * groups, n, d)
 
 
 def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

@@ -3,10 +3,10 @@
 One PPO update has two memory peaks; the run's peak is the larger:
 - rollout: the trained model (frozen base, LoRA adapters with their gradients and AdamW states),
   the decoder's snapshot (a second copy of every weight, LoRA merged: `policy/decoder.py`), the
-  KV cache at its largest (grown by `KVCache.reserve`, see `kv_peak_positions`, or allocated once:
-  rollout.kv_cache static), the decode step's
+  KV cache at its capacity (grown by `KVCache.reserve`, see `kv_capacity`, or allocated once:
+  rollout.kv_cache static) plus the one layer its reallocations hold twice, the decode step's
   logits (B, V) with the sampler's float32 softmax copies, and the transient of prefilling a chunk
-  (an observation or a prompt) for every row;
+  (an observation or a prompt) for every row, with its attention (`attention_bytes`);
 - update: the trained model, the activations one micro-batch of `rl.micro_batch_size` full-length
   rows keeps for its backward (every layer's, or only each layer's input with gradient
   checkpointing plus one layer's recomputed ones; Korthikanti et al. 2022, "Reducing activation
@@ -34,6 +34,9 @@ DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 ADAPTER_BYTES = 16  # per trainable parameter: float32 weight, gradient, AdamW exp_avg and exp_avg_sq
 LOGIT_COPIES_FP32 = 6  # float(), / temperature, log_softmax, exp, exp * logp, and one gradient in flight
 SAMPLER_COPIES_FP32 = 3  # the decode step's float32 logits, softmax and cumulative/sorted copy
+# A CUDA prefill's attention repeats keys and values to every query head (decoder._attention_cuda)
+# for as many rows at a time as this many bytes of them hold.
+ATTENTION_ROWS_BYTES = 2**30
 
 
 @dataclass(frozen=True)
@@ -99,16 +102,13 @@ class Dims:
         return 4 * h + 2 * q + 4 * kv + q + 4 * i
 
 
-def kv_peak_positions(prompt: int, final: int) -> int:
-    """Positions per row held at once while `KVCache.reserve` grows a cache from a `prompt`-token
-    prefill to `final` positions, one decoded token at a time: capacity starts at max(2 prompt, 64)
-    and each growth allocates 2 (n + 1) while the old buffer is still alive (old + new)."""
+def kv_capacity(prompt: int, final: int) -> int:
+    """Positions per row a growing cache (rollout.kv_cache grow) holds once it reaches `final`:
+    `KVCache.reserve` starts at max(2 prompt, 64) and allocates 2 (n + 1) when n + 1 do not fit."""
     cap = max(2 * prompt, 64)
-    peak = cap
     while cap < final:
-        new = 2 * (cap + 1)
-        peak, cap = max(peak, cap + new), new
-    return peak
+        cap = 2 * (cap + 1)
+    return cap
 
 
 @dataclass(frozen=True)
@@ -153,11 +153,13 @@ def predict(
     weights = dims.parameters() * s
     lora = dims.lora_parameters(params.lora.rank, params.lora.target_modules)
     adapters = ADAPTER_BYTES * (2 * lora + dims.hidden + 2)  # policy, critic LoRA; value head, reward weight
-    positions = length if rp.kv_cache == "static" else kv_peak_positions(min(prompt_tokens, length), length)
-    kv = rows * positions * dims.kv_bytes_per_position(s)
+    positions = length if rp.kv_cache == "static" else kv_capacity(min(prompt_tokens, length), length)
+    # the cache at its capacity, and one layer more while `KVCache` replaces a layer's buffer
+    kv = rows * positions * dims.kv_bytes_per_position(s) * (dims.layers + 1) // dims.layers
     sampler_logits = rows * dims.vocab * (s + 4 * SAMPLER_COPIES_FP32)
-    chunk = rows * min(rp.max_new_tokens_per_turn, length)  # an observation (or prompt) prefilled per row
-    prefill = chunk * (dims.layer_activation_elements() * s + dims.kv_bytes_per_position(s) // dims.layers)
+    t = min(rp.max_new_tokens_per_turn, length)  # an observation (or prompt) prefilled per row
+    prefill = rows * t * (dims.layer_activation_elements() * s + dims.kv_bytes_per_position(s) // dims.layers)
+    prefill += attention_bytes(dims, rows, t, length, s, cuda=m.device == "cuda")
     tokens = rl.micro_batch_size * length
     per_layer = tokens * dims.layer_activation_elements() * s
     if m.gradient_checkpointing:  # every layer's input, one layer recomputed, and its activation gradients
@@ -182,30 +184,45 @@ def predict(
     return Prediction(parts, rollout, weights + adapters + activations + logits)
 
 
+def attention_bytes(dims: Dims, rows: int, t: int, length: int, s: int, cuda: bool) -> int:
+    """A prefill's attention beyond its output, `t` new positions per row over `length`:
+    `Qwen2Decoder._bias`'s mask (B, 1, T, L) and its two boolean intermediates; on CUDA, the keys
+    and values repeated to every query head for ATTENTION_ROWS_BYTES of rows at a time, and the
+    mask's copy SDPA aligns for them."""
+    total = rows * t * length * (s + 2)
+    if cuda:
+        per_row = 2 * dims.heads * length * dims.head_dim * s
+        step = min(rows, max(1, ATTENTION_ROWS_BYTES // per_row))
+        total += step * (per_row + t * length * s)
+    return total
+
+
 def refusal(params: Params, dims: Dims, gpu_bytes: int, headroom: float = 0.9) -> str | None:
     """None if the predicted peak fits in `headroom` of `gpu_bytes`, else a message naming the
-    knob to lower (the larger phase's main part)."""
+    knobs to lower for each phase that does not fit (its main parts)."""
     p = predict(params, dims)
     budget = headroom * gpu_bytes
     if p.peak <= budget:
         return None
     rp, rl = params.rollout, params.rl
-    if p.rollout >= p.update:
-        fix = (
+    fixes = []
+    if p.rollout > budget:
+        fixes.append(
             f"lower rollout.batch_size (now {rp.batch_size}) or rollout.max_tokens_per_episode "
             f"(now {rp.max_tokens_per_episode}): the KV cache is {p.parts['kv_cache'] / GIB:.1f} GiB"
         )
-    else:
+    if p.update > budget:
         fix = f"lower rl.micro_batch_size (now {rl.micro_batch_size})"
         if not params.model.gradient_checkpointing:
             fix += " or set model.gradient_checkpointing: true"
-        fix += (
-            f": activations {p.parts['activations'] / GIB:.1f} GiB, logits "
+        fixes.append(
+            f"{fix}: activations {p.parts['activations'] / GIB:.1f} GiB, logits "
             f"{p.parts['train_logits'] / GIB:.1f} GiB"
         )
     return (
         f"predicted peak memory {p.peak / GIB:.1f} GiB (rollout {p.rollout / GIB:.1f}, update "
-        f"{p.update / GIB:.1f}) exceeds {headroom:.0%} of the GPU's {gpu_bytes / GIB:.1f} GiB; {fix}"
+        f"{p.update / GIB:.1f}) exceeds {headroom:.0%} of the GPU's {gpu_bytes / GIB:.1f} GiB; "
+        + "; ".join(fixes)
     )
 
 

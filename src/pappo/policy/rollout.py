@@ -31,9 +31,8 @@ from pappo.env.vec import VecEnv
 from pappo.policy.constrained import CallTrie
 from pappo.policy.decisions import decision_flags
 from pappo.policy.decoder import KVCache, Qwen2Decoder
+from pappo.policy.prefix import MIN_SHARED_PREFIX, common_prefix_len
 
-# A prompt prefix shared by fewer tokens is fed with the rest: its own forward would cost more.
-MIN_SHARED = 16
 # `feed_split`: two sub-batches when they feed at most this share of one left-padded block's tokens.
 SPLIT_AT = 0.9
 
@@ -132,27 +131,21 @@ class Sampler:
 
 
 def _shared_len(prompts: list[list[int]]) -> int:
-    """The prefix every prompt starts with, leaving each at least one token of its own; 0 when
-    shorter than MIN_SHARED or for one prompt (nothing to share)."""
-    shared, shortest = 0, min(len(p) for p in prompts)
-    while shared < shortest - 1 and all(p[shared] == prompts[0][shared] for p in prompts):
-        shared += 1
-    return shared if len(prompts) > 1 and shared >= MIN_SHARED else 0
+    """The prefix every prompt starts with (`common_prefix_len`); 0 below MIN_SHARED_PREFIX."""
+    shared = common_prefix_len(prompts)
+    return shared if shared >= MIN_SHARED_PREFIX else 0
 
 
 def _runs(prompts: list[list[int]], shared: int) -> list[tuple[int, int, int]]:
-    """Runs of consecutive prompts that share at least MIN_SHARED tokens beyond `shared`:
+    """Runs of consecutive prompts that share at least MIN_SHARED_PREFIX tokens beyond `shared`:
     (first row, end row, the run's common prefix), each row keeping at least one token of its own.
     A prompt alone keeps `shared`."""
     runs: list[tuple[int, int, int]] = []
     for i, p in enumerate(prompts):
         if runs:
             first, _, prefix = runs[-1]
-            common = 0
-            limit = min(prefix, len(p) - 1)
-            while common < limit and p[common] == prompts[first][common]:
-                common += 1
-            if common >= shared + MIN_SHARED:
+            common = min(prefix, common_prefix_len([prompts[first], p]))
+            if common >= shared + MIN_SHARED_PREFIX:
                 runs[-1] = (first, i + 1, common)
                 continue
         runs.append((i, i + 1, len(p) - 1))
@@ -215,13 +208,12 @@ class _Batch:
         """`feed`, in two sub-batches by chunk length where that feeds at most SPLIT_AT of one
         left-padded block's tokens (rows' own prompt parts of different tasks; a test report among
         one-line replies): each padded to its own longest, merged, the holes repacked once they are
-        a quarter of the cache (`KVCache.repack`). A batch's first feed is one block (no cache yet
-        to merge the two into). Returns each row's last logits (B, V)."""
+        a quarter of the cache (`KVCache.repack`). Returns each row's last logits (B, V)."""
         n = len(chunks)
         order = sorted(range(n), key=lambda r: len(chunks[r]))
         widths = [len(chunks[r]) for r in order]
         cost, k = min(((j * widths[j - 1] + (n - j) * widths[-1], j) for j in range(1, n)), default=(0, 0))
-        if n < 2 or not self.cache.k or not widths[0] or cost > SPLIT_AT * n * widths[-1]:
+        if n < 2 or not widths[0] or cost > SPLIT_AT * n * widths[-1]:
             return self.feed(forward, chunks, pad_id)
         out: torch.Tensor | None = None
         for keep in (sorted(order[:k]), sorted(order[k:])):
@@ -242,16 +234,17 @@ class _Batch:
         self.rows = list(range(len(index)))
 
     def compact(self, keep: list[int]) -> _Batch:
-        """A sub-batch of the rows `keep` (copied), to decode without the rows that are idle."""
+        """A sub-batch of the rows `keep`, to decode without the rows that are idle. Their cache
+        moves to the sub-batch (`KVCache.split`): this batch is not fed until `absorb`."""
         index = torch.tensor(keep, dtype=torch.long)
-        sub = _Batch([self.rows[k] for k in keep], self.cache.rows_copy(index))
+        sub = _Batch([self.rows[k] for k in keep], self.cache.split(index))
         sub.mask, sub.next_pos = self.mask[index], self.next_pos[index]
         return sub
 
     def absorb(self, sub: _Batch, keep: list[int]) -> None:
         """Merge back a sub-batch made by `compact(keep)` after it decoded further."""
         index = torch.tensor(keep, dtype=torch.long)
-        self.cache.absorb(sub.cache, index)
+        self.cache.absorb(sub.cache, index, len(self.rows))
         grown = sub.mask.shape[1] - self.mask.shape[1]
         extra = torch.zeros(len(self.rows), grown, dtype=torch.long)
         extra[index] = sub.mask[:, self.mask.shape[1] :]
@@ -345,7 +338,7 @@ class RolloutEngine:
         while any(live[r] for r in rows):
             drawing = [j for j, r in enumerate(rows) if live[r]]  # idle rows draw nothing
             ids, lp = sample(logits[drawing], [batch.rows[rows[j]] for j in drawing])  # (B_live,) each
-            drawn = {j: (int(ids[k]), float(lp[k])) for k, j in enumerate(drawing)}
+            drawn = dict(zip(drawing, zip(ids.tolist(), lp.tolist())))  # one copy from the device each
             step = []
             for j, r in enumerate(rows):
                 if not live[r]:
@@ -417,8 +410,8 @@ class RolloutEngine:
             if ready:  # at a choice, with logits for it
                 allowed = self.trie.mask([turns[r] for r in ready], current.shape[-1])
                 ids, lp = sample(current[ready], [batch.rows[r] for r in ready], allowed)  # (B_ready,)
-                for k, r in enumerate(ready):
-                    take(r, int(ids[k]), float(lp[k]))
+                for r, tok, logprob in zip(ready, ids.tolist(), lp.tolist()):
+                    take(r, tok, logprob)
                 continue
             waiting = [r for r in range(n) if live[r]]
             if not waiting:
