@@ -1,4 +1,5 @@
-"""Evaluation results: the per-task outcomes of a held-out evaluation and their aggregates.
+"""Evaluation results: the per-task outcomes of a held-out evaluation, their aggregates, and the
+evaluation settings at each point of a run (`at_point`: the last evaluation's, or eval.intermediate's).
 
 No torch: run reports embed these models, and the summary and `pappo audit` read and recompute
 them without loading the policy (rl/evaluate.py plays the episodes).
