@@ -42,7 +42,7 @@ def step_row(name: str, rc: str, seconds: str, rec: dict[str, Any] | None) -> st
     """One table row of a gpu_step receipt (or of its absence)."""
     if not rec or "phases" not in rec:
         why = (rec or {}).get("error") or "no receipt"
-        return f"| {name} | {rc} | {seconds} | {why} |||||||"
+        return f"| {name} | {rc} | {seconds} | {why} ||||||||"
     ph, mem, gap = rec["phases"], rec["peak_memory"], rec.get("logprob_gap") or {}
     ro, fr, up = ph.get("rollout", {}), ph.get("freeze", {}), ph.get("update", {})
     dtype = rec["dtype"] + (" +logits_fp32" if rec.get("knobs", {}).get("logits_fp32") else "")
@@ -56,9 +56,24 @@ def step_row(name: str, rc: str, seconds: str, rec: dict[str, Any] | None) -> st
         _pct(fr.get("mfu")),
         f"{_num(up.get('tokens_per_s'))} / {_pct(up.get('mfu'))}",
         f"{mem['bytes'] / GIB:.1f} / {mem['predicted']['peak_bytes'] / GIB:.1f}",
+        phase_memory(mem),
         f"{_num(gap.get('logprob_gap_mean'), '{:.3g}')} / {_num(gap.get('logprob_gap_max'), '{:.3g}')}",
     ]
     return "| " + " | ".join(cells) + " |"
+
+
+def phase_memory(mem: dict[str, Any]) -> str:
+    """Rollout and update peaks, measured / predicted at the run's shapes (the 15% check)."""
+    at_run, per = mem.get("predicted_at_run") or {}, mem.get("per_phase_bytes") or {}
+    cells = []
+    for phase in ("rollout", "update"):
+        predicted, measured = at_run.get(f"{phase}_bytes"), per.get(phase)
+        cells.append(
+            "-"
+            if not predicted or measured is None
+            else f"{measured / GIB:.1f} / {predicted / GIB:.1f} ({measured / predicted:.2f})"
+        )
+    return "; ".join(cells)
 
 
 def full_profile_prediction() -> dict[str, Any]:
@@ -72,9 +87,10 @@ def main(work: Path, out: Path) -> int:
     bundle: dict[str, Any] = {"schema": "pappo.gpu_check/1", "steps": {}}
     head = (
         "| step | exit | s | dtype | rollout tok/s | decode MFU | freeze MFU | update tok/s / MFU "
-        "| peak GiB measured / predicted | log-prob gap mean / max |"
+        "| peak GiB measured / predicted | rollout; update GiB measured / predicted at the run's shapes "
+        "| log-prob gap mean / max |"
     )
-    rows = [head, "|" + "---|" * 10]
+    rows = [head, "|" + "---|" * 11]
     for name, rc, seconds in steps:
         rec = _load(work / f"{name}.json")
         bundle["steps"][name] = {"exit": rc, "seconds": int(seconds), "receipt": rec}

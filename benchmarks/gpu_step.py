@@ -480,6 +480,7 @@ def receipt(
         hardware = hardware.model_copy(update={"accelerator": "cpu", "accelerator_model_name": None})
     rp, rl = params.rollout, params.rl
     predicted = memory.predict(params, memory.Dims.from_config(cfg), rows=r["episodes"])
+    at_run = predict_at_run(params, cfg, r)
     up = phases.get("update", {})
     return {
         "schema": SCHEMA,
@@ -519,6 +520,7 @@ def receipt(
             "per_phase_bytes": r["peak_bytes"],
             "measure": "torch.cuda.max_memory_allocated" if device.type == "cuda" else "peak RSS",
             "predicted": predicted.as_dict(),
+            "predicted_at_run": None if at_run is None else at_run.as_dict(),
         },
         "params_file": rc.sanitise(str(args.params), ROOT),
         "seed": args.seed,
@@ -530,6 +532,23 @@ def receipt(
         ),
         "timing": clock.stop().model_dump(mode="json"),
     }
+
+
+def predict_at_run(params: Params, cfg: Any, r: dict[str, Any]) -> memory.Prediction | None:
+    """The memory model at this run's shapes, to check it phase by phase against the measured
+    peaks: episodes as long as the longest one, and the logits of a micro-batch of the rows with
+    the most sampled tokens. None before the rollout ended."""
+    if "rows_sampled" not in r:
+        return None
+    longest = max(r["episode_tokens"])
+    mb = params.rl.micro_batch_size
+    sampled = sum(sorted(r["rows_sampled"], reverse=True)[:mb])
+    at = params.model_copy(
+        update={"rollout": params.rollout.model_copy(update={"max_tokens_per_episode": longest})}
+    )
+    return memory.predict(
+        at, memory.Dims.from_config(cfg), rows=r["episodes"], sampled_fraction=sampled / (mb * longest)
+    )
 
 
 def _mfu(rec: dict[str, Any], x: float | None) -> str:
@@ -565,6 +584,10 @@ def phase_lines(rec: dict[str, Any], phase: str) -> list[str]:
     if p is None:
         return []
     mem = f"peak {per.get(phase, 0) / 2**30:.2f} GiB ({rec['peak_memory']['measure']})"
+    at_run = rec["peak_memory"].get("predicted_at_run") or {}
+    if f"{phase}_bytes" in at_run and per.get(phase):
+        predicted = at_run[f"{phase}_bytes"]
+        mem += f", {predicted / 2**30:.2f} predicted at this run's shapes (measured / predicted {per[phase] / predicted:.2f})"
     if phase == "rollout":
         return [
             f"rollout: {b['episodes']} episodes, {p['tokens_generated']} generated tokens in "

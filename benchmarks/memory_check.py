@@ -1,4 +1,4 @@
-"""The memory model (pappo.policy.memory) against measured peaks on CPU, three small configurations.
+"""The memory model (pappo.policy.memory) against measured peaks on CPU, four small configurations.
 
     MALLOC_MMAP_THRESHOLD_=65536 python benchmarks/memory_check.py
 
@@ -6,16 +6,21 @@ Each configuration runs in its own process: a random Qwen2 with LoRA (ActorCriti
 update phase (the trainer's actor pass, `rl.batch.policy_outputs` with its entropy, and backward,
 over one micro-batch of full-length rows, every token sampled) or the rollout phase (a decoder
 snapshot, a prompt prefill, then one token at a time to the episode limit through the growing KV
-cache, with the sampler's softmax). Measured: the process's peak resident memory (ru_maxrss) minus
+cache, with the sampler's softmax) or a whole rollout (`RolloutEngine` over stand-in episodes that
+run to the token budget). Measured: the process's peak resident memory (ru_maxrss) minus
 its resident memory before the model was built; with a fixed mmap threshold glibc hands every
 large tensor back to the kernel when freed, so resident memory follows the live tensors. Predicted:
 the model's weights, adapters and the phase's parts, at the same sizes. Prints one line per
 configuration and the ratio measured / predicted.
 
-Measured on 2 shared CPU cores (float32, torch 2.13 CPU, 2026-12-04), measured / predicted:
+Measured on 2 quiet CPU cores (float32, torch 2.13 CPU, 2026-12-05), measured / predicted:
 update-mb2-t512 965 / 928 MiB = 1.04; update-mb4-t512-ckpt 1633 / 1686 MiB = 0.97;
-rollout-b16-t640-mha 380 / 419 MiB = 0.91 (each within 15%). On a GPU, gpu_step's receipts put
-torch.cuda.max_memory_allocated next to the same prediction.
+rollout-b16-t640-mha 325 / 376 MiB = 0.86 (decode only: the bound counts one layer at full capacity
+while growth holds the old, half-size one); engine-b16-t1024-mha (the RolloutEngine itself: turns,
+observations, rows dropped and repacked, compaction) 366 / 381 MiB = 0.96. Each is within 15%. The
+engine configuration with the code before the cache moved rows and reallocated layer by layer
+(5833010): 551 MiB measured. On a GPU, gpu_step's receipts put torch.cuda.max_memory_allocated
+next to the same prediction, at the profile's bound and at the run's own shapes.
 """
 
 from __future__ import annotations
@@ -25,17 +30,23 @@ import resource
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = [  # name, phase, rows, tokens (episode limit), gradient checkpointing, KV heads
     ("update-mb2-t512", "update", 2, 512, False, 2),
     ("update-mb4-t512-ckpt", "update", 4, 512, True, 2),
     ("rollout-b16-t640-mha", "rollout", 16, 640, False, 8),  # 8 KV heads: the KV cache's growth dominates
+    ("engine-b16-t1024-mha", "engine", 16, 1024, False, 8),  # RolloutEngine: turns, observations, compaction
 ]
 DIMS = dict(
     vocab_size=32000, hidden_size=256, intermediate_size=1024, num_hidden_layers=4, num_attention_heads=8
 )
 PROMPT = 128  # rollout: the first prefill (also the prefill chunk the model counts)
+TURN, OBSERVATION = (
+    PROMPT,
+    32,
+)  # engine: tokens per assistant turn (the prefill the model counts) and per observation
 
 
 def rss() -> int:
@@ -76,6 +87,8 @@ def one(name: str, phase: str, rows: int, tokens: int, ckpt: bool, kv_heads: int
             logp = torch.log_softmax(logits, -1)
             ent = -(logp.exp() * logp).sum(-1)
             (logp.gather(-1, ids[:, 1:][picked][:, None]).sum() + ent.sum()).backward()
+    elif phase == "engine":
+        engine_rollout(ac, rows, tokens)
     else:
         from pappo.config import RolloutParams
         from pappo.policy.rollout import Sampler
@@ -98,7 +111,7 @@ def one(name: str, phase: str, rows: int, tokens: int, ckpt: bool, kv_heads: int
                 update={
                     "max_tokens_per_episode": tokens,
                     "batch_size": rows,
-                    "max_new_tokens_per_turn": PROMPT,
+                    "max_new_tokens_per_turn": TURN if phase == "engine" else PROMPT,
                 }
             ),
             "rl": params.rl.model_copy(update={"micro_batch_size": rows}),
@@ -118,6 +131,84 @@ def one(name: str, phase: str, rows: int, tokens: int, ckpt: bool, kv_heads: int
         "fixed_bytes": fixed,
         "ratio": measured / predicted,
     }
+
+
+class _Codec:
+    """Ids for the engine run: a prompt of its own length per episode, fixed-length observations;
+    no id is a stop (turns run to their limit; the episodes' budgets stop them apart)."""
+
+    pad_id, stop_ids = 0, frozenset({1})
+
+    def __init__(self, vocab: int) -> None:
+        self.vocab = vocab
+
+    def prompt_ids(self, messages: list[dict]) -> list[int]:
+        n = int(messages[-1]["content"])
+        return [2 + (7 * i) % (self.vocab - 2) for i in range(n)]
+
+    def observation_ids(self, message: dict, stopped_on: int | None) -> list[int]:
+        return [2 + (11 * i) % (self.vocab - 2) for i in range(OBSERVATION)]
+
+    def decode(self, ids: list[int]) -> str:
+        return "x"
+
+
+class _Env:
+    def __init__(self, i: int, prompt: int) -> None:
+        self.task = SimpleNamespace(instance_id=f"episode-{i}")
+        self.prompt, self.done, self.turns = prompt, False, 0
+        self.per_turn_rewards: list[float] = []
+        self.terminal_reward = 0.0
+        self.metrics = SimpleNamespace(to_json=dict)
+
+
+class _Vec:
+    """The VecEnv protocol RolloutEngine plays: every episode goes on until the token budget
+    ends it (`truncate`)."""
+
+    def __init__(self, prompts: list[int]) -> None:
+        self.envs = [_Env(i, p) for i, p in enumerate(prompts)]
+
+    def __len__(self) -> int:
+        return len(self.envs)
+
+    def reset(self) -> list[list[dict]]:
+        return [[{"role": "user", "content": str(e.prompt)}] for e in self.envs]
+
+    def step(self, texts: list[str | None]) -> list[SimpleNamespace | None]:
+        out: list[SimpleNamespace | None] = []
+        for env, text in zip(self.envs, texts):
+            if text is None:
+                out.append(None)
+                continue
+            env.turns += 1
+            env.per_turn_rewards.append(0.0)
+            out.append(SimpleNamespace(done=False, observation={"role": "tool", "content": ""}))
+        return out
+
+    def truncate(self, indices: list[int]) -> list[float]:
+        for i in indices:
+            self.envs[i].done = True
+        return [0.0] * len(indices)
+
+
+def engine_rollout(ac, rows: int, tokens: int) -> list:
+    """RolloutEngine over `rows` episodes with prompts of PROMPT/2 to PROMPT tokens, turns of
+    TURN tokens and observations of OBSERVATION, to the `tokens` budget: the cache grows, rows are
+    dropped and repacked, and the last turn's rows stop apart (compaction)."""
+    from pappo.config import RolloutParams
+    from pappo.policy.adapters import POLICY
+    from pappo.policy.decoder import Qwen2Decoder
+    from pappo.policy.rollout import RolloutEngine
+
+    with ac.adapter(POLICY):
+        dec = Qwen2Decoder(ac.peft)
+    params = RolloutParams(batch_size=rows, max_new_tokens_per_turn=TURN, max_tokens_per_episode=tokens)
+    prompts = [PROMPT // 2 + (PROMPT // 2) * i // max(rows - 1, 1) for i in range(rows)]
+    engine = RolloutEngine(dec, _Codec(ac.peft.config.vocab_size), params)
+    trajs = engine.run(_Vec(prompts), seed=0)
+    assert engine.compactions > 0, "no compaction: the configuration does not exercise it"
+    return trajs
 
 
 def main() -> int:

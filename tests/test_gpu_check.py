@@ -26,7 +26,12 @@ def receipt(gap: float | None, update: bool) -> dict:
         "dtype": "bfloat16",
         "knobs": {"logits_fp32": False},
         "phases": phases,
-        "peak_memory": {"bytes": 50 * 2**30, "predicted": {"peak_bytes": 60 * 2**30}},
+        "peak_memory": {
+            "bytes": 50 * 2**30,
+            "predicted": {"peak_bytes": 60 * 2**30},
+            "per_phase_bytes": {"rollout": 50 * 2**30, "update": 40 * 2**30 if update else None},
+            "predicted_at_run": {"rollout_bytes": 45 * 2**30, "update_bytes": 44 * 2**30},
+        },
         "logprob_gap": None if gap is None else {"logprob_gap_mean": gap, "logprob_gap_max": 10 * gap},
     }
 
@@ -44,8 +49,14 @@ def test_the_table_bundles_complete_partial_and_missing_steps(tmp_path):
     assert table.main(work, out) == 0
     text = (out / "gpu_check.txt").read_text()
     rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
-    assert "| 1234 | 5.0% | 30.0% | 7000 / 25.0% | 50.0 / 60.0 | 0.002 / 0.02 |" in rows["a_profile"]
-    assert "| 124 | 90 | bfloat16 | 1234 | 5.0% | 30.0% | - / - | 50.0 / 60.0 | - / - |" in rows["b_bf16"]
+    assert (
+        "| 1234 | 5.0% | 30.0% | 7000 / 25.0% | 50.0 / 60.0 | 50.0 / 45.0 (1.11); 40.0 / 44.0 (0.91) "
+        "| 0.002 / 0.02 |" in rows["a_profile"]
+    )
+    assert (
+        "| 124 | 90 | bfloat16 | 1234 | 5.0% | 30.0% | - / - | 50.0 / 60.0 | 50.0 / 45.0 (1.11); - | - / - |"
+        in rows["b_bf16"]
+    )
     assert "no receipt" in rows["b_fp16"]
     assert "train (tiny profile, pappo seed 0): exit missing-models-base" in text
     bundle = json.loads((out / "gpu_check.json").read_text())

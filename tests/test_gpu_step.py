@@ -85,6 +85,13 @@ def check_receipt(rec: dict, out_lines: list[str]) -> None:
     assert re.fullmatch(r"[0-9a-f]{40}", rec["source"]["git_commit"])
     assert "update MFU: n/a (no bf16 peak known for cpu)" in out_lines
     assert rec["peak_memory"]["predicted"]["peak_bytes"] > 0
+    # the model at this run's own shapes: no longer than its longest episode, so never above the bound
+    at_run, bound = rec["peak_memory"]["predicted_at_run"], rec["peak_memory"]["predicted"]
+    assert (
+        0 < at_run["rollout_bytes"] <= bound["rollout_bytes"]
+        and 0 < at_run["update_bytes"] <= bound["update_bytes"]
+    )
+    assert any("predicted at this run's shapes (measured / predicted " in line for line in out_lines)
     gap = rec["logprob_gap"]  # the trainer's own sampler-vs-trainer diagnostic, printed too
     assert set(gap) == {"logprob_gap_mean", "logprob_gap_p99", "logprob_gap_max", "logprob_gap_frac_large"}
     assert (

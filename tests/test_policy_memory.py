@@ -32,6 +32,7 @@ def test_small_dims_by_hand():
     assert SMALL.lora_parameters(4, ["q_proj", "down_proj"]) == 3 * (4 * (64 + 64) + 4 * (160 + 64))
     assert SMALL.kv_bytes_per_position(2) == 2 * 3 * 2 * 8 * 2
     assert SMALL.layer_activation_elements() == 4 * 64 + 2 * 64 + 4 * 16 + 64 + 4 * 160
+    assert SMALL.layer_inference_elements() == 4 * 160 + 2 * 64
 
 
 def test_kv_capacity_follows_kvcache_reserve_and_no_reallocation_holds_more_than_one_layer_twice():
@@ -105,6 +106,10 @@ def test_predict_adds_the_parts_of_each_phase():
     assert parts["weights"] == parts["decoder_snapshot"] == SMALL.parameters() * s
     kv = 8 * memory.kv_capacity(100, length) * SMALL.kv_bytes_per_position(s)
     assert parts["kv_cache"] == kv * (SMALL.layers + 1) // SMALL.layers  # and one layer's reallocation
+    t = min(params.rollout.max_new_tokens_per_turn, length)  # a chunk of t tokens for every row
+    kv_layer = SMALL.kv_bytes_per_position(s) // SMALL.layers
+    mask = 8 * t * length * (s + 2)  # on CPU: the additive mask and its two boolean intermediates
+    assert parts["prefill"] == 8 * t * ((4 * 160 + 2 * 64) * s + kv_layer) + mask
     # float32: the lm_head output is its own .float() copy
     assert parts["train_logits"] == int(mb * length * 0.5) * 1000 * (s + 4 * (memory.LOGIT_COPIES_FP32 - 1))
     assert not params.model.gradient_checkpointing
@@ -127,6 +132,20 @@ def test_predict_adds_the_parts_of_each_phase():
         update={"model": params.model.model_copy(update={"gradient_checkpointing": True})}
     )
     assert memory.predict(ckpt, SMALL, rows=8).parts["activations"] < parts["activations"]
+
+
+def test_cuda_attention_bytes_repeat_keys_and_values_for_a_gibibyte_of_rows():
+    """The 7B's CUDA prefill: K and V repeated to 28 heads are 112 MiB a row at 8192 positions, so
+    9 rows go at a time (`decoder._attention_cuda`), each with its aligned mask copy."""
+    dims, t, length = memory.QWEN25_CODER_7B, 512, 8192
+    per_row = 2 * 28 * 8192 * 128 * 2
+    assert memory.ATTENTION_ROWS_BYTES // per_row == 9
+    cpu = memory.attention_bytes(dims, 64, t, length, 2, cuda=False)
+    assert cpu == 64 * t * length * 4
+    assert memory.attention_bytes(dims, 64, t, length, 2, cuda=True) == cpu + 9 * (per_row + t * length * 2)
+    assert memory.attention_bytes(dims, 3, t, length, 2, cuda=True) == 3 * t * length * 4 + 3 * (
+        per_row + t * length * 2
+    )  # fewer rows than a group: all of them
 
 
 def test_the_hub_profile_fits_an_h200_but_is_refused_on_80_gib_naming_the_knob():
@@ -191,3 +210,17 @@ def test_the_train_stage_refuses_on_a_gpu_too_small(monkeypatch):
     model = SimpleNamespace(config=cfg, to=lambda d: pytest.fail("moved to the GPU before the check"))
     with pytest.raises(PappoError, match="params.yaml: predicted peak memory .* rollout.batch_size"):
         run.place(model, profile, SimpleNamespace(device=torch.device("cuda")))
+
+
+def test_memory_check_engine_rollout_compacts_and_ends_every_episode_at_the_budget():
+    """benchmarks/memory_check.py's whole-rollout configuration, at a tiny size: the stand-in
+    episodes run to the token budget and the last turns stop apart, so a compaction happens (the
+    run asserts it), and every episode ends within the budget."""
+    from conftest import load_benchmark
+    from test_rl_trainer import actor_critic
+
+    mc = load_benchmark("memory_check")
+    ac = actor_critic()
+    trajs = mc.engine_rollout(ac, rows=6, tokens=400)
+    assert len(trajs) == 6 and all(len(t.token_ids) <= 400 for t in trajs)
+    assert len({len(t.token_ids) for t in trajs}) > 1  # the budgets stop them apart

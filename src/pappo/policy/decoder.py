@@ -302,7 +302,9 @@ def _attention_cuda(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: tor
     """`_attention` as transformers' sdpa_attention_forward computes it with a mask (the trainer's
     attention; transformers/integrations/sdpa_attention.py): SDPA's fused CUDA kernels take a mask
     or unequal head counts, not both (`use_gqa_in_sdpa`), and enable_gqa with a mask falls back to
-    the math kernel, which holds (B, Hq, T, L) scores. One new token: the G query heads of a
+    the math kernel, which copies K and V to every query head (repeat_interleave, as SDPA's
+    documented reference code does) and holds (B, Hq, T, L) scores: at every decode step, for
+    every layer. One new token here: the G query heads of a
     key/value head become its G queries (`pack_gqa`). A chunk: keys and values repeated to every
     query head (`repeat_kv`), ATTENTION_ROWS_BYTES of them at a time (rows are independent)."""
     b, hq, t, d = q.shape

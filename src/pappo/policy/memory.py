@@ -17,7 +17,7 @@ One PPO update has two memory peaks; the run's peak is the larger:
 
 An upper-bound estimate for refusing configurations that cannot fit: every row is assumed to
 reach `rollout.max_tokens_per_episode`, the allocator's fragmentation and the CUDA context are
-outside it (`headroom` leaves room for them). Checked against measured CPU peaks of three small
+outside it (`headroom` leaves room for them). Checked against measured CPU peaks of four small
 configurations in `benchmarks/memory_check.py` (within 15%) and, on a GPU, in
 `benchmarks/gpu_step.py`'s receipts (predicted and torch.cuda.max_memory_allocated side by side).
 """
@@ -89,6 +89,12 @@ class Dims:
         }
         return self.layers * sum(rank * sum(shapes[t]) for t in targets if t in shapes)
 
+    def layer_inference_elements(self) -> int:
+        """Elements one layer's inference forward (`Qwen2Decoder`, no autograd) holds at once per
+        token, at its MLP: the gate and up outputs, silu(gate) and their product (2I + I + I), the
+        residual stream and its norm (H each). Attention's own are `attention_bytes`."""
+        return 4 * self.intermediate + 2 * self.hidden
+
     def kv_bytes_per_position(self, dtype_bytes: int) -> int:
         """K and V of every layer for one position of one row."""
         return 2 * self.layers * self.kv_heads * self.head_dim * dtype_bytes
@@ -158,7 +164,7 @@ def predict(
     kv = rows * positions * dims.kv_bytes_per_position(s) * (dims.layers + 1) // dims.layers
     sampler_logits = rows * dims.vocab * (s + 4 * SAMPLER_COPIES_FP32)
     t = min(rp.max_new_tokens_per_turn, length)  # an observation (or prompt) prefilled per row
-    prefill = rows * t * (dims.layer_activation_elements() * s + dims.kv_bytes_per_position(s) // dims.layers)
+    prefill = rows * t * (dims.layer_inference_elements() * s + dims.kv_bytes_per_position(s) // dims.layers)
     prefill += attention_bytes(dims, rows, t, length, s, cuda=m.device == "cuda")
     tokens = rl.micro_batch_size * length
     per_layer = tokens * dims.layer_activation_elements() * s
