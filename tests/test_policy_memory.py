@@ -80,22 +80,23 @@ def test_no_kv_reallocation_holds_more_than_the_cache_and_one_layer(monkeypatch)
     cache.n = 8
     mask = torch.zeros(4, 300, dtype=torch.long)
     mask[:, -10:] = 1
-    steps = [
-        lambda: cache.reserve(torch.zeros(4, 1, 1, 2), 100),  # growth
-        lambda: caches.append(cache.split(torch.tensor([0, 2]))),
-        lambda: caches[1].reserve(torch.zeros(2, 1, 1, 2), 300) or setattr(caches[1], "n", 300),
-        lambda: cache.absorb(caches[1], torch.tensor([0, 2]), 4),
-        lambda: cache.repack(mask),
-    ]
-    for step in steps:
+
+    def within_one_layer(step) -> None:  # the buffers alive at each allocation `step` makes
         made.clear()
         live.clear()
         before = held()
         step()
         after = held()
         layer = max(t.untyped_storage().nbytes() for t in cache.k)
-        assert max(live, default=0) <= max(before, after) + layer, step
-    assert cache.n == 10 and caches[1].k[0].numel() == 0  # absorb emptied the sub-cache
+        assert max(live, default=0) <= max(before, after) + layer
+
+    within_one_layer(lambda: cache.reserve(torch.zeros(4, 1, 1, 2), 100))  # growth
+    caches.append(sub := cache.split(torch.tensor([0, 2])))
+    within_one_layer(lambda: sub.reserve(torch.zeros(2, 1, 1, 2), 300))  # the sub-cache grows
+    sub.n = 300
+    within_one_layer(lambda: cache.absorb(sub, torch.tensor([0, 2]), 4))
+    within_one_layer(lambda: cache.repack(mask))
+    assert cache.n == 10 and sub.k[0].numel() == 0  # absorb emptied the sub-cache
 
 
 def test_predict_adds_the_parts_of_each_phase():
