@@ -65,6 +65,8 @@ def step_row(name: str, rc: str, seconds: str, rec: dict[str, Any] | None) -> st
 def phase_memory(mem: dict[str, Any]) -> str:
     """Rollout and update peaks, measured / predicted at the run's shapes (the 15% check)."""
     at_run, per = mem.get("predicted_at_run") or {}, mem.get("per_phase_bytes") or {}
+    if mem.get("measure") != "torch.cuda.max_memory_allocated":  # a CPU run's RSS also holds its runtime
+        return "-"
     cells = []
     for phase in ("rollout", "update"):
         predicted, measured = at_run.get(f"{phase}_bytes"), per.get(phase)

@@ -87,6 +87,7 @@ from common import stand_in_grades
 ROOT = Path(__file__).resolve().parents[1]
 HUB_PROFILE = ROOT / "profiles" / "qwen2.5-coder-7b.yaml"
 SCHEMA = "pappo.gpu_step/2"
+CUDA_MEASURE = "torch.cuda.max_memory_allocated"  # what the memory model predicts; a CPU run reads peak RSS
 SOURCE_PATHS = ["src/pappo", "benchmarks", "pyproject.toml", "requirements.lock"]
 QWEN25_CODER_7B = dict(
     hidden_size=3584,
@@ -518,7 +519,7 @@ def receipt(
         "peak_memory": {
             "bytes": max(r["peak_bytes"].values()),
             "per_phase_bytes": r["peak_bytes"],
-            "measure": "torch.cuda.max_memory_allocated" if device.type == "cuda" else "peak RSS",
+            "measure": CUDA_MEASURE if device.type == "cuda" else "peak RSS",
             "predicted": predicted.as_dict(),
             "predicted_at_run": None if at_run is None else at_run.as_dict(),
         },
@@ -587,7 +588,9 @@ def phase_lines(rec: dict[str, Any], phase: str) -> list[str]:
     at_run = rec["peak_memory"].get("predicted_at_run") or {}
     if f"{phase}_bytes" in at_run and per.get(phase):
         predicted = at_run[f"{phase}_bytes"]
-        mem += f", {predicted / 2**30:.2f} predicted at this run's shapes (measured / predicted {per[phase] / predicted:.2f})"
+        mem += f", {predicted / 2**30:.2f} predicted at this run's shapes"
+        if rec["peak_memory"]["measure"] == CUDA_MEASURE:  # a process's RSS also holds its runtime
+            mem += f" (measured / predicted {per[phase] / predicted:.2f})"
     if phase == "rollout":
         return [
             f"rollout: {b['episodes']} episodes, {p['tokens_generated']} generated tokens in "
