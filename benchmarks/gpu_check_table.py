@@ -63,18 +63,16 @@ def step_row(name: str, rc: str, seconds: str, rec: dict[str, Any] | None) -> st
 
 
 def phase_memory(mem: dict[str, Any]) -> str:
-    """Rollout and update peaks, measured / predicted at the run's shapes (the 15% check)."""
+    """Rollout and update peaks, measured / predicted at the run's shapes (the 15% check), where
+    gpu_step compared them (a CUDA run)."""
+    ratios = mem.get("measured_over_predicted") or {}
     at_run, per = mem.get("predicted_at_run") or {}, mem.get("per_phase_bytes") or {}
-    if mem.get("measure") != "torch.cuda.max_memory_allocated":  # a CPU run's RSS also holds its runtime
+    if not ratios:
         return "-"
-    cells = []
-    for phase in ("rollout", "update"):
-        predicted, measured = at_run.get(f"{phase}_bytes"), per.get(phase)
-        cells.append(
-            "-"
-            if not predicted or measured is None
-            else f"{measured / GIB:.1f} / {predicted / GIB:.1f} ({measured / predicted:.2f})"
-        )
+    cells = [
+        f"{per[k] / GIB:.1f} / {at_run[f'{k}_bytes'] / GIB:.1f} ({ratios[k]:.2f})" if k in ratios else "-"
+        for k in ("rollout", "update")
+    ]
     return "; ".join(cells)
 
 

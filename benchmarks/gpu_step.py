@@ -87,7 +87,6 @@ from common import stand_in_grades
 ROOT = Path(__file__).resolve().parents[1]
 HUB_PROFILE = ROOT / "profiles" / "qwen2.5-coder-7b.yaml"
 SCHEMA = "pappo.gpu_step/2"
-CUDA_MEASURE = "torch.cuda.max_memory_allocated"  # what the memory model predicts; a CPU run reads peak RSS
 SOURCE_PATHS = ["src/pappo", "benchmarks", "pyproject.toml", "requirements.lock"]
 QWEN25_CODER_7B = dict(
     hidden_size=3584,
@@ -519,9 +518,10 @@ def receipt(
         "peak_memory": {
             "bytes": max(r["peak_bytes"].values()),
             "per_phase_bytes": r["peak_bytes"],
-            "measure": CUDA_MEASURE if device.type == "cuda" else "peak RSS",
+            "measure": "torch.cuda.max_memory_allocated" if device.type == "cuda" else "peak RSS",
             "predicted": predicted.as_dict(),
             "predicted_at_run": None if at_run is None else at_run.as_dict(),
+            "measured_over_predicted": phase_ratios(r["peak_bytes"], at_run, device),
         },
         "params_file": rc.sanitise(str(args.params), ROOT),
         "seed": args.seed,
@@ -533,6 +533,18 @@ def receipt(
         ),
         "timing": clock.stop().model_dump(mode="json"),
     }
+
+
+def phase_ratios(
+    measured: dict[str, int], at_run: memory.Prediction | None, device: torch.device
+) -> dict[str, float]:
+    """Each phase's measured peak over the model's prediction at the run's shapes, on CUDA only:
+    the model predicts tensors (torch.cuda.max_memory_allocated); a CPU run's peak RSS also holds
+    the process's runtime."""
+    if at_run is None or device.type != "cuda":
+        return {}
+    predicted = {"rollout": at_run.rollout, "update": at_run.update}
+    return {k: measured[k] / v for k, v in predicted.items() if measured.get(k) and v}
 
 
 def predict_at_run(params: Params, cfg: Any, r: dict[str, Any]) -> memory.Prediction | None:
@@ -589,8 +601,9 @@ def phase_lines(rec: dict[str, Any], phase: str) -> list[str]:
     if f"{phase}_bytes" in at_run and per.get(phase):
         predicted = at_run[f"{phase}_bytes"]
         mem += f", {predicted / 2**30:.2f} predicted at this run's shapes"
-        if rec["peak_memory"]["measure"] == CUDA_MEASURE:  # a process's RSS also holds its runtime
-            mem += f" (measured / predicted {per[phase] / predicted:.2f})"
+        ratio = (rec["peak_memory"].get("measured_over_predicted") or {}).get(phase)
+        if ratio is not None:
+            mem += f" (measured / predicted {ratio:.2f})"
     if phase == "rollout":
         return [
             f"rollout: {b['episodes']} episodes, {p['tokens_generated']} generated tokens in "

@@ -32,6 +32,7 @@ def receipt(gap: float | None, update: bool) -> dict:
             "per_phase_bytes": {"rollout": 50 * 2**30, "update": 40 * 2**30 if update else None},
             "predicted_at_run": {"rollout_bytes": 45 * 2**30, "update_bytes": 44 * 2**30},
             "measure": "torch.cuda.max_memory_allocated",
+            "measured_over_predicted": {"rollout": 50 / 45, **({"update": 40 / 44} if update else {})},
         },
         "logprob_gap": None if gap is None else {"logprob_gap_mean": gap, "logprob_gap_max": 10 * gap},
     }
