@@ -161,6 +161,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--max-turns", type=int, help="env.max_turns; 7b default: enough to reach the token limit"
     )
     ap.add_argument("--micro-batch-size", type=int, help="rl.micro_batch_size; default: the profile's")
+    ap.add_argument(
+        "--use-dynamic-bsz",
+        action=argparse.BooleanOptionalAction,
+        help="rl.use_dynamic_bsz; default: the profile's",
+    )
+    ap.add_argument(
+        "--ppo-max-token-len-per-gpu", type=int, help="rl.ppo_max_token_len_per_gpu; default: the profile's"
+    )
     ap.add_argument("--ppo-epochs", type=int, help="rl.ppo_epochs; default: the profile's")
     ap.add_argument("--minibatches", type=int, help="rl.minibatches; default: the profile's")
     ap.add_argument("--kv-cache", choices=["grow", "static"], help="rollout.kv_cache; default: the profile's")
@@ -225,8 +233,10 @@ def bench_params(args: argparse.Namespace, dtype: torch.dtype) -> Params:
         "updates": 1,
         "critic_warmup_steps": 0,
     }
-    for key in ("micro_batch_size", "ppo_epochs", "minibatches"):
+    for key in ("micro_batch_size", "ppo_epochs", "minibatches", "ppo_max_token_len_per_gpu"):
         rl |= {key: getattr(args, key)} if getattr(args, key) else {}
+    if args.use_dynamic_bsz is not None:
+        rl["use_dynamic_bsz"] = args.use_dynamic_bsz
     rollout["batch_size"] = args.tasks * args.group  # one lockstep batch
     for key in ("max_new_tokens_per_turn", "max_tokens_per_episode", "kv_cache"):
         rollout |= {key: getattr(args, key)} if getattr(args, key) else {}
@@ -313,9 +323,31 @@ def run_rollout(trainer: Any, device: torch.device, out: dict[str, Any]) -> Any:
     return batch
 
 
+# What the update's micro-batches held: the most padded and the most sampled tokens of one (the memory
+# model's update phase), and the padded and real tokens of all (the share of its forwards that is padding)
+MICRO_FIELDS = ("padded_tokens", "sampled_tokens", "padded_total", "tokens_total")
+
+
 def run_optimise(trainer: Any, batch: Any, device: torch.device, out: dict[str, Any], on_freeze: Any) -> None:
     """Time the freeze and the update into `out`; `on_freeze()` runs once the freeze is measured."""
     marks: dict[str, float] = {}
+    learner = trainer.learner
+    cut = learner.micro
+
+    def micro(b: Any, idx: torch.Tensor) -> list[torch.Tensor]:  # the update's micro-batches, recorded
+        parts = cut(b, idx)
+        if "update_start" in marks:
+            seen = out.setdefault("update_micro", dict.fromkeys(MICRO_FIELDS, 0))
+            for m in parts:
+                lengths = b.attention_mask[m].sum(-1)
+                padded, sampled = len(m) * int(lengths.max()), int(b.response_mask[m].sum())
+                seen["padded_tokens"] = max(seen["padded_tokens"], padded)  # the largest micro-batch's
+                seen["sampled_tokens"] = max(seen["sampled_tokens"], sampled)
+                seen["padded_total"] += padded
+                seen["tokens_total"] += int(lengths.sum())
+        return parts
+
+    learner.micro = micro
 
     def frozen(name: str) -> None:  # optimise's lap("freeze"): ends the freeze phase, starts the update's
         marks["freeze_end"] = sync_time(device)
@@ -507,6 +539,9 @@ def receipt(
             "ppo_epochs": rl.ppo_epochs,
             "minibatches": rl.minibatches,
             "micro_batch_size": rl.micro_batch_size,
+            "use_dynamic_bsz": rl.use_dynamic_bsz,
+            "ppo_max_token_len_per_gpu": rl.ppo_max_token_len_per_gpu,
+            "largest_update_micro_batch": r.get("update_micro"),
             "target_kl": None,
         },
         "phases": phases,
@@ -554,13 +589,23 @@ def predict_at_run(params: Params, cfg: Any, r: dict[str, Any]) -> memory.Predic
     if "rows_sampled" not in r:
         return None
     longest = max(r["episode_tokens"])
-    mb = params.rl.micro_batch_size
-    sampled = sum(sorted(r["rows_sampled"], reverse=True)[:mb])
+    if "update_micro" in r:  # the update's largest micro-batch, as the trainer cut it
+        tokens, sampled = r["update_micro"]["padded_tokens"], r["update_micro"]["sampled_tokens"]
+    else:  # before the update: the most its micro-batches can hold
+        if params.rl.use_dynamic_bsz:  # its token budget, sampled as densely as the densest row
+            tokens = params.rl.ppo_max_token_len_per_gpu
+            sampled = int(tokens * max(s / t for s, t in zip(r["rows_sampled"], r["rows_tokens"])))
+        else:  # its rows, full length, the most sampled ones together
+            tokens = params.rl.micro_batch_size * longest
+            sampled = sum(sorted(r["rows_sampled"], reverse=True)[: params.rl.micro_batch_size])
     at = params.model_copy(
-        update={"rollout": params.rollout.model_copy(update={"max_tokens_per_episode": longest})}
+        update={
+            "rollout": params.rollout.model_copy(update={"max_tokens_per_episode": longest}),
+            "rl": params.rl.model_copy(update={"use_dynamic_bsz": True, "ppo_max_token_len_per_gpu": tokens}),
+        }
     )
     return memory.predict(
-        at, memory.Dims.from_config(cfg), rows=r["episodes"], sampled_fraction=sampled / (mb * longest)
+        at, memory.Dims.from_config(cfg), rows=r["episodes"], sampled_fraction=sampled / max(tokens, 1)
     )
 
 
@@ -584,8 +629,12 @@ def head_lines(rec: dict[str, Any]) -> list[str]:
         f"note: {rec['vocab_note']}",
         f"batch: {b['episodes']} episodes, max_turns {b['max_turns']} x {b['max_new_tokens_per_turn']} "
         f"tokens, max_tokens_per_episode {b['max_tokens_per_episode']} (kv_cache {b['kv_cache']}), "
-        f"ppo_epochs {b['ppo_epochs']} x minibatches {b['minibatches']}, micro_batch_size "
-        f"{b['micro_batch_size']}",
+        f"ppo_epochs {b['ppo_epochs']} x minibatches {b['minibatches']}, micro-batches "
+        + (
+            f"of at most {b['ppo_max_token_len_per_gpu']} padded tokens (use_dynamic_bsz)"
+            if b["use_dynamic_bsz"]
+            else f"of {b['micro_batch_size']} rows"
+        ),
         f"predicted peak memory: {pred['peak_bytes'] / 2**30:.2f} GiB (rollout "
         f"{pred['rollout_bytes'] / 2**30:.2f}, update {pred['update_bytes'] / 2**30:.2f})",
     ]
@@ -622,10 +671,21 @@ def phase_lines(rec: dict[str, Any], phase: str) -> list[str]:
         f"{gap.get('logprob_gap_mean', 0.0):.3g}, max {gap.get('logprob_gap_max', 0.0):.3g}",
         f"update: {p['epochs_used']} epochs x {b['minibatches']} minibatches, {p['tokens_trained']} "
         f"trained tokens in {p['seconds']:.1f} s = {p['tokens_per_s']:.0f} tokens/s; {mem}",
+        _micro_line(b.get("largest_update_micro_batch")),
         f"update MFU: {_mfu(rec, p['mfu'])}",
         f"peak memory: {rec['peak_memory']['bytes'] / 2**30:.2f} GiB measured, "
         f"{rec['peak_memory']['predicted']['peak_bytes'] / 2**30:.2f} GiB predicted",
     ]
+
+
+def _micro_line(seen: dict[str, int] | None) -> str:
+    if not seen or not seen["padded_total"]:
+        return "update micro-batches: none recorded"
+    pad = 1 - seen["tokens_total"] / seen["padded_total"]
+    return (
+        f"update micro-batches: largest {seen['padded_tokens']} padded tokens ({seen['sampled_tokens']} "
+        f"sampled at most); padding {pad:.1%} of the forwards' tokens"
+    )
 
 
 def summary(rec: dict[str, Any]) -> list[str]:

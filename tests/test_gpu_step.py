@@ -93,6 +93,12 @@ def check_receipt(rec: dict, out_lines: list[str]) -> None:
     )
     shapes = [line for line in out_lines if "predicted at this run's shapes" in line]
     assert shapes and not any("measured / predicted" in line for line in shapes)  # RSS is not comparable
+    seen = b["largest_update_micro_batch"]  # every row once per epoch, padded to its micro-batch's longest
+    assert seen["tokens_total"] == up["epochs_used"] * fr["sequence_tokens"] <= seen["padded_total"]
+    assert 0 < seen["sampled_tokens"] <= seen["padded_tokens"] <= seen["padded_total"]
+    if b["use_dynamic_bsz"]:
+        assert seen["padded_tokens"] <= max(b["ppo_max_token_len_per_gpu"], b["max_tokens_per_episode"])
+    assert any(line.startswith("update micro-batches: largest ") for line in out_lines)
     gap = rec["logprob_gap"]  # the trainer's own sampler-vs-trainer diagnostic, printed too
     assert set(gap) == {"logprob_gap_mean", "logprob_gap_p99", "logprob_gap_max", "logprob_gap_frac_large"}
     assert (
@@ -172,11 +178,11 @@ def test_7b_code_path_at_toy_size_in_bf16_with_checkpointing(tmp_path, capsys, m
     assert any(calls), "gradient checkpointing never ran in a forward that builds a backward"
     m, b = rec["model"], rec["batch"]
     assert (m["vocab_size"], m["tokenizer_size"]) == (152064, 4096)
-    assert (rec["lora"]["rank"], b["micro_batch_size"], b["max_tokens_per_episode"]) == (
+    assert (rec["lora"]["rank"], b["use_dynamic_bsz"], b["ppo_max_token_len_per_gpu"]) == (
         32,
-        4,
-        8192,
-    )  # the profile's
+        True,
+        16384,
+    ) and b["max_tokens_per_episode"] == 8192  # the profile's
     assert rec["profile"] == "<repo>/profiles/qwen2.5-coder-7b.yaml"  # no absolute path in the receipt
     assert lines[2].startswith(
         "note: model vocabulary 152064, tokenizer 4096: ids beyond the tokenizer have lm_head bias"

@@ -8,6 +8,7 @@ import transformers
 
 from pappo.config import LoraParams
 from pappo.io import PappoError
+from pappo.policy import memory
 from pappo.policy.adapters import POLICY, ActorCritic
 from pappo.policy.decoder import KVCache, Qwen2Decoder
 
@@ -198,7 +199,7 @@ def test_cuda_attention_is_transformers_sdpa_with_a_mask(dtype, t, monkeypatch):
     monkeypatch.setattr(decoder.F, "scaled_dot_product_attention", sdpa)
     got = decoder._attention_cuda(q, k, v, bias)
     assert torch.equal(got, want) and not any(kw.get("enable_gqa") for kw in calls)
-    monkeypatch.setattr(decoder, "ATTENTION_ROWS_BYTES", 1)  # one row at a time
+    monkeypatch.setattr(memory, "ATTENTION_ROWS_BYTES", 1)  # one row at a time
     calls.clear()
     assert torch.equal(decoder._attention_cuda(q, k, v, bias), want)
     assert len(calls) == (1 if t == 1 else 3)

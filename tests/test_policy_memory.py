@@ -149,27 +149,62 @@ def test_cuda_attention_bytes_repeat_keys_and_values_for_a_gibibyte_of_rows():
     )  # fewer rows than a group: all of them
 
 
-def test_the_hub_profile_fits_an_h200_but_is_refused_on_80_gib_naming_the_knob():
+def _rl(params, **update):
+    return params.model_copy(update={"rl": params.rl.model_copy(update=update)})
+
+
+def test_the_hub_profile_fits_80_gib_and_a_refusal_names_the_knob_and_the_largest_value_that_fits():
     profile = apply_profile(PARAMS, PROFILE, REV)
-    assert memory.check(profile, 141.0) is None
-    why = memory.check(profile, 80.0)
+    assert profile.rl.use_dynamic_bsz and profile.rl.ppo_max_token_len_per_gpu == 16384
+    assert memory.check(profile, 141.0) is None and memory.check(profile, 80.0) is None
+    # micro-batches of 4 full-length rows (32768 tokens): the update phase is over, its knob named
+    rows = _rl(profile, use_dynamic_bsz=False, micro_batch_size=4)
+    why = memory.check(rows, 80.0)
     assert why is not None and "exceeds 90% of the GPU's 80.0 GiB" in why
-    # the update phase is over: its knob is named, the rollout's (which fits) is not
-    assert "lower rl.micro_batch_size (now 4)" in why and "rollout.batch_size" not in why
-    small = profile.model_copy(update={"rl": profile.rl.model_copy(update={"micro_batch_size": 2})})
-    assert memory.check(small, 80.0) is None  # lowering the named knob is the fix
+    assert "lower rl.micro_batch_size (now 4) to at most 3" in why and "rollout.batch_size" not in why
+    assert "use_dynamic_bsz: true with ppo_max_token_len_per_gpu at most 31744" in why
+    assert memory.check(_rl(rows, micro_batch_size=3), 80.0) is None  # the named value fits
+    assert memory.check(_rl(profile, ppo_max_token_len_per_gpu=31744), 80.0) is None
+    over = memory.check(_rl(profile, ppo_max_token_len_per_gpu=32768), 80.0)
+    assert "lower rl.ppo_max_token_len_per_gpu (now 32768) to at most 31744" in over
     # twice the episodes decoded together: now the rollout is over, and its knobs are named
-    rl = small.rl.model_copy(update={"tasks_per_update": 2 * small.rl.tasks_per_update})
-    big = small.model_copy(update={"rl": rl, "rollout": small.rollout.model_copy(update={"batch_size": 128})})
+    rl = profile.rl.model_copy(update={"tasks_per_update": 2 * profile.rl.tasks_per_update})
+    big = profile.model_copy(
+        update={"rl": rl, "rollout": profile.rollout.model_copy(update={"batch_size": 128})}
+    )
     why = memory.check(big, 80.0)
     assert "rollout.batch_size (now 128)" in why and "rollout.max_tokens_per_episode (now 8192)" in why
-    assert "rl.micro_batch_size" not in why
+    assert "ppo_max_token_len_per_gpu" not in why
     shorter = big.model_copy(
         update={"rollout": big.rollout.model_copy(update={"max_tokens_per_episode": 2048})}
     )
-    assert memory.check(shorter, 80.0) is None
-    both = memory.check(big.model_copy(update={"rl": rl.model_copy(update={"micro_batch_size": 4})}), 80.0)
+    # the rollout fits now; shorter rows put more sampled tokens (logits) in a micro-batch's budget
+    why = memory.check(shorter, 80.0)
+    assert "rollout.batch_size" not in why and "ppo_max_token_len_per_gpu (now 16384) to at most 12288" in why
+    assert memory.check(_rl(shorter, ppo_max_token_len_per_gpu=12288), 80.0) is None
+    both = memory.check(_rl(big, use_dynamic_bsz=False), 80.0)
     assert "rollout.batch_size (now 128)" in both and "rl.micro_batch_size (now 4)" in both  # each phase's
+
+
+def test_the_largest_micro_batch_is_the_last_token_count_whose_update_fits():
+    profile = apply_profile(PARAMS, PROFILE, REV)
+    dims = memory.QWEN25_CODER_7B
+    for gib in (40.0, 80.0, 141.0):
+        budget = 0.9 * gib * memory.GIB
+        fit = memory.largest_micro_batch_tokens(profile, dims, budget)
+        at = [memory.predict(_rl(profile, ppo_max_token_len_per_gpu=n), dims).update for n in (fit, fit + 1)]
+        assert at[0] <= budget < at[1]
+    # not even one token: the base weights alone exceed the budget
+    assert memory.largest_micro_batch_tokens(profile, dims, 10 * memory.GIB) == 0
+    small = _rl(profile, use_dynamic_bsz=False, micro_batch_size=3)
+    assert memory.micro_batch_tokens(small) == 3 * 8192 and memory.micro_batch_tokens(profile) == 16384
+
+
+def test_an_update_that_cannot_hold_one_episode_says_so():
+    profile = apply_profile(PARAMS, PROFILE, REV)
+    why = memory.check(_rl(profile, use_dynamic_bsz=False, micro_batch_size=1), 32.0)
+    assert "lower rl.micro_batch_size (now 1) to at most 0" in why
+    assert "one episode of rollout.max_tokens_per_episode 8192 does not fit: lower that)" in why
 
 
 def test_on_cpu_nothing_is_checked():

@@ -47,7 +47,7 @@ def test_a_ppo_step_runs_the_trunk_once_per_micro_batch_with_the_policy_trunk(
     calls = count_trunk_passes(t, monkeypatch)
     idx = torch.arange(len(batch))
     stats = ppo_step(t.learner, batch, idx)
-    assert stats and calls[0] == per_micro * len(t.learner.micro(idx))
+    assert stats and calls[0] == per_micro * len(t.learner.micro(batch, idx))
 
 
 def test_the_policy_trunk_leaves_the_actor_gradient_to_the_actor_loss(fx_params: Params, tmp_path: Path):
@@ -99,5 +99,5 @@ def test_the_policy_trunk_warmup_reads_the_features_once(
     head = snapshot(list(t.learner.ac.value_head.parameters()))
     calls = count_trunk_passes(t, monkeypatch)
     steps = critic_warmup(t.learner, batch)
-    assert len(steps) == 3 and calls[0] == passes * len(t.learner.micro(torch.arange(len(batch))))
+    assert len(steps) == 3 and calls[0] == passes * len(t.learner.micro(batch, torch.arange(len(batch))))
     assert moved(head, list(t.learner.ac.value_head.parameters()))

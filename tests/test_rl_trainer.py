@@ -376,7 +376,7 @@ def test_the_warmup_with_one_critic_forward_equals_freezing_first(
         learner.critic_opt.zero_grad(set_to_none=True)
         total = float(batch.response_mask.sum())
         stats: dict[str, float] = {}
-        for micro in learner.micro(torch.arange(len(batch))):
+        for micro in learner.micro(batch, torch.arange(len(batch))):
             mb = batch.select(micro)
             share = _weight(mb.response_mask, "token-mean") / total
             loss, st = critic_loss(

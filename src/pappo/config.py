@@ -339,6 +339,20 @@ class RLParams(_Section):
     )
     rft_epochs: int = Field(2, ge=1, description="rft: passes over the successful episodes of an update.")
     micro_batch_size: int = Field(8, ge=1, description="Sequences per forward pass (gradient accumulation).")
+    use_dynamic_bsz: bool = Field(
+        False,
+        description="Micro-batches by a token budget instead of micro_batch_size rows (verl's name): a "
+        "minibatch's rows sorted longest first and packed while rows x the longest row stay within "
+        "ppo_max_token_len_per_gpu, so short episodes share a forward and little of it is padding "
+        "(rl/batch.py:token_budget_micro_batches). The loss is the same sum over the minibatch.",
+    )
+    ppo_max_token_len_per_gpu: int = Field(
+        16384,
+        ge=64,
+        description="With use_dynamic_bsz: padded tokens (rows x the longest row) of a micro-batch on "
+        "each process (verl's name); a refusal of `pappo profile` names the largest that fits the GPU "
+        "(policy/memory.py). At least rollout.max_tokens_per_episode.",
+    )
     rollout_is_level: Literal["none", "token", "sequence"] = Field(
         "none",
         description="Correct the PPO loss for the sampler/trainer log-prob mismatch (verl's name; "
@@ -510,7 +524,7 @@ class Params(_Section):
                 f"(confirmatory) or for tuning, never both; remove {both} from one of the two lists "
                 "(a seed already tuned on belongs in dev_seeds)"
             )
-        tuned_rl(self.rl, self.tune)
+        tuned = tuned_rl(self.rl, self.tune)
         ids = [c.id for c in self.claims]
         if len(set(ids)) != len(ids):
             raise ValueError(f"claims: ids {ids} must be unique; rename the duplicate")
@@ -532,6 +546,8 @@ class Params(_Section):
                 f"rollout.calls constrained needs env.actions candidates and rl.loss_tokens decisions "
                 f"(got {self.env.actions}, {self.rl.loss_tokens}); set them or rollout.calls: sampled"
             )
+        _episode_fits_micro_batch("rl", self.rl, self.rollout)
+        _episode_fits_micro_batch("tune.rl merged over rl", tuned, self.rollout)
         if self.model.gradient_checkpointing and self.lora.dropout > 0:
             # checkpointing needs train mode, in which LoRA dropout would also perturb the frozen
             # old log-probs, so the first PPO ratios would not be 1
@@ -540,6 +556,16 @@ class Params(_Section):
                 "set lora.dropout: 0.0 or turn checkpointing off"
             )
         return self
+
+
+def _episode_fits_micro_batch(where: str, rl: RLParams, rollout: RolloutParams) -> None:
+    """With rl.use_dynamic_bsz, the token budget holds the longest episode (the memory model's bound)."""
+    if rl.use_dynamic_bsz and rl.ppo_max_token_len_per_gpu < rollout.max_tokens_per_episode:
+        raise ValueError(
+            f"{where}: ppo_max_token_len_per_gpu {rl.ppo_max_token_len_per_gpu} is below "
+            f"rollout.max_tokens_per_episode {rollout.max_tokens_per_episode}, so one episode could "
+            "exceed a micro-batch; raise it to at least that, or set use_dynamic_bsz: false"
+        )
 
 
 def tuned_rl(rl: RLParams, tune: TuneParams) -> RLParams:

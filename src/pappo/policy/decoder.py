@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from pappo.io import PappoError
-from pappo.policy.memory import ATTENTION_ROWS_BYTES
+from pappo.policy.memory import attention_row_group
 
 
 class KVCache:
@@ -306,13 +306,13 @@ def _attention_cuda(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: tor
     documented reference code does) and holds (B, Hq, T, L) scores: at every decode step, for
     every layer. One new token here: the G query heads of a
     key/value head become its G queries (`pack_gqa`). A chunk: keys and values repeated to every
-    query head (`repeat_kv`), ATTENTION_ROWS_BYTES of them at a time (rows are independent)."""
+    query head (`repeat_kv`), `memory.attention_row_group` rows at a time (rows are independent)."""
     b, hq, t, d = q.shape
     hkv = k.shape[1]
     if t == 1:
         out = F.scaled_dot_product_attention(q.reshape(b, hkv, hq // hkv, d), k, v, attn_mask=bias)
         return out.reshape(b, hq, 1, d)
-    step = max(1, ATTENTION_ROWS_BYTES // (2 * hq * k.shape[2] * d * k.element_size()))
+    step = attention_row_group(hq, k.shape[2], d, k.element_size())
     parts = []
     for lo in range(0, b, step):
         keys, values = (_repeat_kv(x[lo : lo + step], hq // hkv) for x in (k, v))  # (b', Hq, L, D)

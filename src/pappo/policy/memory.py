@@ -7,8 +7,9 @@ One PPO update has two memory peaks; the run's peak is the larger:
   rollout.kv_cache static) plus the one layer its reallocations hold twice, the decode step's
   logits (B, V) with the sampler's float32 softmax copies, and the transient of prefilling a chunk
   (an observation or a prompt) for every row, with its attention (`attention_bytes`);
-- update: the trained model, the activations one micro-batch of `rl.micro_batch_size` full-length
-  rows keeps for its backward (every layer's, or only each layer's input with gradient
+- update: the trained model, the activations one micro-batch keeps for its backward (its padded
+  tokens, `micro_batch_tokens`: `rl.micro_batch_size` full-length rows, or the token budget
+  rl.ppo_max_token_len_per_gpu with rl.use_dynamic_bsz) (every layer's, or only each layer's input with gradient
   checkpointing plus one layer's recomputed ones; Korthikanti et al. 2022, "Reducing activation
   recomputation in large transformer models", section 4, counted here for a Qwen2 layer with
   memory-efficient attention: no T^2 term) and the logits at the sampled positions
@@ -155,10 +156,8 @@ def predict(
     rows = rows or min(rp.batch_size, rl.tasks_per_update * rl.group_size)
     length = rp.max_tokens_per_episode
     if sampled_fraction is None:
-        sampled_fraction = min(1.0, params.env.max_turns * rp.max_new_tokens_per_turn / length)
-    weights = dims.parameters() * s
-    lora = dims.lora_parameters(params.lora.rank, params.lora.target_modules)
-    adapters = ADAPTER_BYTES * (2 * lora + dims.hidden + 2)  # policy, critic LoRA; value head, reward weight
+        sampled_fraction = default_sampled_fraction(params)
+    weights, adapters = _trained_model(params, dims)
     positions = length if rp.kv_cache == "static" else kv_capacity(min(prompt_tokens, length), length)
     # the cache at its capacity, and one layer more while `KVCache` replaces a layer's buffer
     kv = rows * positions * dims.kv_bytes_per_position(s) * (dims.layers + 1) // dims.layers
@@ -166,16 +165,7 @@ def predict(
     t = min(rp.max_new_tokens_per_turn, length)  # an observation (or prompt) prefilled per row
     prefill = rows * t * (dims.layer_inference_elements() * s + dims.kv_bytes_per_position(s) // dims.layers)
     prefill += attention_bytes(dims, rows, t, length, s, cuda=m.device == "cuda")
-    tokens = rl.micro_batch_size * length
-    per_layer = tokens * dims.layer_activation_elements() * s
-    if m.gradient_checkpointing:  # every layer's input, one layer recomputed, and its activation gradients
-        activations = dims.layers * tokens * dims.hidden * s + 2 * per_layer
-    else:
-        activations = dims.layers * per_layer
-    copies = LOGIT_COPIES_FP32 - (
-        1 if s == 4 else 0
-    )  # in float32, .float() returns the lm_head output itself
-    logits = int(tokens * sampled_fraction) * dims.vocab * (s + 4 * copies)
+    activations, logits = _micro_batch_bytes(params, dims, micro_batch_tokens(params), sampled_fraction)
     parts = {
         "weights": weights,
         "adapters_and_optimizer": adapters,
@@ -190,6 +180,64 @@ def predict(
     return Prediction(parts, rollout, weights + adapters + activations + logits)
 
 
+def default_sampled_fraction(params: Params) -> float:
+    """Sampled share of a full-length row: max_turns x max_new_tokens_per_turn / max_tokens_per_episode, at most 1."""
+    rp = params.rollout
+    return min(1.0, params.env.max_turns * rp.max_new_tokens_per_turn / rp.max_tokens_per_episode)
+
+
+def micro_batch_tokens(params: Params) -> int:
+    """Padded tokens of the update's largest micro-batch (`Learner.micro`): the token budget
+    rl.ppo_max_token_len_per_gpu with rl.use_dynamic_bsz, else rl.micro_batch_size full-length rows."""
+    rl = params.rl
+    if rl.use_dynamic_bsz:
+        return rl.ppo_max_token_len_per_gpu
+    return rl.micro_batch_size * params.rollout.max_tokens_per_episode
+
+
+def _trained_model(params: Params, dims: Dims) -> tuple[int, int]:
+    """(base weights, adapters with their gradients and AdamW states) in bytes."""
+    weights = dims.parameters() * DTYPE_BYTES[params.model.dtype]
+    lora = dims.lora_parameters(params.lora.rank, params.lora.target_modules)
+    return weights, ADAPTER_BYTES * (
+        2 * lora + dims.hidden + 2
+    )  # policy, critic LoRA; value head, reward weight
+
+
+def _micro_batch_bytes(params: Params, dims: Dims, tokens: int, sampled_fraction: float) -> tuple[int, int]:
+    """(activations, train logits) of a micro-batch of `tokens` padded tokens, in bytes."""
+    s = DTYPE_BYTES[params.model.dtype]
+    per_layer = tokens * dims.layer_activation_elements() * s
+    if (
+        params.model.gradient_checkpointing
+    ):  # every layer's input, one layer recomputed, its activation gradients
+        activations = dims.layers * tokens * dims.hidden * s + 2 * per_layer
+    else:
+        activations = dims.layers * per_layer
+    copies = LOGIT_COPIES_FP32 - (
+        1 if s == 4 else 0
+    )  # in float32, .float() returns the lm_head output itself
+    return activations, int(tokens * sampled_fraction) * dims.vocab * (s + 4 * copies)
+
+
+def largest_micro_batch_tokens(params: Params, dims: Dims, budget: float) -> int:
+    """The most padded tokens a micro-batch can hold with the update phase within `budget` bytes
+    (0: not even one token); the update grows with them, so a bisection finds it."""
+    weights, adapters = _trained_model(params, dims)
+    fraction = default_sampled_fraction(params)
+
+    def fits(tokens: int) -> bool:
+        return weights + adapters + sum(_micro_batch_bytes(params, dims, tokens, fraction)) <= budget
+
+    lo, hi = 0, 1
+    while fits(hi):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:  # fits(lo), not fits(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
 def attention_bytes(dims: Dims, rows: int, t: int, length: int, s: int, cuda: bool) -> int:
     """A prefill's attention beyond its output, `t` new positions per row over `length`:
     `Qwen2Decoder._bias`'s mask (B, 1, T, L) and its two boolean intermediates; on CUDA, the keys
@@ -198,9 +246,15 @@ def attention_bytes(dims: Dims, rows: int, t: int, length: int, s: int, cuda: bo
     total = rows * t * length * (s + 2)
     if cuda:
         per_row = 2 * dims.heads * length * dims.head_dim * s
-        step = min(rows, max(1, ATTENTION_ROWS_BYTES // per_row))
+        step = min(rows, attention_row_group(dims.heads, length, dims.head_dim, s))
         total += step * (per_row + t * length * s)
     return total
+
+
+def attention_row_group(heads: int, length: int, head_dim: int, itemsize: int) -> int:
+    """Rows `decoder._attention_cuda` gives one SDPA call: as many as ATTENTION_ROWS_BYTES of their
+    keys and values, repeated to every query head over `length` positions, hold (at least one)."""
+    return max(1, ATTENTION_ROWS_BYTES // (2 * heads * length * head_dim * itemsize))
 
 
 def refusal(params: Params, dims: Dims, gpu_bytes: int, headroom: float = 0.9) -> str | None:
@@ -210,7 +264,7 @@ def refusal(params: Params, dims: Dims, gpu_bytes: int, headroom: float = 0.9) -
     budget = headroom * gpu_bytes
     if p.peak <= budget:
         return None
-    rp, rl = params.rollout, params.rl
+    rp = params.rollout
     fixes = []
     if p.rollout > budget:
         fixes.append(
@@ -218,18 +272,32 @@ def refusal(params: Params, dims: Dims, gpu_bytes: int, headroom: float = 0.9) -
             f"(now {rp.max_tokens_per_episode}): the KV cache is {p.parts['kv_cache'] / GIB:.1f} GiB"
         )
     if p.update > budget:
-        fix = f"lower rl.micro_batch_size (now {rl.micro_batch_size})"
-        if not params.model.gradient_checkpointing:
-            fix += " or set model.gradient_checkpointing: true"
         fixes.append(
-            f"{fix}: activations {p.parts['activations'] / GIB:.1f} GiB, logits "
-            f"{p.parts['train_logits'] / GIB:.1f} GiB"
+            f"{_update_fix(params, dims, budget)}: activations {p.parts['activations'] / GIB:.1f} GiB, "
+            f"logits {p.parts['train_logits'] / GIB:.1f} GiB"
         )
     return (
         f"predicted peak memory {p.peak / GIB:.1f} GiB (rollout {p.rollout / GIB:.1f}, update "
         f"{p.update / GIB:.1f}) exceeds {headroom:.0%} of the GPU's {gpu_bytes / GIB:.1f} GiB; "
         + "; ".join(fixes)
     )
+
+
+def _update_fix(params: Params, dims: Dims, budget: float) -> str:
+    """What to lower for the update phase to fit `budget`, with the largest value that fits."""
+    rl, length = params.rl, params.rollout.max_tokens_per_episode
+    fit = largest_micro_batch_tokens(params, dims, budget)
+    fit = fit // 1024 * 1024 if fit >= 1024 else fit
+    if rl.use_dynamic_bsz:
+        fix = f"lower rl.ppo_max_token_len_per_gpu (now {rl.ppo_max_token_len_per_gpu}) to at most {fit}"
+    else:
+        fix = f"lower rl.micro_batch_size (now {rl.micro_batch_size}) to at most {fit // length}"
+        if fit >= length:
+            fix += f", or set rl.use_dynamic_bsz: true with ppo_max_token_len_per_gpu at most {fit}"
+    if fit < length:
+        fix += f" (one episode of rollout.max_tokens_per_episode {length} does not fit: lower that"
+        fix += ")" if params.model.gradient_checkpointing else " or set model.gradient_checkpointing: true)"
+    return fix
 
 
 # Qwen/Qwen2.5-Coder-7B-Instruct's config.json: the hub profile's model, used when its config is not

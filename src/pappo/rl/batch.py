@@ -129,6 +129,23 @@ def from_trajectories(
     )
 
 
+def token_budget_micro_batches(lengths: torch.Tensor, budget: int) -> list[torch.Tensor]:
+    """Positions into `lengths` (B,) in micro-batches whose padded size, rows x their longest row, is
+    at most `budget` tokens (a row longer than it goes alone): rows sorted longest first (stable),
+    each micro-batch filled greedily in that order. Rows of similar length share a forward, so
+    little of it is padding (`RolloutBatch.select` pads a micro-batch to its longest row). verl's
+    use_dynamic_bsz balances unpadded tokens over micro-batches instead, for a padding-free forward.
+    """
+    order = torch.sort(lengths, descending=True, stable=True).indices  # (B,)
+    width = lengths[order].tolist()
+    parts, start = [], 0
+    for i in range(1, len(width)):
+        if (i - start + 1) * width[start] > budget:  # row i would not fit the micro-batch from start
+            parts.append(order[start:i])
+            start = i
+    return [*parts, order[start:]] if len(width) else []
+
+
 def policy_outputs(
     ac: ActorCritic,
     batch: RolloutBatch,

@@ -29,7 +29,8 @@ def freeze(learner: Learner, batch: RolloutBatch) -> dict[str, float]:
     rl, temp = learner.rl, learner.params.rollout.temperature
     parts: dict[str, list[torch.Tensor]] = {"old": [], "ref": [], "val": []}
     width = batch.input_ids.shape[1]
-    for idx in learner.micro(torch.arange(len(batch))):
+    micros = learner.micro(batch, torch.arange(len(batch)))
+    for idx in micros:
         mb = batch.select(idx)
         hidden = learner.shared_trunk(mb)
         parts["old"].append(_pad(learner.log_probs(mb, temp, hidden=hidden)[0], width))
@@ -37,9 +38,12 @@ def freeze(learner: Learner, batch: RolloutBatch) -> dict[str, float]:
             parts["ref"].append(_pad(reference_log_probs(learner.ac, mb, temp, learner.choices), width))
         if learner.critic:
             parts["val"].append(_pad(token_values(learner.ac, mb, rl.critic_sees_rewards, hidden), width))
-    batch.old_log_prob = torch.cat(parts["old"])
-    batch.ref_log_prob = torch.cat(parts["ref"]) if parts["ref"] else None
-    batch.old_values = torch.cat(parts["val"]) if parts["val"] else torch.zeros_like(batch.response_mask)
+    back = torch.argsort(torch.cat(micros))  # the batch's row order (rl.use_dynamic_bsz sorts rows)
+    batch.old_log_prob = torch.cat(parts["old"])[back]
+    batch.ref_log_prob = torch.cat(parts["ref"])[back] if parts["ref"] else None
+    batch.old_values = (
+        torch.cat(parts["val"])[back] if parts["val"] else torch.zeros_like(batch.response_mask)
+    )
     batch.advantages, batch.returns = advantages(learner, batch)
     mask, d = learner.gap_mask(batch), learner.dist
     n = max(d.sum(mask.sum()), 1.0)

@@ -19,7 +19,7 @@ from pappo.io import PappoError
 from pappo.policy.adapters import ActorCritic
 from pappo.policy.constrained import call_trie
 from pappo.policy.decisions import choice_table, choice_tokens
-from pappo.rl.batch import RolloutBatch, policy_outputs
+from pappo.rl.batch import RolloutBatch, policy_outputs, token_budget_micro_batches
 from pappo.rl.distributed import Dist
 
 Method = Literal["rft", "grpo", "ppo", "pappo"]
@@ -107,9 +107,16 @@ class Learner:
         recorded 0 is the constraint's), else every sampled token but a restricted choice."""
         return b.decision_mask if self.trie is not None else b.response_mask * (b.choice_row == 0)
 
-    def micro(self, idx: torch.Tensor) -> list[torch.Tensor]:
-        """Row indices `idx` in micro-batches of `rl.micro_batch_size` (gradients accumulate over them)."""
-        return list(idx.split(self.rl.micro_batch_size)) if len(idx) else []
+    def micro(self, batch: RolloutBatch, idx: torch.Tensor) -> list[torch.Tensor]:
+        """Rows `idx` of `batch` in micro-batches (gradients accumulate over them): `rl.micro_batch_size`
+        rows in idx's order, or with rl.use_dynamic_bsz at most rl.ppo_max_token_len_per_gpu padded
+        tokens each (`token_budget_micro_batches`)."""
+        if not len(idx):
+            return []
+        if not self.rl.use_dynamic_bsz:
+            return list(idx.split(self.rl.micro_batch_size))
+        lengths = batch.attention_mask[idx].sum(-1).cpu()  # (B,) tokens per row
+        return [idx[part] for part in token_budget_micro_batches(lengths, self.rl.ppo_max_token_len_per_gpu)]
 
     # ------------------------------------------------------------------ stepping
     def backward(self, loss: torch.Tensor) -> None:

@@ -79,7 +79,7 @@ def ppo_step(learner: Learner, batch: RolloutBatch, idx: torch.Tensor) -> dict[s
     learner.actor_opt.zero_grad(set_to_none=True)
     learner.critic_opt.zero_grad(set_to_none=True)
     sums: dict[str, float] = {}
-    for micro in learner.micro(idx):
+    for micro in learner.micro(batch, idx):
         mb = batch.select(micro)
         share = _weight(mb.response_mask, mode) / max(total, 1e-12)
         actor_share = _weight(learner.loss_mask(mb), mode) / max(actor_total, 1e-12)
@@ -177,7 +177,7 @@ def critic_warmup(learner: Learner, batch: RolloutBatch) -> list[dict[str, float
     steps then run the value head alone."""
     out = []
     rl = learner.rl
-    micros = learner.micro(torch.arange(len(batch)))
+    micros = learner.micro(batch, torch.arange(len(batch)))
     with torch.no_grad():  # rl.critic_trunk policy: the policy does not move here, so its features don't
         features = [learner.shared_trunk(batch.select(micro)) for micro in micros]
     for _ in range(rl.critic_warmup_steps):
@@ -217,7 +217,7 @@ def rft_update(learner: Learner, batch: RolloutBatch, u: int) -> list[dict[str, 
             learner.actor_opt.zero_grad(set_to_none=True)
             total = dist.sum(learner.loss_mask(batch)[idx].sum())
             nll_sum = 0.0
-            for micro in learner.micro(idx):
+            for micro in learner.micro(batch, idx):
                 mb = batch.select(micro)
                 log_prob, _ = learner.log_probs(mb, 1.0)
                 nll = -(log_prob * learner.loss_mask(mb)).sum() / max(total, 1.0)
