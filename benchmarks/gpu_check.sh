@@ -17,8 +17,9 @@
 # Steps (in the order a, c, b: this issue's first), each under its own `timeout`, each printing its
 # numbers as it goes; a failed step is reported and the next one runs:
 #   a. benchmarks/gpu_step.py --config 7b in bf16: profiles/qwen2.5-coder-7b.yaml as it runs (LoRA r32,
-#      64 episodes, micro-batch 4, minibatches 4) at Qwen's 152064-id vocabulary, episodes run to the
-#      token limit; one PPO epoch (the profile's 2 would double the update time);
+#      64 episodes, micro-batches of 16384 padded tokens, minibatches 4) at Qwen's 152064-id
+#      vocabulary, episodes run to the token limit; one PPO epoch (the profile's 2 would double the
+#      update time);
 #   b. the precision sweep (sampler-vs-trainer log-prob gap, tokens/s, MFU): bf16, fp16,
 #      bf16 + --logits-fp32 at 16x4 episodes, 2 turns x 256 tokens, one epoch (fp16 and
 #      --logits-fp32 need the model.dtype / model.logits_fp32 knobs: refused by name without them);

@@ -19,7 +19,8 @@ what it measured. Outside a git checkout the receipt's commit is null and `sourc
 
 The profile (`--profile`; default for `--config 7b`: profiles/qwen2.5-coder-7b.yaml) sets what it
 sets for a user: LoRA, rollout (batch, turn and episode token limits, calls), rl (tasks x group =
-64 episodes, ppo_epochs, minibatches, micro_batch_size, loss_tokens). With `--config 7b`,
+64 episodes, ppo_epochs, minibatches, micro-batches: use_dynamic_bsz with ppo_max_token_len_per_gpu,
+or micro_batch_size; loss_tokens). With `--config 7b`,
 max_turns defaults to enough turns for every episode to reach rollout.max_tokens_per_episode (a
 random-weight policy rarely stops or submits). `--dtype`, `--logits-fp32` and `--rollout-is` go
 through params overrides (model.dtype, model.logits_fp32, rl.rollout_is_level): a knob this
@@ -584,8 +585,9 @@ def phase_ratios(
 
 def predict_at_run(params: Params, cfg: Any, r: dict[str, Any]) -> memory.Prediction | None:
     """The memory model at this run's shapes, to check it phase by phase against the measured
-    peaks: episodes as long as the longest one, and the logits of a micro-batch of the rows with
-    the most sampled tokens. None before the rollout ended."""
+    peaks: episodes as long as the longest one, and the update's largest micro-batch (its padded
+    and sampled tokens, as `run_optimise` recorded them; before the update, the most its
+    micro-batches can hold). None before the rollout ended."""
     if "rows_sampled" not in r:
         return None
     longest = max(r["episode_tokens"])
