@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from conftest import load_benchmark
 from pappo.config import Params
 from pappo.policy.rollout import Trajectory
 from pappo.rl.batch import from_trajectories, token_budget_micro_batches
@@ -118,3 +119,15 @@ def test_a_budget_below_an_episode_is_refused_naming_the_fix(fx_params: Params):
     data["tune"] = {"rl": {"use_dynamic_bsz": True}}
     with pytest.raises(ValueError, match=r"tune.rl merged over rl: ppo_max_token_len_per_gpu 64"):
         Params.model_validate(data)
+
+
+def test_the_benchmark_packs_fewer_padded_tokens_for_the_same_loss():
+    mb = load_benchmark("micro_batches")
+    args = mb.parse_args(
+        ["--rows", "8", "--max-tokens", "256", "--minibatches", "2", "--micro-batch-size", "2"]
+    )
+    args.repeats = 1
+    out = mb.compare(args)
+    rows, tokens = out["rows"], out["tokens"]
+    assert rows["tokens"] == tokens["tokens"] < tokens["padded"] < rows["padded"]
+    assert tokens["loss"] == pytest.approx(rows["loss"], abs=1e-5)  # the same step however it is cut
