@@ -7,9 +7,9 @@ One PPO update has two memory peaks; the run's peak is the larger:
   rollout.kv_cache static) plus the one layer its reallocations hold twice, the decode step's
   logits (B, V) with the sampler's float32 softmax copies, and the transient of prefilling a chunk
   (an observation or a prompt) for every row, with its attention (`attention_bytes`);
-- update: the trained model, the activations one micro-batch keeps for its backward (its padded
-  tokens, `micro_batch_tokens`: `rl.micro_batch_size` full-length rows, or the token budget
-  rl.ppo_max_token_len_per_gpu with rl.use_dynamic_bsz) (every layer's, or only each layer's input with gradient
+- update: the trained model and one micro-batch of `micro_batch_tokens` padded tokens
+  (`rl.micro_batch_size` full-length rows, or rl.ppo_max_token_len_per_gpu with rl.use_dynamic_bsz):
+  the activations it keeps for its backward (every layer's, or only each layer's input with gradient
   checkpointing plus one layer's recomputed ones; Korthikanti et al. 2022, "Reducing activation
   recomputation in large transformer models", section 4, counted here for a Qwen2 layer with
   memory-efficient attention: no T^2 term) and the logits at the sampled positions
@@ -199,24 +199,19 @@ def _trained_model(params: Params, dims: Dims) -> tuple[int, int]:
     """(base weights, adapters with their gradients and AdamW states) in bytes."""
     weights = dims.parameters() * DTYPE_BYTES[params.model.dtype]
     lora = dims.lora_parameters(params.lora.rank, params.lora.target_modules)
-    return weights, ADAPTER_BYTES * (
-        2 * lora + dims.hidden + 2
-    )  # policy, critic LoRA; value head, reward weight
+    # the policy's and the critic's LoRA, the value head and the reward weight
+    return weights, ADAPTER_BYTES * (2 * lora + dims.hidden + 2)
 
 
 def _micro_batch_bytes(params: Params, dims: Dims, tokens: int, sampled_fraction: float) -> tuple[int, int]:
     """(activations, train logits) of a micro-batch of `tokens` padded tokens, in bytes."""
     s = DTYPE_BYTES[params.model.dtype]
     per_layer = tokens * dims.layer_activation_elements() * s
-    if (
-        params.model.gradient_checkpointing
-    ):  # every layer's input, one layer recomputed, its activation gradients
+    if params.model.gradient_checkpointing:  # each layer's input, one layer recomputed, its gradients
         activations = dims.layers * tokens * dims.hidden * s + 2 * per_layer
     else:
         activations = dims.layers * per_layer
-    copies = LOGIT_COPIES_FP32 - (
-        1 if s == 4 else 0
-    )  # in float32, .float() returns the lm_head output itself
+    copies = LOGIT_COPIES_FP32 - (1 if s == 4 else 0)  # in float32 .float() is the lm_head output itself
     return activations, int(tokens * sampled_fraction) * dims.vocab * (s + 4 * copies)
 
 
