@@ -44,6 +44,7 @@ NOT_HERE = {
     "tests/test_post_revert_choice.py checks its parsing",
     "omp_wait.py": "runs `pappo train` four times on `dvc repro` outputs (minutes); run by hand",
     "gpu_check_table.py": "tests/test_gpu_check.py runs it on receipts it writes",
+    "micro_batches.py": "tests/test_rl_micro_batches.py runs its comparison at a tiny size",
     "memory_check.py": "four measured processes of up to 1.6 GiB each (a minute of CPU, its numbers in its "
     "docstring); run by hand; tests/test_policy_memory.py tests the model it checks and its rollout",
 }
