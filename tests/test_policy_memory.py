@@ -202,9 +202,14 @@ def test_the_largest_micro_batch_is_the_last_token_count_whose_update_fits():
 
 def test_an_update_that_cannot_hold_one_episode_says_so():
     profile = apply_profile(PARAMS, PROFILE, REV)
-    why = memory.check(_rl(profile, use_dynamic_bsz=False, micro_batch_size=1), 32.0)
-    assert "lower rl.micro_batch_size (now 1) to at most 0" in why
-    assert "one episode of rollout.max_tokens_per_episode 8192 does not fit: lower that)" in why
+    for rl in ({"use_dynamic_bsz": False, "micro_batch_size": 1}, {}):
+        why = memory.check(_rl(profile, **rl), 32.0)
+        assert (
+            "one episode of rollout.max_tokens_per_episode (8192) does not fit a micro-batch: lower it" in why
+        )
+        assert (
+            "rl.micro_batch_size" not in why and "rl.ppo_max_token_len_per_gpu" not in why
+        )  # they cannot help
 
 
 def test_on_cpu_nothing_is_checked():

@@ -283,16 +283,17 @@ def _update_fix(params: Params, dims: Dims, budget: float) -> str:
     rl, length = params.rl, params.rollout.max_tokens_per_episode
     fit = largest_micro_batch_tokens(params, dims, budget)
     fit = fit // 1024 * 1024 if fit >= 1024 else fit
+    if fit < length:  # no micro-batch setting helps
+        fix = f"one episode of rollout.max_tokens_per_episode ({length}) does not fit a micro-batch: lower it"
+        return (
+            fix if params.model.gradient_checkpointing else fix + " or set model.gradient_checkpointing: true"
+        )
     if rl.use_dynamic_bsz:
-        fix = f"lower rl.ppo_max_token_len_per_gpu (now {rl.ppo_max_token_len_per_gpu}) to at most {fit}"
-    else:
-        fix = f"lower rl.micro_batch_size (now {rl.micro_batch_size}) to at most {fit // length}"
-        if fit >= length:
-            fix += f", or set rl.use_dynamic_bsz: true with ppo_max_token_len_per_gpu at most {fit}"
-    if fit < length:
-        fix += f" (one episode of rollout.max_tokens_per_episode {length} does not fit: lower that"
-        fix += ")" if params.model.gradient_checkpointing else " or set model.gradient_checkpointing: true)"
-    return fix
+        return f"lower rl.ppo_max_token_len_per_gpu (now {rl.ppo_max_token_len_per_gpu}) to at most {fit}"
+    return (
+        f"lower rl.micro_batch_size (now {rl.micro_batch_size}) to at most {fit // length}, or set "
+        f"rl.use_dynamic_bsz: true with ppo_max_token_len_per_gpu at most {fit}"
+    )
 
 
 # Qwen/Qwen2.5-Coder-7B-Instruct's config.json: the hub profile's model, used when its config is not
