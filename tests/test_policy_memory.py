@@ -202,14 +202,16 @@ def test_the_largest_micro_batch_is_the_last_token_count_whose_update_fits():
 
 def test_an_update_that_cannot_hold_one_episode_says_so():
     profile = apply_profile(PARAMS, PROFILE, REV)
+    one = "one episode of rollout.max_tokens_per_episode (8192) does not fit a micro-batch: lower it"
     for rl in ({"use_dynamic_bsz": False, "micro_batch_size": 1}, {}):
         why = memory.check(_rl(profile, **rl), 32.0)
-        assert (
-            "one episode of rollout.max_tokens_per_episode (8192) does not fit a micro-batch: lower it" in why
-        )
-        assert (
-            "rl.micro_batch_size" not in why and "rl.ppo_max_token_len_per_gpu" not in why
-        )  # they cannot help
+        assert one in why and "gradient_checkpointing" not in why  # on in the profile already
+        # no micro-batch setting can help, so none is named
+        assert "rl.micro_batch_size" not in why and "rl.ppo_max_token_len_per_gpu" not in why
+    off = profile.model_copy(
+        update={"model": profile.model.model_copy(update={"gradient_checkpointing": False})}
+    )
+    assert one + " or set model.gradient_checkpointing: true" in memory.check(off, 32.0)
 
 
 def test_on_cpu_nothing_is_checked():
