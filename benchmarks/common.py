@@ -15,6 +15,12 @@ from pappo.sandbox.grading import Grade
 from pappo.tasks.store import TaskStore
 
 
+def padded_tokens(batch: Any, rows: Any) -> int:
+    """Tokens the forward of micro-batch `rows` of a RolloutBatch holds: its rows x its longest
+    row (`RolloutBatch.select` cuts a micro-batch to its longest row)."""
+    return len(rows) * int(batch.attention_mask[rows].sum(-1).max())
+
+
 def stand_in_grades(items):
     """Every tree fails one test: episodes run until submit or max_turns, as with a weak policy.
     No sandbox, so only generation and training are timed."""

@@ -67,7 +67,7 @@ step() {
 
 if [ "$DEVICE" = cpu ]; then  # every step at a tiny size, to test the script without a GPU
     A=(--config tiny --device cpu --profile profiles/qwen2.5-coder-7b.yaml --episodes 1x2 --max-turns 2
-       --max-new-tokens-per-turn 16 --max-tokens-per-episode 1536 --ppo-epochs 1 --micro-batch-size 2
+       --max-new-tokens-per-turn 16 --max-tokens-per-episode 1536 --ppo-epochs 1
        --minibatches 1)
     B=(--config tiny --device cpu --episodes 1x2 --max-turns 2 --max-new-tokens-per-turn 16 --ppo-epochs 1)
     LIMITS=(300 200 400)  # seconds for a, each b, c

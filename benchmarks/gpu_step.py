@@ -83,7 +83,7 @@ from pappo.rl.update import optimise
 from pappo.tasks.store import TaskStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
-from common import stand_in_grades
+from common import padded_tokens, stand_in_grades
 
 ROOT = Path(__file__).resolve().parents[1]
 HUB_PROFILE = ROOT / "profiles" / "qwen2.5-coder-7b.yaml"
@@ -340,12 +340,11 @@ def run_optimise(trainer: Any, batch: Any, device: torch.device, out: dict[str, 
         if "update_start" in marks:
             seen = out.setdefault("update_micro", dict.fromkeys(MICRO_FIELDS, 0))
             for m in parts:
-                lengths = b.attention_mask[m].sum(-1)
-                padded, sampled = len(m) * int(lengths.max()), int(b.response_mask[m].sum())
+                padded, sampled = padded_tokens(b, m), int(b.response_mask[m].sum())
                 seen["padded_tokens"] = max(seen["padded_tokens"], padded)  # the largest micro-batch's
                 seen["sampled_tokens"] = max(seen["sampled_tokens"], sampled)
                 seen["padded_total"] += padded
-                seen["tokens_total"] += int(lengths.sum())
+                seen["tokens_total"] += int(b.attention_mask[m].sum())
         return parts
 
     learner.micro = micro
@@ -590,19 +589,18 @@ def predict_at_run(params: Params, cfg: Any, r: dict[str, Any]) -> memory.Predic
     micro-batches can hold). None before the rollout ended."""
     if "rows_sampled" not in r:
         return None
-    longest = max(r["episode_tokens"])
+    longest = params.rollout.model_copy(update={"max_tokens_per_episode": max(r["episode_tokens"])})
     if "update_micro" in r:  # the update's largest micro-batch, as the trainer cut it
         tokens, sampled = r["update_micro"]["padded_tokens"], r["update_micro"]["sampled_tokens"]
-    else:  # before the update: the most its micro-batches can hold
+    else:  # before the update: the most its micro-batches can hold (rows of the longest episode's length)
+        tokens = memory.micro_batch_tokens(params.model_copy(update={"rollout": longest}))
         if params.rl.use_dynamic_bsz:  # its token budget, sampled as densely as the densest row
-            tokens = params.rl.ppo_max_token_len_per_gpu
             sampled = int(tokens * max(s / t for s, t in zip(r["rows_sampled"], r["rows_tokens"])))
-        else:  # its rows, full length, the most sampled ones together
-            tokens = params.rl.micro_batch_size * longest
+        else:  # its rows, the most sampled ones together
             sampled = sum(sorted(r["rows_sampled"], reverse=True)[: params.rl.micro_batch_size])
     at = params.model_copy(
         update={
-            "rollout": params.rollout.model_copy(update={"max_tokens_per_episode": longest}),
+            "rollout": longest,
             "rl": params.rl.model_copy(update={"use_dynamic_bsz": True, "ppo_max_token_len_per_gpu": tokens}),
         }
     )

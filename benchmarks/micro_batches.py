@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,9 @@ from pappo.rl.batch import RolloutBatch, from_trajectories
 from pappo.rl.freeze import freeze
 from pappo.rl.learner import Learner
 from pappo.rl.update import ppo_step
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
+from common import padded_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 DIMS = dict(
@@ -94,9 +98,7 @@ def epoch(args: argparse.Namespace, dynamic: bool, batch_of: Any) -> dict[str, A
     batch: RolloutBatch = batch_of()
     freeze(learner, batch)
     chunks = torch.randperm(len(batch), generator=torch.Generator().manual_seed(1)).chunk(args.minibatches)
-    padded = sum(
-        len(m) * int(batch.attention_mask[m].sum(-1).max()) for c in chunks for m in learner.micro(batch, c)
-    )
+    padded = sum(padded_tokens(batch, m) for c in chunks for m in learner.micro(batch, c))
     start = time.perf_counter()
     stats = [ppo_step(learner, batch, c) for c in chunks]
     return {
