@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from pappo.config import Params, load_params
+from pappo.env.episode import RepairEnv
 from pappo.env.protocol import tools_for
 from pappo.numerics import pin
 from pappo.policy.adapters import ActorCritic
@@ -30,6 +31,26 @@ def stand_in_grades(items):
         outcomes = {t: "failed" if i == 0 else "passed" for i, t in enumerate(tests)}
         out.append(Grade(task.instance_id, False, outcomes, 1, False, [], None, [], None, 0.0, "stand-in"))
     return out
+
+
+def warmup_envs(params: Params, episodes: int) -> list[RepairEnv]:
+    """`episodes` fresh environments of the warm-up tasks (cycled, in the store's order), graded by
+    `stand_in_grades`; in candidates mode each shows its task's candidate edits (episode seed i)."""
+    store = TaskStore.from_params(params, "warmup")
+    pool = list(store.tasks.values())
+    cands = params.env.actions == "candidates"
+    return [
+        RepairEnv(
+            t,
+            store.clean(t),
+            store.buggy(t),
+            params.env,
+            stand_in_grades,
+            candidates=store.candidates[t.instance_id] if cands else None,
+            seed=i,
+        )
+        for i, t in enumerate(pool[i % len(pool)] for i in range(episodes))
+    ]
 
 
 def candidates_params(params_path: Path) -> Params:

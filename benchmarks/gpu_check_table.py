@@ -3,7 +3,8 @@
     python benchmarks/gpu_check_table.py WORK_DIR OUT_DIR
 
 Reads WORK_DIR/steps.tsv (step, exit status, seconds), the gpu_step receipts WORK_DIR/<step>.json
-(complete or partial) and the train run WORK_DIR/c_train/{receipt,report}.json; writes
+(complete or partial), the decode A/B WORK_DIR/e_decode_graphs.json (benchmarks/decode_graphs.py)
+and the train run WORK_DIR/c_train/{receipt,report}.json; writes
 OUT_DIR/gpu_check.json (all of it, plus the memory model's prediction for the full hub profile)
 and OUT_DIR/gpu_check.txt (the table, also printed). Missing pieces are rows saying so.
 """
@@ -76,6 +77,22 @@ def phase_memory(mem: dict[str, Any]) -> str:
     return "; ".join(cells)
 
 
+def decode_line(rc: str, seconds: str, rec: dict[str, Any] | None) -> str:
+    """The line of the decode A/B (eager against CUDA graphs), or of its absence."""
+    if not rec:
+        return f"decode, eager vs CUDA graphs: exit {rc}, {seconds} s, no receipt"
+    shape, eager, graphed = rec["shape"], rec["eager"], rec["graphed"]
+    failed = f"; capture failed: {graphed['error']}" if graphed.get("error") else ""
+    return (
+        f"decode, eager vs CUDA graphs ({shape['episodes']} episodes x {shape['turns']} turns x "
+        f"{shape['tokens_per_turn']} tokens, {rec['dtype']}): exit {rc}, {seconds} s; eager "
+        f"{eager['tokens_per_s']:.0f} tokens/s, graphed {graphed['tokens_per_s']:.0f} tokens/s "
+        f"(x{rec['ratio']:.2f}; {graphed['graphs']} graphs, {graphed['replays']} replays{failed}); "
+        f"{rec['identical_episodes']}/{shape['episodes']} episodes identical, max |log-prob difference| "
+        f"before a change {rec['logprob_max_abs_diff_before_change']:.3g}"
+    )
+
+
 def full_profile_prediction() -> dict[str, Any]:
     data = profile_mapping(ROOT / "params.yaml", ROOT / "profiles" / "qwen2.5-coder-7b.yaml")
     data["model"]["revision"] = "0" * 40  # any pinned commit: the dims are the known 7B's
@@ -90,12 +107,15 @@ def main(work: Path, out: Path) -> int:
         "| peak GiB measured / predicted | rollout; update GiB measured / predicted at the run's shapes "
         "| log-prob gap mean / max |"
     )
-    rows = [head, "|" + "---|" * 11]
+    rows, notes = [head, "|" + "---|" * 11], []
     for name, rc, seconds in steps:
         rec = _load(work / f"{name}.json")
         bundle["steps"][name] = {"exit": rc, "seconds": int(seconds), "receipt": rec}
-        if name != "c_train":
+        if name == "e_decode_graphs":
+            notes.append(decode_line(rc, seconds, rec))
+        elif name != "c_train":
             rows.append(step_row(name, rc, seconds, rec))
+    rows += ["", *notes] if notes else []
     train = {k: _load(work / "c_train" / f"{k}.json") for k in ("receipt", "report")}
     bundle["steps"].setdefault("c_train", {}).update(train)
     report = train["report"] or {}

@@ -72,7 +72,7 @@ from pappo.config import ModelParams, Params, RLParams, load_params, profile_map
 from pappo.experiment import receipt as rc
 from pappo.io import atomic_write_json
 from pappo.numerics import collect as collect_numerics
-from pappo.policy import memory
+from pappo.policy import decode_graphs, memory
 from pappo.policy.adapters import ActorCritic
 from pappo.policy.chat import ChatCodec
 from pappo.policy.checkpoint import load_tokenizer, tiny_config
@@ -173,6 +173,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--ppo-epochs", type=int, help="rl.ppo_epochs; default: the profile's")
     ap.add_argument("--minibatches", type=int, help="rl.minibatches; default: the profile's")
     ap.add_argument("--kv-cache", choices=["grow", "static"], help="rollout.kv_cache; default: the profile's")
+    ap.add_argument(
+        "--enforce-eager",
+        action=argparse.BooleanOptionalAction,
+        help="rollout.enforce_eager (--no-enforce-eager: decode steps as CUDA graphs); default: the profile's",
+    )
     ap.add_argument("--vocab", type=int, help="model vocabulary (7b default 152064; tiny: the tokenizer's)")
     ap.add_argument(
         "--gradient-checkpointing", action=argparse.BooleanOptionalAction, help="default: on for 7b only"
@@ -241,6 +246,8 @@ def bench_params(args: argparse.Namespace, dtype: torch.dtype) -> Params:
     rollout["batch_size"] = args.tasks * args.group  # one lockstep batch
     for key in ("max_new_tokens_per_turn", "max_tokens_per_episode", "kv_cache"):
         rollout |= {key: getattr(args, key)} if getattr(args, key) else {}
+    if args.enforce_eager is not None:
+        rollout["enforce_eager"] = args.enforce_eager
     if args.max_turns is None:  # 7b: every episode can reach the token limit
         args.max_turns = math.ceil(rollout["max_tokens_per_episode"] / rollout["max_new_tokens_per_turn"]) + 1
     env["max_turns"] = args.max_turns
@@ -310,9 +317,11 @@ def peak_bytes(device: torch.device, reset: bool = False) -> int:
 def run_rollout(trainer: Any, device: torch.device, out: dict[str, Any]) -> Any:
     """Time the rollout phase into `out`; returns the trainer batch built from it."""
     out["peak_bytes"] = {"setup": peak_bytes(device, reset=True)}
+    decode_graphs.reset_stats()
     start = sync_time(device)
     trajs, groups, index = trainer.rollouts(0)  # the pipeline's own path: a decoder snapshot on `device`
     out["rollout_s"] = sync_time(device) - start
+    out["decode_graphs"] = decode_graphs.reset_stats()
     out["peak_bytes"]["rollout"] = peak_bytes(device, reset=True)
     out["generated"], out["episodes"] = sum(int(t.metrics["tokens"]) for t in trajs), len(trajs)
     out["episode_tokens"] = [len(t.token_ids) for t in trajs]
@@ -536,6 +545,8 @@ def receipt(
             "max_new_tokens_per_turn": rp.max_new_tokens_per_turn,
             "max_tokens_per_episode": rp.max_tokens_per_episode,
             "kv_cache": rp.kv_cache,
+            "enforce_eager": rp.enforce_eager,
+            "decode_graphs": None if rp.enforce_eager else r.get("decode_graphs"),
             "ppo_epochs": rl.ppo_epochs,
             "minibatches": rl.minibatches,
             "micro_batch_size": rl.micro_batch_size,
@@ -628,7 +639,8 @@ def head_lines(rec: dict[str, Any]) -> list[str]:
         f"device {rec['device']} {short}, LoRA r{rec['lora']['rank']}",
         f"note: {rec['vocab_note']}",
         f"batch: {b['episodes']} episodes, max_turns {b['max_turns']} x {b['max_new_tokens_per_turn']} "
-        f"tokens, max_tokens_per_episode {b['max_tokens_per_episode']} (kv_cache {b['kv_cache']}), "
+        f"tokens, max_tokens_per_episode {b['max_tokens_per_episode']} (kv_cache {b['kv_cache']}, "
+        f"enforce_eager {str(b['enforce_eager']).lower()}), "
         f"ppo_epochs {b['ppo_epochs']} x minibatches {b['minibatches']}, micro-batches "
         + (
             f"of at most {b['ppo_max_token_len_per_gpu']} padded tokens (use_dynamic_bsz)"
@@ -654,12 +666,21 @@ def phase_lines(rec: dict[str, Any], phase: str) -> list[str]:
         if ratio is not None:
             mem += f" (measured / predicted {ratio:.2f})"
     if phase == "rollout":
+        graphs = b.get("decode_graphs")
         return [
             f"rollout: {b['episodes']} episodes, {p['tokens_generated']} generated tokens in "
             f"{p['seconds']:.1f} s = {p['tokens_per_s']:.0f} tokens/s (longest episode "
             f"{p['episode_tokens_max']} tokens); {mem}",
             f"decode MFU (2N x generated tokens / rollout s): {_mfu(rec, p['decode_mfu'])}",
-        ]
+        ] + (
+            [
+                f"decode CUDA graphs: {graphs['graphs']} captured in {graphs['capture_s']:.1f} s, "
+                f"{graphs['replays']} replays"
+                + (f"; capture failed: {graphs['error']}" if "error" in graphs else "")
+            ]
+            if graphs
+            else []
+        )
     if phase == "freeze":
         return [
             f"freeze: {p['seconds']:.1f} s, {p['sequence_tokens']} tokens x {p['passes']} passes; MFU "

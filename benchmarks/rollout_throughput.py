@@ -33,10 +33,9 @@ from pappo.env.vec import VecEnv
 from pappo.policy.chat import ChatCodec
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine
-from pappo.tasks.store import TaskStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
-from common import stand_in_grades
+from common import stand_in_grades, warmup_envs
 
 
 def load_model(params, checkpoint: Path | None):
@@ -101,31 +100,14 @@ def main() -> None:
     model, tokenizer = load_model(params, None if args.random_weights else args.checkpoint)
     model.eval()
     codec = ChatCodec(tokenizer, tools_for(params.env.actions))
-    store = TaskStore.from_params(params, "warmup")
-    pool = list(store.tasks.values())
-    tasks = [pool[i % len(pool)] for i in range(args.episodes or params.rollout.batch_size)]  # cycled past 30
-    in_candidates = params.env.actions == "candidates"
+    n = args.episodes or params.rollout.batch_size  # the warm-up tasks, cycled past 30
 
     def envs() -> list[RepairEnv]:
-        # candidates mode shows each task's candidate edits, in the order of episode seed i
-        return [
-            RepairEnv(
-                t,
-                store.clean(t),
-                store.buggy(t),
-                params.env,
-                stand_in_grades,
-                candidates=store.candidates[t.instance_id] if in_candidates else None,
-                seed=i,
-            )
-            for i, t in enumerate(tasks)
-        ]
+        return warmup_envs(params, n)
 
     # No call trie: `model.generate` cannot force the call format, so both sides sample every token
     # (rollout.calls: sampled) and the comparison measures generation alone.
-    engine = RolloutEngine(
-        Qwen2Decoder(model), codec, params.rollout.model_copy(update={"batch_size": len(tasks)})
-    )
+    engine = RolloutEngine(Qwen2Decoder(model), codec, params.rollout.model_copy(update={"batch_size": n}))
     start = time.perf_counter()
     trajs = engine.run(VecEnv(envs(), stand_in_grades), seed=0)
     batched_s = time.perf_counter() - start
@@ -141,7 +123,7 @@ def main() -> None:
         else str(args.checkpoint)
     )
     print(
-        f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters ({weights}); {len(tasks)} episodes; "
+        f"model: {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters ({weights}); {n} episodes; "
         f"max {params.rollout.max_new_tokens_per_turn} tokens/turn, {params.rollout.max_tokens_per_episode}/episode"
     )
     print(f"batched: {batched_tokens} tokens in {batched_s:.1f} s = {fast:.0f} tokens/s")

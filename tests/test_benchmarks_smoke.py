@@ -31,6 +31,7 @@ SMOKE = {
         ["--random-weights", "--stand-in-grader", "--smallest", "--methods", "ppo"],
         r"per episode cpu_s: train \d+\.\d{3} eval \d+\.\d{3}",
     ),
+    "decode_graphs.py": (["--config", "tiny", "--device", "cpu", "--episodes", "2"], r"ratio: \d+\.\d\d"),
 }
 SANDBOXED = {"sandbox_latency.py", "semantic_hacks.py", "procedure_ceiling.py"}
 NOT_HERE = {
@@ -131,3 +132,11 @@ def test_procedure_ceiling_runs_on_the_default_params() -> None:
     out = _check("procedure_ceiling.py")
     assert re.search(r"^oracle\s+success 1\.000 \(2/2\)", out, re.M), out
     assert re.search(r"^submit\s+success 0\.000 \(0/2\)", out, re.M), out
+
+
+@pytest.mark.slow
+def test_decode_graphs_runs_on_the_default_params() -> None:
+    """On CPU the static-shape step runs uncaptured: both sides draw the same tokens."""
+    out = _check("decode_graphs.py")
+    assert re.search(r"^agreement: 2/2 episodes identical", out, re.M), out
+    assert re.search(r"^graphed: \d+ tokens .*; [1-9]\d* graphs \(.*\), [1-9]\d* replays$", out, re.M), out

@@ -44,9 +44,20 @@ def test_the_table_bundles_complete_partial_and_missing_steps(tmp_path):
     work.mkdir()
     out.mkdir()
     (work / "steps.tsv").write_text(
-        "a_profile\t0\t200\nc_train\tmissing-models-base\t0\nb_bf16\t124\t90\nb_fp16\t1\t30\n"
+        "a_profile\t0\t200\ne_decode_graphs\t0\t70\nc_train\tmissing-models-base\t0\nb_bf16\t124\t90\n"
+        "b_fp16\t1\t30\n"
     )
     (work / "a_profile.json").write_text(json.dumps(receipt(0.002, update=True)))
+    decode = {
+        "shape": {"episodes": 64, "turns": 4, "tokens_per_turn": 512},
+        "dtype": "bfloat16",
+        "eager": {"tokens_per_s": 2000.0},
+        "graphed": {"tokens_per_s": 7000.0, "graphs": 40, "replays": 6000},
+        "ratio": 3.5,
+        "identical_episodes": 60,
+        "logprob_max_abs_diff_before_change": 0.01,
+    }
+    (work / "e_decode_graphs.json").write_text(json.dumps(decode))
     (work / "b_bf16.json").write_text(json.dumps(receipt(None, update=False)))  # killed after the freeze
     assert table.main(work, out) == 0
     text = (out / "gpu_check.txt").read_text()
@@ -61,8 +72,14 @@ def test_the_table_bundles_complete_partial_and_missing_steps(tmp_path):
     )
     assert "no receipt" in rows["b_fp16"]
     assert "train (tiny profile, pappo seed 0): exit missing-models-base" in text
+    assert (
+        "decode, eager vs CUDA graphs (64 episodes x 4 turns x 512 tokens, bfloat16): exit 0, 70 s; eager 2000 "
+        "tokens/s, graphed 7000 tokens/s (x3.50; 40 graphs, 6000 replays); 60/64 episodes identical" in text
+    )
+    assert "e_decode_graphs" not in rows  # a line of its own, not a gpu_step row
     bundle = json.loads((out / "gpu_check.json").read_text())
-    assert set(bundle["steps"]) == {"a_profile", "c_train", "b_bf16", "b_fp16"}
+    assert set(bundle["steps"]) == {"a_profile", "e_decode_graphs", "c_train", "b_bf16", "b_fp16"}
+    assert bundle["steps"]["e_decode_graphs"]["receipt"]["ratio"] == 3.5
     assert bundle["steps"]["a_profile"]["receipt"]["logprob_gap"]["logprob_gap_mean"] == 0.002
     assert bundle["predicted_full_profile"]["peak_gib"] > 60  # 64 x 8192 tokens at 152064 ids
     assert bundle["table"] == text.strip()

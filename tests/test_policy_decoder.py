@@ -10,7 +10,8 @@ from pappo.config import LoraParams
 from pappo.io import PappoError
 from pappo.policy import memory
 from pappo.policy.adapters import POLICY, ActorCritic
-from pappo.policy.decoder import KVCache, Qwen2Decoder
+from pappo.policy.decoder import Qwen2Decoder
+from pappo.policy.kv_cache import KVCache
 
 
 def tiny(seed: int = 0, **kw) -> transformers.PreTrainedModel:

@@ -14,7 +14,7 @@ from conftest import ROOT
 from pappo.cli import app
 from pappo.config import apply_profile, load_params
 from pappo.policy import memory
-from pappo.policy.decoder import KVCache
+from pappo.policy.kv_cache import KVCache
 from test_policy_checkpoint import REV
 
 PARAMS, PROFILE = ROOT / "params.yaml", ROOT / "profiles" / "qwen2.5-coder-7b.yaml"

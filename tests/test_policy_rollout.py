@@ -53,13 +53,15 @@ def model() -> torch.nn.Module:
     return AutoModelForCausalLM.from_config(cfg).eval()
 
 
-def play(model, fx_params, seed: int = 0, params: RolloutParams | None = None, n: int = 4):
+def play(
+    model, fx_params, seed: int = 0, params: RolloutParams | None = None, n: int = 4, graphs: bool = False
+):
     store = TaskStore.from_params(fx_params, "repofix")
     tasks = list(store.tasks.values())[:n]
     grader = FakeGrader()
     envs = [RepairEnv(t, store.clean(t), store.buggy(t), EnvParams(max_turns=4)) for t in tasks]
     params = params or RolloutParams(max_new_tokens_per_turn=12, max_tokens_per_episode=400)
-    engine = RolloutEngine(Qwen2Decoder(model), ByteCodec(), params)
+    engine = RolloutEngine(Qwen2Decoder(model, graphs=graphs), ByteCodec(), params)
     return engine.run(VecEnv(envs, grader), seed=seed), envs
 
 
@@ -252,19 +254,19 @@ def test_a_static_kv_cache_gives_the_same_tokens_and_logprobs_allocated_once(mod
     """rollout.kv_cache static: one allocation of max_tokens_per_episode positions (no growth while
     every row stays inside it) and exactly the tokens and log-probs of the growing cache; dies if
     the cache still doubles, or if the larger buffer leaks into the attention."""
-    from pappo.policy import decoder
+    from pappo.policy import kv_cache
 
     grow = RolloutParams(max_new_tokens_per_turn=60, max_tokens_per_episode=900)
     sizes: list[tuple[int | None, int]] = []
-    real = decoder.KVCache._size
+    real = kv_cache.KVCache._size
     monkeypatch.setattr(
-        decoder.KVCache, "_size", lambda self, n: sizes.append((self.capacity, n)) or real(self, n)
+        kv_cache.KVCache, "_size", lambda self, n: sizes.append((self.capacity, n)) or real(self, n)
     )
     a, _ = play(model, fx_params, seed=5, params=grow)
     grown = len(sizes)
     sizes.clear()
     b, _ = play(model, fx_params, seed=5, params=grow.model_copy(update={"kv_cache": "static"}))
     assert grown > 1 and all(cap == 900 for cap, _ in sizes)
-    assert all(real(decoder.KVCache(1, cap), n) == 900 for cap, n in sizes)  # never past the fixed capacity
+    assert all(real(kv_cache.KVCache(1, cap), n) == 900 for cap, n in sizes)  # never past the fixed capacity
     assert [t.token_ids for t in a] == [t.token_ids for t in b]
     assert [t.logprobs for t in a] == [t.logprobs for t in b]  # bit for bit, not only within 1e-5

@@ -225,6 +225,12 @@ class RolloutParams(_Section):
         "while it grows); static: allocated once at max_tokens_per_episode positions per row (no growth copies, "
         "a smaller peak: pappo.policy.memory). The same tokens and log-probs either way.",
     )
+    enforce_eager: bool = Field(
+        True,
+        description="verl's (vLLM's) name. false: every one-token decode step runs as a CUDA graph, one "
+        "launch instead of ~35 kernels a layer (pappo.policy.decode_graphs); the same tokens, log-probs equal "
+        "up to summation order. Elsewhere than CUDA the same step runs uncaptured (no gain: what the CPU tests check).",
+    )
     calls: Literal["sampled", "constrained"] = Field(
         "sampled",
         description="sampled: every token of a turn is drawn from the policy; constrained (candidates mode, "

@@ -149,7 +149,7 @@ def _run(
 
     def evaluate_now(tag: int, final: bool = True) -> EvalResult:
         with ac.adapter(POLICY):
-            decoder = Qwen2Decoder(ac.peft, params.model.logits_fp32)
+            decoder = Qwen2Decoder(ac.peft, params.model.logits_fp32, not params.rollout.enforce_eager)
         return evaluate(decoder, codec, at_point(params, final), store, eval_ids, grade_fn, seed, tag, dist)
 
     history: list[dict[str, Any]] = []

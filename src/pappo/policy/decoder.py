@@ -15,6 +15,7 @@ weights change.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -22,127 +23,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from pappo.io import PappoError
+from pappo.policy.decode_graphs import DecodeGraphs, decode_window
+from pappo.policy.kv_cache import KVCache
 from pappo.policy.memory import attention_row_group
-
-
-class KVCache:
-    """Keys and values of every layer, (B, Hkv, capacity, D), written in place; `n` used.
-
-    capacity None: the capacity doubles as positions come (`reserve`); an int (rollout.kv_cache
-    static): the first allocation is `capacity` positions, made once, and grows only past it (a
-    lockstep batch's padding can take a row beyond its episode limit). Either way only the first
-    `n` positions are ever read, so the outputs are the same.
-
-    Only `reserve` changes the capacity. Every method that reallocates (`reserve`, `keep`,
-    `split`, `absorb`, `repack`) replaces one layer's buffer at a time, so the old cache is freed
-    layer by layer: the memory held at once is the cache at its capacity plus one layer
-    (`policy/memory.py` counts it so)."""
-
-    def __init__(self, n_layers: int, capacity: int | None = None) -> None:
-        self.k: list[torch.Tensor] = []
-        self.v: list[torch.Tensor] = []
-        self.n_layers, self.n, self.capacity = n_layers, 0, capacity
-
-    def _size(self, needed: int) -> int:
-        """Positions to allocate for `needed`: the fixed capacity if it holds them, else doubling."""
-        if self.capacity is not None and needed <= self.capacity:
-            return self.capacity
-        return max(2 * needed, 64)
-
-    def reserve(self, like: torch.Tensor, extra: int) -> None:
-        """Make room for `extra` more positions (`_size`); like: (B, Hkv, T, D)."""
-        if self.k and self.n + extra <= self.k[0].shape[2]:
-            return
-        b, h, _, d = like.shape
-        cap = self._size(self.n + extra)
-        if not self.k:
-            self.k = [like.new_zeros(b, h, cap, d) for _ in range(self.n_layers)]
-            self.v = [like.new_zeros(b, h, cap, d) for _ in range(self.n_layers)]
-            return
-        for store in (self.k, self.v):
-            for i, old in enumerate(store):
-                new = old.new_zeros(b, h, cap, d)
-                new[:, :, : self.n] = old[:, :, : self.n]
-                store[i] = new
-
-    def write(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Store T new positions of one layer at [n, n+T); returns its keys and values so far."""
-        end = self.n + k.shape[2]
-        self.k[layer][:, :, self.n : end] = k
-        self.v[layer][:, :, self.n : end] = v
-        return self.k[layer][:, :, :end], self.v[layer][:, :, :end]
-
-    def repack(self, mask: torch.Tensor, min_holes: float = 0.25) -> torch.Tensor:
-        """Drop the masked-out positions (padding of idle rows) once they are `min_holes` of the
-        cache; returns the new mask (B, n). Exact: positions are explicit (position_ids), and a
-        masked position contributes nothing, so only attention's cost changes.
-
-        Each row's real positions keep their order and move to the right end (left padding)."""
-        real = mask.bool()  # (B, n)
-        width = int(real.sum(1).max()) if real.numel() else 0
-        if not self.k or width > (1.0 - min_holes) * self.n:
-            return mask
-        order = torch.sort(real.to(torch.int8), dim=1, stable=True).indices[:, self.n - width :]  # (B, width)
-        b, h, _, d = self.k[0].shape
-        index = order.to(self.k[0].device)[:, None, :, None].expand(b, h, width, d)
-        for store in (self.k, self.v):
-            for i, old in enumerate(store):
-                packed = torch.zeros_like(old)  # the same capacity: only `reserve` changes it
-                packed[:, :, :width] = old[:, :, : self.n].gather(2, index)
-                store[i] = packed
-        self.n = width
-        return real.gather(1, order).to(mask.dtype)
-
-    def keep(self, index: torch.Tensor) -> None:
-        """Keep only the rows in `index` (in that order; a repeated row is copied)."""
-        index = self._on_device(index)
-        for store in (self.k, self.v):
-            for i, old in enumerate(store):
-                store[i] = old[index]
-
-    def split(self, rows: torch.Tensor) -> KVCache:
-        """Move the rows `rows` into a new cache, returned; this one keeps the others, in order.
-        `absorb` puts them back. No row is held twice."""
-        rows = self._on_device(rows)
-        sub = KVCache(self.n_layers, self.capacity)
-        sub.n = self.n
-        if self.k:
-            rest = _complement(rows, self.k[0].shape[0])
-            for mine, theirs in ((self.k, sub.k), (self.v, sub.v)):
-                for i, old in enumerate(mine):
-                    theirs.append(old[rows])
-                    mine[i] = old[rest]
-        return sub
-
-    def absorb(self, sub: KVCache, rows: torch.Tensor, total: int) -> None:
-        """Put back the rows `split(rows)` moved into `sub`, after `sub` grew: row j of `sub`
-        becomes row rows[j] of `total`; the rows this cache kept get zeros (masked out) at the
-        positions only `sub` has. `sub` is emptied."""
-        n0, n1 = self.n, sub.n
-        rows = self._on_device(rows)
-        rest = _complement(rows, total)
-        for mine, theirs in ((self.k, sub.k), (self.v, sub.v)):
-            for i, part in enumerate(theirs):
-                _, h, cap, d = part.shape  # split copies, reserve grows: the sub-batch's is the larger
-                merged = part.new_zeros(total, h, cap, d)
-                merged[rows, :, :n1] = part[:, :, :n1]
-                if i < len(mine):
-                    merged[rest, :, :n0] = mine[i][:, :, :n0]
-                    mine[i] = merged
-                else:  # this cache held no layer yet: split before its first feed
-                    mine.append(merged)
-                theirs[i] = part.new_empty(0)
-        self.n = n1
-
-    def _on_device(self, index: torch.Tensor) -> torch.Tensor:
-        return index.to(self.k[0].device) if self.k else index
-
-
-def _complement(rows: torch.Tensor, total: int) -> torch.Tensor:
-    """The indices of range(total) not in `rows`, in order, on rows' device."""
-    keep = torch.ones(total, dtype=torch.bool, device=rows.device)
-    keep[rows] = False
-    return keep.nonzero().squeeze(-1)
 
 
 @dataclass
@@ -180,9 +63,11 @@ def _qwen2_parts(model: nn.Module) -> tuple[nn.Module, nn.Module]:
 class Qwen2Decoder:
     """forward(input_ids (B, T), attention_mask (B, L + T), position_ids (B, T), cache, last_only)
     -> logits (B, T, V), or (B, 1, V) when last_only. Same contract as `rollout.Forward`.
-    `logits_fp32` (model.logits_fp32): the lm_head in float32, as `ActorCritic.token_logits`."""
+    `logits_fp32` (model.logits_fp32): the lm_head in float32, as `ActorCritic.token_logits`.
+    `graphs` (rollout.enforce_eager false): one-token steps through `decode_graphs.DecodeGraphs`,
+    captured in CUDA graphs on CUDA, run eagerly elsewhere (the same step, for the tests)."""
 
-    def __init__(self, model: nn.Module, logits_fp32: bool = False) -> None:
+    def __init__(self, model: nn.Module, logits_fp32: bool = False, graphs: bool = False) -> None:
         cfg = model.config
         if getattr(cfg, "model_type", None) != "qwen2":
             raise PappoError(f"Qwen2Decoder: model_type {getattr(cfg, 'model_type', None)!r} is not 'qwen2'")
@@ -201,6 +86,7 @@ class Qwen2Decoder:
         self.lm_head = lm_w.float() if logits_fp32 else lm_w
         self.lm_head_bias = lm_b.float() if (logits_fp32 and lm_b is not None) else lm_b
         self.layers = [self._layer(block) for block in stack.layers]
+        self.graphs = DecodeGraphs(self.device) if graphs else None
 
     @staticmethod
     def _layer(block: nn.Module) -> _Layer:
@@ -224,8 +110,9 @@ class Qwen2Decoder:
         h = x.float()  # as Qwen2RMSNorm: statistics in float32
         return w * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
 
-    def _bias(self, mask: torch.Tensor, t: int) -> torch.Tensor:
-        """Additive attention mask (B, 1, T, L + T): real past positions, causal in the chunk.
+    def _bias(self, mask: torch.Tensor, t: int, window: int | None = None) -> torch.Tensor:
+        """Additive attention mask (B, 1, T, L + T): real past positions, causal in the chunk;
+        (B, 1, T, window) with `window`: the positions past L + T hidden too.
 
         A query also sees its own position, even if it is padding: a padding query with nothing
         visible would give NaN keys/values for later steps to multiply by zero."""
@@ -237,7 +124,9 @@ class Qwen2Decoder:
         own = span[None, :] == new[:, None]  # (T, L + T)
         allowed = (visible & causal[None]) | own[None]  # (B, T, L + T)
         zero = torch.zeros((), dtype=self.embed.dtype, device=self.device)
-        return torch.where(allowed, zero, torch.finfo(self.embed.dtype).min)[:, None]
+        lowest = torch.finfo(self.embed.dtype).min
+        bias = torch.where(allowed, zero, lowest)[:, None]
+        return bias if window is None else F.pad(bias, (0, window - total), value=lowest)
 
     @torch.inference_mode()
     def __call__(
@@ -251,10 +140,67 @@ class Qwen2Decoder:
         b, t = input_ids.shape
         input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
         position_ids = position_ids.to(self.device)
+        if t == 1 and self.graphs is not None:
+            return self._graph_step(input_ids, attention_mask, position_ids, cache)
+
+        def write(i: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            if i == 0:
+                cache.reserve(k, t)
+            return cache.write(i, k, v)  # (B, Hkv, L + T, D)
+
+        x = self._stack(input_ids, position_ids, self._bias(attention_mask, t), write)
+        cache.n += t
+        return self._logits(x[:, -1:] if last_only else x)
+
+    def _graph_step(
+        self, input_ids: torch.Tensor, mask: torch.Tensor, position_ids: torch.Tensor, cache: KVCache
+    ) -> torch.Tensor:
+        """One new token per row (B, 1) -> logits (B, 1, V), by `window_step` through the graphs;
+        the same logits as the eager step up to summation order (`decode_graphs`)."""
+        assert self.graphs is not None
+        n = cache.n
+        cache.reserve(self.embed.new_empty(input_ids.shape[0], self.n_kv, 1, self.head_dim), 1)
+        window = decode_window(n + 1, cache.k[0].shape[2])
+        bias = self._bias(mask, 1, window)  # (B, 1, 1, window)
+
+        def step(ids: torch.Tensor, pos: torch.Tensor, bias: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
+            return self.window_step(ids, pos, bias, at, cache, window)
+
+        logits = self.graphs.step(step, (window, *cache.k, *cache.v), [input_ids, position_ids, bias], n)
+        cache.n += 1
+        return logits
+
+    def window_step(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        bias: torch.Tensor,
+        at: torch.Tensor,
+        cache: KVCache,
+        window: int,
+    ) -> torch.Tensor:
+        """The one-token step with static shapes: ids and positions (B, 1), bias (B, 1, 1, window),
+        the cache position `at` (1,) on the device -> logits (B, 1, V). Every shape is fixed by
+        (B, window) and every write lands at `at`, so a CUDA graph can capture it."""
+
+        def write(i: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return cache.write_at(i, k, v, at, window)  # (B, Hkv, window, D)
+
+        return self._logits(self._stack(input_ids, position_ids, bias, write))
+
+    def _stack(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        bias: torch.Tensor,
+        write: Callable[[int, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
+    ) -> torch.Tensor:
+        """The decoder layers over input_ids (B, T) -> hidden states (B, T, H); `write(layer, k, v)`
+        stores the chunk's keys and values (B, Hkv, T, D) and returns those attended to."""
+        b, t = input_ids.shape
         x = F.embedding(input_ids, self.embed)  # (B, T, H)
         cos, sin = self.rotary(x, position_ids)  # (B, T, D)
         cos, sin = cos[:, None], sin[:, None]  # (B, 1, T, D)
-        bias = self._bias(attention_mask, t)
         hq, hkv, d = self.n_heads * self.head_dim, self.n_kv * self.head_dim, self.head_dim
         for i, layer in enumerate(self.layers):
             qkv = F.linear(self._rms(x, layer.ln1), layer.qkv_w, layer.qkv_b)  # (B, T, (Hq + 2 Hkv) D)
@@ -262,18 +208,16 @@ class Qwen2Decoder:
             k = qkv[..., hq : hq + hkv].view(b, t, self.n_kv, d).transpose(1, 2)  # (B, Hkv, T, D)
             v = qkv[..., hq + hkv :].view(b, t, self.n_kv, d).transpose(1, 2)  # (B, Hkv, T, D)
             q, k = _rope(q, cos, sin), _rope(k, cos, sin)
-            if i == 0:
-                cache.reserve(k, t)
-            keys, values = cache.write(i, k, v)  # (B, Hkv, L + T, D)
+            keys, values = write(i, k, v)  # (B, Hkv, L', D)
             out = _attention(q, keys, values, bias)  # (B, Hq, T, D)
             x = x + F.linear(out.transpose(1, 2).reshape(b, t, hq), layer.o_w)
             gate, up = F.linear(self._rms(x, layer.ln2), layer.gate_up_w).chunk(2, dim=-1)  # (B, T, I) each
             x = x + F.linear(F.silu(gate) * up, layer.down_w)
-        cache.n += t
-        if last_only:
-            x = x[:, -1:]
+        return x
+
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        """Hidden states (B, T, H) -> logits (B, T, V), float32 with logits_fp32."""
         h = self._rms(x, self.norm)  # the model's dtype, as the trainer's final norm
-        # (B, T or 1, V), float32 with logits_fp32
         return F.linear(h.to(self.lm_head.dtype), self.lm_head, self.lm_head_bias)
 
 

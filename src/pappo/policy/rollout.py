@@ -30,7 +30,8 @@ from pappo.config import RolloutParams
 from pappo.env.vec import VecEnv
 from pappo.policy.constrained import CallTrie
 from pappo.policy.decisions import decision_flags
-from pappo.policy.decoder import KVCache, Qwen2Decoder
+from pappo.policy.decoder import Qwen2Decoder
+from pappo.policy.kv_cache import KVCache
 from pappo.policy.prefix import MIN_SHARED_PREFIX, common_prefix_len
 
 # `feed_split`: two sub-batches when they feed at most this share of one left-padded block's tokens.

@@ -51,7 +51,9 @@ def rollouts(
     index = [g * k + j for g in mine for j in range(k)]
     envs = [task_env(store, ids[g], params.env, hash_seed(seed, u, i)) for g, i in zip(groups, index)]
     with learner.ac.adapter(POLICY):
-        decoder = Qwen2Decoder(learner.ac.peft, params.model.logits_fp32)  # the policy's snapshot
+        decoder = Qwen2Decoder(
+            learner.ac.peft, params.model.logits_fp32, not params.rollout.enforce_eager
+        )  # the policy's snapshot
     engine = RolloutEngine(decoder, learner.codec, params.rollout, learner.trie)
     trajs: list[Trajectory] = []
     bs = params.rollout.batch_size
