@@ -10,11 +10,11 @@
 #
 # Environment: OUT (where results go; default ./gpu_check-out), PYTHON (default python3),
 # GPU_CHECK_BUDGET_S (the whole script's wall budget; default 480, 1500 with --device cpu: a step
-# gets what is left, never more than its own limit), GPU_CHECK_TOKENS (step a's
+# gets what is left, never more than its own limit), GPU_CHECK_TOKENS (steps a and f:
 # rollout.max_tokens_per_episode; default 4096 to fit the budget; 8192 is the profile's own and takes
 # ~2x as long).
 #
-# Steps (in the order a, e, c, b: this issue's first), each under its own `timeout`, each printing its
+# Steps (in the order a, e, f, c, b: this issue's first), each under its own `timeout`, each printing its
 # numbers as it goes; a failed step is reported and the next one runs:
 #   a. benchmarks/gpu_step.py --config 7b in bf16: profiles/qwen2.5-coder-7b.yaml as it runs (LoRA r32,
 #      64 episodes, micro-batches of 16384 padded tokens, minibatches 4) at Qwen's 152064-id
@@ -26,6 +26,9 @@
 #   e. benchmarks/decode_graphs.py --config 7b: decoding eager against CUDA graphs
 #      (rollout.enforce_eager false) on the same 64 episodes x 4 turns x 512 tokens, the shape of the
 #      first H200 measurement (1,624 tokens/s): tokens/s of each, and whether they agree;
+#   f. step a without gradient checkpointing, micro-batches of 8192 padded tokens (70.0 GiB
+#      predicted for the update at 8192-token episodes, 80 GB fits it): the update-MFU lever
+#      checkpointing's recompute costs, measured against a;
 #   c. `pappo train --method pappo --seed 0` on the tiny profile with model.device cuda and the real
 #      sandbox (needs models/base and data/*/manifest.lock.json: build them first and carry them);
 #   d. a table: tokens/s, MFU, measured vs predicted peak memory, log-prob gaps.
@@ -74,12 +77,14 @@ if [ "$DEVICE" = cpu ]; then  # every step at a tiny size, to test the script wi
        --minibatches 1)
     B=(--config tiny --device cpu --episodes 1x2 --max-turns 2 --max-new-tokens-per-turn 16 --ppo-epochs 1)
     E=(--config tiny --device cpu)
-    LIMITS=(300 200 400 200)  # seconds for a, each b, c, e
+    F=(--ppo-max-token-len-per-gpu 2048)
+    LIMITS=(300 200 400 200 300)  # seconds for a, each b, c, e, f
 else
     A=(--config 7b --device cuda --dtype bfloat16 --max-tokens-per-episode "$TOKENS" --ppo-epochs 1)
     B=(--config 7b --device cuda --episodes 16x4 --max-turns 2 --max-new-tokens-per-turn 256 --ppo-epochs 1)
     E=(--config 7b --device cuda --dtype bfloat16)
-    LIMITS=(270 90 120 150)
+    F=(--ppo-max-token-len-per-gpu 8192)
+    LIMITS=(270 90 120 150 200)
 fi
 
 TORCH=$($PY -c 'import torch
@@ -88,6 +93,8 @@ print("torch", torch.__version__, name)' 2>&1)
 say "gpu_check: device $DEVICE, budget ${BUDGET} s, out $OUT, $TORCH"
 step a_profile "${LIMITS[0]}" "$PY" benchmarks/gpu_step.py "${A[@]}" --out "$WORK/a_profile.json"
 step e_decode_graphs "${LIMITS[3]}" "$PY" benchmarks/decode_graphs.py "${E[@]}" --out "$WORK/e_decode_graphs.json"
+step f_no_checkpointing "${LIMITS[4]}" "$PY" benchmarks/gpu_step.py "${A[@]}" --no-gradient-checkpointing "${F[@]}" \
+    --out "$WORK/f_no_checkpointing.json"
 # c: the tiny profile's params with model.device set to the device under test
 "$PY" - "$DEVICE" "$OUT/params-train.yaml" <<'EOF' 2>&1 | tee -a "$LOG"
 import sys, yaml
