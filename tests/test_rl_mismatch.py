@@ -206,8 +206,10 @@ def test_update_record_carries_the_gap_and_the_float32_gap_is_rounding(fx_params
 def test_a_broken_decoder_is_caught_by_the_gap(fx_params: Params, tmp_path: Path, monkeypatch):
     real = decoder_mod.Qwen2Decoder.__init__
 
-    def scaled_head(self: decoder_mod.Qwen2Decoder, model: torch.nn.Module, fp32: bool = False) -> None:
-        real(self, model, fp32)
+    def scaled_head(
+        self: decoder_mod.Qwen2Decoder, model: torch.nn.Module, fp32: bool = False, graphs: bool = False
+    ) -> None:
+        real(self, model, fp32, graphs)
         self.lm_head = self.lm_head * 1.01  # 1% hotter logits: the sampler draws from another policy
 
     monkeypatch.setattr(decoder_mod.Qwen2Decoder, "__init__", scaled_head)
