@@ -33,6 +33,14 @@ def stand_in_grades(items):
     return out
 
 
+def graph_counts(stats: dict[str, Any]) -> str:
+    """`decode_graphs.STATS` of a run (or its JSON) in words: graphs captured, replays, a failure."""
+    failed = f"; capture failed: {stats['error']}" if stats.get("error") else ""
+    return (
+        f"{stats['graphs']} graphs ({stats['capture_s']:.1f} s capturing), {stats['replays']} replays{failed}"
+    )
+
+
 def warmup_envs(params: Params, episodes: int) -> list[RepairEnv]:
     """`episodes` fresh environments of the warm-up tasks (cycled, in the store's order), graded by
     `stand_in_grades`; in candidates mode each shows its task's candidate edits (episode seed i)."""

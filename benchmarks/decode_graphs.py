@@ -38,7 +38,7 @@ from pappo.policy.tokenizer import build_tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py, gpu_step.py
 import gpu_step as gs
-from common import stand_in_grades, warmup_envs
+from common import graph_counts, stand_in_grades, warmup_envs
 
 # --config -> episodes, turns, tokens per turn, tokens per episode
 SHAPES = {"7b": (64, 4, 512, 2048), "tiny": (4, 3, 24, 1024)}
@@ -143,11 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         f"(kv_cache {args.kv_cache})"
     )
     print(f"eager:   {tokens[0]} tokens in {eager_s:.1f} s = {rate[0]:.0f} tokens/s")
-    print(
-        f"graphed: {tokens[1]} tokens in {graphed_s:.1f} s = {rate[1]:.0f} tokens/s; {stats['graphs']} graphs "
-        f"({stats['capture_s']:.1f} s capturing), {stats['replays']} replays"
-        + (f"; capture failed: {stats['error']}" if "error" in stats else "")
-    )
+    print(f"graphed: {tokens[1]} tokens in {graphed_s:.1f} s = {rate[1]:.0f} tokens/s; {graph_counts(stats)}")
     print(
         f"agreement: {same}/{len(eager)} episodes identical; max |log-prob difference| before a change {worst:.3g}"
     )

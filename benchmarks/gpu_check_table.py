@@ -20,6 +20,9 @@ from pappo.config import Params, profile_mapping
 from pappo.io import atomic_write_json, atomic_write_text
 from pappo.policy import memory
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
+from common import graph_counts
+
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 2**30
 
@@ -82,12 +85,11 @@ def decode_line(rc: str, seconds: str, rec: dict[str, Any] | None) -> str:
     if not rec:
         return f"decode, eager vs CUDA graphs: exit {rc}, {seconds} s, no receipt"
     shape, eager, graphed = rec["shape"], rec["eager"], rec["graphed"]
-    failed = f"; capture failed: {graphed['error']}" if graphed.get("error") else ""
     return (
         f"decode, eager vs CUDA graphs ({shape['episodes']} episodes x {shape['turns']} turns x "
         f"{shape['tokens_per_turn']} tokens, {rec['dtype']}): exit {rc}, {seconds} s; eager "
         f"{eager['tokens_per_s']:.0f} tokens/s, graphed {graphed['tokens_per_s']:.0f} tokens/s "
-        f"(x{rec['ratio']:.2f}; {graphed['graphs']} graphs, {graphed['replays']} replays{failed}); "
+        f"(x{rec['ratio']:.2f}; {graph_counts(graphed)}); "
         f"{rec['identical_episodes']}/{shape['episodes']} episodes identical, max |log-prob difference| "
         f"before a change {rec['logprob_max_abs_diff_before_change']:.3g}"
     )

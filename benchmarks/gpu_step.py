@@ -83,7 +83,7 @@ from pappo.rl.update import optimise
 from pappo.tasks.store import TaskStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
-from common import padded_tokens, stand_in_grades
+from common import graph_counts, padded_tokens, stand_in_grades
 
 ROOT = Path(__file__).resolve().parents[1]
 HUB_PROFILE = ROOT / "profiles" / "qwen2.5-coder-7b.yaml"
@@ -672,15 +672,7 @@ def phase_lines(rec: dict[str, Any], phase: str) -> list[str]:
             f"{p['seconds']:.1f} s = {p['tokens_per_s']:.0f} tokens/s (longest episode "
             f"{p['episode_tokens_max']} tokens); {mem}",
             f"decode MFU (2N x generated tokens / rollout s): {_mfu(rec, p['decode_mfu'])}",
-        ] + (
-            [
-                f"decode CUDA graphs: {graphs['graphs']} captured in {graphs['capture_s']:.1f} s, "
-                f"{graphs['replays']} replays"
-                + (f"; capture failed: {graphs['error']}" if "error" in graphs else "")
-            ]
-            if graphs
-            else []
-        )
+        ] + ([f"decode CUDA graphs: {graph_counts(graphs)}"] if graphs else [])
     if phase == "freeze":
         return [
             f"freeze: {p['seconds']:.1f} s, {p['sequence_tokens']} tokens x {p['passes']} passes; MFU "

@@ -52,7 +52,7 @@ def test_the_table_bundles_complete_partial_and_missing_steps(tmp_path):
         "shape": {"episodes": 64, "turns": 4, "tokens_per_turn": 512},
         "dtype": "bfloat16",
         "eager": {"tokens_per_s": 2000.0},
-        "graphed": {"tokens_per_s": 7000.0, "graphs": 40, "replays": 6000},
+        "graphed": {"tokens_per_s": 7000.0, "graphs": 40, "replays": 6000, "capture_s": 2.5},
         "ratio": 3.5,
         "identical_episodes": 60,
         "logprob_max_abs_diff_before_change": 0.01,
@@ -74,7 +74,8 @@ def test_the_table_bundles_complete_partial_and_missing_steps(tmp_path):
     assert "train (tiny profile, pappo seed 0): exit missing-models-base" in text
     assert (
         "decode, eager vs CUDA graphs (64 episodes x 4 turns x 512 tokens, bfloat16): exit 0, 70 s; eager 2000 "
-        "tokens/s, graphed 7000 tokens/s (x3.50; 40 graphs, 6000 replays); 60/64 episodes identical" in text
+        "tokens/s, graphed 7000 tokens/s (x3.50; 40 graphs (2.5 s capturing), 6000 replays); 60/64 episodes "
+        "identical" in text
     )
     assert "e_decode_graphs" not in rows  # a line of its own, not a gpu_step row
     bundle = json.loads((out / "gpu_check.json").read_text())
