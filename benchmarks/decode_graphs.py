@@ -12,7 +12,7 @@ turns of 512 tokens, 2048 a episode). Prints each side's generated tokens/s, the
 and replayed, and the agreement: episodes with identical ids, and the largest |log-prob difference|
 over the sampled tokens before each episode's first differing id (the paths sum in different
 orders: in bf16 a near-tie can draw another token, and the episode differs from there).
-`--out` writes the numbers as JSON. The last line is `ratio: X.XX`, graphed over eager tokens/s.
+`--out` writes the numbers as JSON, after each side. The last line is `ratio: X.XX`, graphed over eager tokens/s.
 """
 
 from __future__ import annotations
@@ -93,14 +93,25 @@ def setup(
 
 def play(
     params: Params, model: Any, codec: ChatCodec, episodes: int, graphs: bool
-) -> tuple[list[Trajectory], float]:
-    """`episodes` episodes of the warm-up tasks, in one lockstep batch; returns them and the seconds."""
+) -> tuple[list[Trajectory], dict[str, Any]]:
+    """`episodes` episodes of the warm-up tasks, in one lockstep batch; returns them and their
+    generated tokens, seconds, tokens/s and (CUDA) peak allocated bytes."""
     envs = warmup_envs(params, episodes)
     engine = RolloutEngine(Qwen2Decoder(model, graphs=graphs), codec, params.rollout)
     device = engine.decoder.device
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
     start = gs.sync_time(device)
     trajs = engine.run(VecEnv(envs, stand_in_grades), seed=0)
-    return trajs, gs.sync_time(device) - start
+    seconds = gs.sync_time(device) - start
+    tokens = sum(t.metrics["tokens"] for t in trajs)
+    peak = int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None
+    return trajs, {"tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds, "peak_bytes": peak}
+
+
+def side_line(name: str, side: dict[str, Any]) -> str:
+    peak = "" if side["peak_bytes"] is None else f"; peak {side['peak_bytes'] / 2**30:.2f} GiB"
+    return f"{name} {side['tokens']} tokens in {side['seconds']:.1f} s = {side['tokens_per_s']:.0f} tokens/s{peak}"
 
 
 def agreement(eager: list[Trajectory], graphed: list[Trajectory]) -> tuple[int, float]:
@@ -124,51 +135,51 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda" if cuda else "cpu")
     dtype = gs.DTYPES.get(args.dtype) or (torch.bfloat16 if cuda else torch.float32)
     params, model, codec = setup(args, device, dtype)
+    rec: dict[str, Any] = {
+        "schema": "pappo.decode_graphs/1",
+        "config": args.config,
+        "device_name": torch.cuda.get_device_name(device) if cuda else "cpu",
+        "torch": torch.__version__,
+        "dtype": str(dtype).removeprefix("torch."),
+        "shape": {
+            k: getattr(args, k)
+            for k in ("episodes", "turns", "tokens_per_turn", "tokens_per_episode", "kv_cache")
+        },
+    }
+    print(
+        f"{args.config} on {rec['device_name']} ({rec['dtype']}): {args.episodes} episodes, {args.turns} turns x "
+        f"{args.tokens_per_turn} tokens, {args.tokens_per_episode} a episode (kv_cache {args.kv_cache})"
+    )
     warm = params.model_copy(
         update={"rollout": params.rollout.model_copy(update={"max_new_tokens_per_turn": 8, "batch_size": 2})}
     )
     for graphs in (False, True):  # allocator, cuBLAS and the first captures, before either side is timed
         play(warm, model, codec, 2, graphs)
+    eager, rec["eager"] = play(params, model, codec, args.episodes, graphs=False)
+    print(side_line("eager:  ", rec["eager"]), flush=True)  # before the graphed side can fail
+    save(args.out, rec)
     decode_graphs.reset_stats()
-    eager, eager_s = play(params, model, codec, args.episodes, graphs=False)
-    graphed, graphed_s = play(params, model, codec, args.episodes, graphs=True)
-    stats = decode_graphs.reset_stats()
+    graphed, rec["graphed"] = play(params, model, codec, args.episodes, graphs=True)
+    rec["graphed"] |= decode_graphs.reset_stats()
+    print(f"{side_line('graphed:', rec['graphed'])}; {graph_counts(rec['graphed'])}")
     same, worst = agreement(eager, graphed)
-    tokens = [sum(t.metrics["tokens"] for t in side) for side in (eager, graphed)]
-    rate = [n / s for n, s in zip(tokens, (eager_s, graphed_s))]
-    name = torch.cuda.get_device_name(device) if cuda else "cpu"
-    print(
-        f"{args.config} on {name} ({str(dtype).removeprefix('torch.')}): {args.episodes} episodes, "
-        f"{args.turns} turns x {args.tokens_per_turn} tokens, {args.tokens_per_episode} a episode "
-        f"(kv_cache {args.kv_cache})"
-    )
-    print(f"eager:   {tokens[0]} tokens in {eager_s:.1f} s = {rate[0]:.0f} tokens/s")
-    print(f"graphed: {tokens[1]} tokens in {graphed_s:.1f} s = {rate[1]:.0f} tokens/s; {graph_counts(stats)}")
+    rec |= {
+        "identical_episodes": same,
+        "logprob_max_abs_diff_before_change": worst,
+        "ratio": rec["graphed"]["tokens_per_s"] / rec["eager"]["tokens_per_s"],
+    }
     print(
         f"agreement: {same}/{len(eager)} episodes identical; max |log-prob difference| before a change {worst:.3g}"
     )
-    if args.out is not None:
-        atomic_write_json(
-            args.out,
-            {
-                "schema": "pappo.decode_graphs/1",
-                "config": args.config,
-                "device_name": name,
-                "torch": torch.__version__,
-                "dtype": str(dtype).removeprefix("torch."),
-                "shape": {
-                    k: getattr(args, k)
-                    for k in ("episodes", "turns", "tokens_per_turn", "tokens_per_episode", "kv_cache")
-                },
-                "eager": {"tokens": tokens[0], "seconds": eager_s, "tokens_per_s": rate[0]},
-                "graphed": {"tokens": tokens[1], "seconds": graphed_s, "tokens_per_s": rate[1], **stats},
-                "identical_episodes": same,
-                "logprob_max_abs_diff_before_change": worst,
-                "ratio": rate[1] / rate[0],
-            },
-        )
-    print(f"ratio: {rate[1] / rate[0]:.2f}")
+    save(args.out, rec)
+    print(f"ratio: {rec['ratio']:.2f}")
     return 0
+
+
+def save(out: Path | None, rec: dict[str, Any]) -> None:
+    """The numbers so far, atomically (a run killed later keeps them)."""
+    if out is not None:
+        atomic_write_json(out, rec)
 
 
 if __name__ == "__main__":

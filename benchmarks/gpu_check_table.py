@@ -81,18 +81,27 @@ def phase_memory(mem: dict[str, Any]) -> str:
 
 
 def decode_line(rc: str, seconds: str, rec: dict[str, Any] | None) -> str:
-    """The line of the decode A/B (eager against CUDA graphs), or of its absence."""
-    if not rec:
+    """The line of the decode A/B (eager against CUDA graphs), or of what of it finished."""
+    if not rec or "eager" not in rec:
         return f"decode, eager vs CUDA graphs: exit {rc}, {seconds} s, no receipt"
-    shape, eager, graphed = rec["shape"], rec["eager"], rec["graphed"]
-    return (
+    shape = rec["shape"]
+    head = (
         f"decode, eager vs CUDA graphs ({shape['episodes']} episodes x {shape['turns']} turns x "
         f"{shape['tokens_per_turn']} tokens, {rec['dtype']}): exit {rc}, {seconds} s; eager "
-        f"{eager['tokens_per_s']:.0f} tokens/s, graphed {graphed['tokens_per_s']:.0f} tokens/s "
-        f"(x{rec['ratio']:.2f}; {graph_counts(graphed)}); "
+        f"{_side(rec['eager'])}"
+    )
+    if "ratio" not in rec:
+        return head + "; the graphed side did not finish"
+    return (
+        f"{head}, graphed {_side(rec['graphed'])} (x{rec['ratio']:.2f}; {graph_counts(rec['graphed'])}); "
         f"{rec['identical_episodes']}/{shape['episodes']} episodes identical, max |log-prob difference| "
         f"before a change {rec['logprob_max_abs_diff_before_change']:.3g}"
     )
+
+
+def _side(side: dict[str, Any]) -> str:
+    peak = side.get("peak_bytes")
+    return f"{side['tokens_per_s']:.0f} tokens/s" + ("" if peak is None else f" (peak {peak / GIB:.1f} GiB)")
 
 
 def full_profile_prediction() -> dict[str, Any]:

@@ -51,8 +51,14 @@ def test_the_table_bundles_complete_partial_and_missing_steps(tmp_path):
     decode = {
         "shape": {"episodes": 64, "turns": 4, "tokens_per_turn": 512},
         "dtype": "bfloat16",
-        "eager": {"tokens_per_s": 2000.0},
-        "graphed": {"tokens_per_s": 7000.0, "graphs": 40, "replays": 6000, "capture_s": 2.5},
+        "eager": {"tokens_per_s": 2000.0, "peak_bytes": 40 * 2**30},
+        "graphed": {
+            "tokens_per_s": 7000.0,
+            "peak_bytes": 41 * 2**30,
+            "graphs": 40,
+            "replays": 6000,
+            "capture_s": 2.5,
+        },
         "ratio": 3.5,
         "identical_episodes": 60,
         "logprob_max_abs_diff_before_change": 0.01,
@@ -74,8 +80,8 @@ def test_the_table_bundles_complete_partial_and_missing_steps(tmp_path):
     assert "train (tiny profile, pappo seed 0): exit missing-models-base" in text
     assert (
         "decode, eager vs CUDA graphs (64 episodes x 4 turns x 512 tokens, bfloat16): exit 0, 70 s; eager 2000 "
-        "tokens/s, graphed 7000 tokens/s (x3.50; 40 graphs (2.5 s capturing), 6000 replays); 60/64 episodes "
-        "identical" in text
+        "tokens/s (peak 40.0 GiB), graphed 7000 tokens/s (peak 41.0 GiB) (x3.50; 40 graphs (2.5 s capturing), "
+        "6000 replays); 60/64 episodes identical" in text
     )
     assert "e_decode_graphs" not in rows  # a line of its own, not a gpu_step row
     bundle = json.loads((out / "gpu_check.json").read_text())
@@ -84,3 +90,12 @@ def test_the_table_bundles_complete_partial_and_missing_steps(tmp_path):
     assert bundle["steps"]["a_profile"]["receipt"]["logprob_gap"]["logprob_gap_mean"] == 0.002
     assert bundle["predicted_full_profile"]["peak_gib"] > 60  # 64 x 8192 tokens at 152064 ids
     assert bundle["table"] == text.strip()
+
+
+def test_a_decode_ab_killed_after_its_eager_side_keeps_that_side():
+    table = load_benchmark("gpu_check_table")
+    rec = {"shape": {"episodes": 64, "turns": 4, "tokens_per_turn": 512}, "dtype": "bfloat16"}
+    rec["eager"] = {"tokens_per_s": 2100.0, "peak_bytes": None}
+    line = table.decode_line("124", "150", rec)
+    assert line.endswith("exit 124, 150 s; eager 2100 tokens/s; the graphed side did not finish"), line
+    assert table.decode_line("1", "3", None) == "decode, eager vs CUDA graphs: exit 1, 3 s, no receipt"
