@@ -1,6 +1,6 @@
 """The memory model (pappo.policy.memory) against measured peaks on CPU, four small configurations.
 
-    MALLOC_MMAP_THRESHOLD_=65536 python benchmarks/memory_check.py
+    python benchmarks/memory_check.py
 
 Each configuration runs in its own process: a random Qwen2 with LoRA (ActorCritic), then either the
 update phase (the trainer's actor pass, `rl.batch.policy_outputs` with its entropy, and backward,
@@ -8,8 +8,9 @@ over one micro-batch of full-length rows, every token sampled) or the rollout ph
 snapshot, a prompt prefill, then one token at a time to the episode limit through the growing KV
 cache, with the sampler's softmax) or a whole rollout (`RolloutEngine` over stand-in episodes that
 run to the token budget). Measured: the process's peak resident memory (ru_maxrss) minus
-its resident memory before the model was built; with a fixed mmap threshold glibc hands every
-large tensor back to the kernel when freed, so resident memory follows the live tensors. Predicted:
+its resident memory before the model was built; with a fixed mmap threshold (MALLOC_MMAP_THRESHOLD_,
+set for each configuration's process) glibc hands every large tensor back to the kernel when
+freed, so resident memory follows the live tensors. Predicted:
 the model's weights, adapters and the phase's parts, at the same sizes. Prints one line per
 configuration and the ratio measured / predicted.
 
@@ -26,6 +27,7 @@ next to the same prediction, at the profile's bound and at the run's own shapes.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -215,9 +217,16 @@ def main() -> int:
     if len(sys.argv) > 1:
         print(json.dumps(one(*json.loads(sys.argv[1]))))
         return 0
+    # The fixed mmap threshold the measure needs (module docstring), set for every configuration's
+    # process whatever the caller exported: without it the peaks came out 5-40% higher (2026-12-05).
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
     for config in CONFIGS:
         proc = subprocess.run(
-            [sys.executable, __file__, json.dumps(config)], capture_output=True, text=True, timeout=900
+            [sys.executable, __file__, json.dumps(config)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env=env,
         )
         if proc.returncode != 0:
             print(f"{config[0]}: failed: {proc.stderr[-2000:]}")
