@@ -96,6 +96,7 @@ class DecodeGraphs:
         with torch.cuda.stream(self.stream):
             logits = fn(*self.inputs, self.at)
         torch.cuda.current_stream(self.device).wait_stream(self.stream)
+        logits.record_stream(torch.cuda.current_stream(self.device))  # read there: not reused before
         graph = torch.cuda.CUDAGraph()
         try:
             with torch.cuda.graph(graph, stream=self.stream):
