@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,8 @@ from pappo.env.protocol import tools_for
 from pappo.numerics import pin
 from pappo.policy.adapters import ActorCritic
 from pappo.policy.chat import ChatCodec
-from pappo.policy.checkpoint import load_checkpoint
+from pappo.policy.checkpoint import load_checkpoint, load_tokenizer
+from pappo.policy.tokenizer import build_tokenizer
 from pappo.sandbox.grading import Grade
 from pappo.tasks.store import TaskStore
 
@@ -31,6 +33,13 @@ def stand_in_grades(items):
         outcomes = {t: "failed" if i == 0 else "passed" for i, t in enumerate(tests)}
         out.append(Grade(task.instance_id, False, outcomes, 1, False, [], None, [], None, 0.0, "stand-in"))
     return out
+
+
+def fresh_tokenizer(params: Params) -> Any:
+    """The tiny profile's tokenizer built afresh from the warm-up repos (nothing downloaded)."""
+    with tempfile.TemporaryDirectory(prefix="pappo-bench-tok-") as tmp:
+        build_tokenizer(params.model.tiny, params.tasks.warmup.repos, Path(tmp))
+        return load_tokenizer(Path(tmp))
 
 
 def graph_counts(stats: dict[str, Any]) -> str:

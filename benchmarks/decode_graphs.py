@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +30,12 @@ from pappo.env.vec import VecEnv
 from pappo.io import atomic_write_json
 from pappo.policy import decode_graphs
 from pappo.policy.chat import ChatCodec
-from pappo.policy.checkpoint import load_tokenizer
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine, Trajectory
-from pappo.policy.tokenizer import build_tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py, gpu_step.py
 import gpu_step as gs
-from common import graph_counts, stand_in_grades, warmup_envs
+from common import fresh_tokenizer, graph_counts, stand_in_grades, warmup_envs
 
 # --config -> episodes, turns, tokens per turn, tokens per episode
 SHAPES = {"7b": (64, 4, 512, 2048), "tiny": (4, 3, 24, 1024)}
@@ -82,9 +79,7 @@ def setup(
     params = params.model_copy(
         update={"rollout": rollout, "env": params.env.model_copy(update={"max_turns": args.turns})}
     )
-    with tempfile.TemporaryDirectory(prefix="pappo-bench-tok-") as tmp:
-        build_tokenizer(params.model.tiny, params.tasks.warmup.repos, Path(tmp))
-        tokenizer = load_tokenizer(Path(tmp))
+    tokenizer = fresh_tokenizer(params)
     vocab = gs.QWEN25_VOCAB if args.config == "7b" else None
     cfg = gs.model_config(args.config, tokenizer, params, vocab)
     model = gs.build_model(cfg, device, dtype, args.seed, ckpt=False, decodable=len(tokenizer))

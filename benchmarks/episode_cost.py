@@ -65,7 +65,7 @@ from pappo.tasks.splits import read_split
 from pappo.tasks.store import TaskStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
-from common import stand_in_grades
+from common import fresh_tokenizer, stand_in_grades
 
 _TOKENIZER: list[Any] = []
 PHASES = ("rollout", "critic_warmup", "freeze", "optimise")
@@ -151,16 +151,13 @@ def smallest(params: Params) -> Params:
 
 def base_model(params: Params, checkpoint: Path, random_weights: bool) -> tuple[Any, Any]:
     """(model, tokenizer): the checkpoint, or the tiny profile with a fresh tokenizer."""
-    from pappo.policy.checkpoint import build_tiny_model, load_checkpoint, load_tokenizer
-    from pappo.policy.tokenizer import build_tokenizer
+    from pappo.policy.checkpoint import build_tiny_model, load_checkpoint
 
     if not random_weights:
         model, tokenizer, _ = load_checkpoint(params.model, checkpoint)
         return model, tokenizer
     if not _TOKENIZER:  # built once: every method starts from the same weights and vocabulary
-        with tempfile.TemporaryDirectory(prefix="pappo-bench-tok-") as tmp:
-            build_tokenizer(params.model.tiny, params.tasks.warmup.repos, Path(tmp))
-            _TOKENIZER.append(load_tokenizer(Path(tmp)))
+        _TOKENIZER.append(fresh_tokenizer(params))
     return build_tiny_model(params.model.tiny, _TOKENIZER[0]), _TOKENIZER[0]
 
 

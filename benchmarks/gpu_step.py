@@ -75,15 +75,14 @@ from pappo.numerics import collect as collect_numerics
 from pappo.policy import decode_graphs, memory
 from pappo.policy.adapters import ActorCritic
 from pappo.policy.chat import ChatCodec
-from pappo.policy.checkpoint import load_tokenizer, tiny_config
-from pappo.policy.tokenizer import build_tokenizer
+from pappo.policy.checkpoint import tiny_config
 from pappo.rl.batch import from_trajectories
 from pappo.rl.trainer import Trainer
 from pappo.rl.update import optimise
 from pappo.tasks.store import TaskStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
-from common import graph_counts, padded_tokens, stand_in_grades
+from common import fresh_tokenizer, graph_counts, padded_tokens, stand_in_grades
 
 ROOT = Path(__file__).resolve().parents[1]
 HUB_PROFILE = ROOT / "profiles" / "qwen2.5-coder-7b.yaml"
@@ -431,9 +430,7 @@ def measures(cfg: Any, r: dict[str, Any], peak: float | None, kl_passes: int) ->
 
 def setup(args: argparse.Namespace, device: torch.device, dtype: torch.dtype):
     params = bench_params(args, dtype)
-    with tempfile.TemporaryDirectory(prefix="pappo-bench-tok-") as tmp:
-        build_tokenizer(params.model.tiny, params.tasks.warmup.repos, Path(tmp))
-        tokenizer = load_tokenizer(Path(tmp))
+    tokenizer = fresh_tokenizer(params)
     cfg = model_config(args.config, tokenizer, params, args.vocab)
     model = build_model(cfg, device, dtype, args.seed, args.gradient_checkpointing, decodable=len(tokenizer))
     base = sum(p.numel() for p in model.parameters())

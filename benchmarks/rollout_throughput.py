@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -35,7 +34,7 @@ from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py
-from common import stand_in_grades, warmup_envs
+from common import fresh_tokenizer, stand_in_grades, warmup_envs
 
 
 def load_model(params, checkpoint: Path | None):
@@ -46,11 +45,8 @@ def load_model(params, checkpoint: Path | None):
     if checkpoint is not None and (checkpoint / "config.json").exists():
         return AutoModelForCausalLM.from_pretrained(checkpoint), load_tokenizer(checkpoint)
     from pappo.policy.checkpoint import build_tiny_model
-    from pappo.policy.tokenizer import build_tokenizer
 
-    with tempfile.TemporaryDirectory(prefix="pappo-bench-tok-") as tmp:
-        build_tokenizer(params.model.tiny, params.tasks.warmup.repos, Path(tmp))
-        tokenizer = load_tokenizer(Path(tmp))
+    tokenizer = fresh_tokenizer(params)
     return build_tiny_model(params.model.tiny, tokenizer), tokenizer
 
 
