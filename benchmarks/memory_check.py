@@ -93,7 +93,7 @@ def one(name: str, phase: str, rows: int, tokens: int, ckpt: bool, kv_heads: int
         engine_rollout(ac, rows, tokens)
     else:
         from pappo.config import RolloutParams
-        from pappo.policy.rollout import Sampler
+        from pappo.policy.sampler import Sampler
 
         with ac.adapter(POLICY):
             dec = Qwen2Decoder(ac.peft)

@@ -32,6 +32,10 @@ SMOKE = {
         r"per episode cpu_s: train \d+\.\d{3} eval \d+\.\d{3}",
     ),
     "decode_graphs.py": (["--config", "tiny", "--device", "cpu", "--episodes", "2"], r"ratio: \d+\.\d\d"),
+    "decode_host.py": (
+        ["--rows", "4", "--widths", "16", "64", "--steps", "8", "--repeats", "1"],
+        r"ratio: \d+\.\d\d",
+    ),
 }
 SANDBOXED = {"sandbox_latency.py", "semantic_hacks.py", "procedure_ceiling.py"}
 NOT_HERE = {
@@ -140,3 +144,10 @@ def test_decode_graphs_runs_on_the_default_params() -> None:
     out = _check("decode_graphs.py")
     assert re.search(r"^agreement: 2/2 episodes identical", out, re.M), out
     assert re.search(r"^graphed: \d+ tokens .*; [1-9]\d* graphs \(.*\), [1-9]\d* replays$", out, re.M), out
+
+
+def test_decode_host_times_each_width() -> None:
+    """One line per width, rows and width as asked, then the ratio of the widest to the narrowest."""
+    out = _check("decode_host.py")
+    found = re.findall(r"^host per decode step, 4 rows, (\d+) positions: (\d+\.\d{3}) ms$", out, re.M)
+    assert [int(w) for w, _ in found] == [16, 64] and all(float(ms) > 0 for _, ms in found), out

@@ -38,7 +38,7 @@ def reference_logits(model, rows: list[list[int]]) -> list[torch.Tensor]:
 def feed(
     dec: Qwen2Decoder, cache: KVCache, mask: torch.Tensor, next_pos: torch.Tensor, chunks: list[list[int]]
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Left-padded chunk per row, as rollout._Batch.feed does; returns logits (B, T, V)."""
+    """Left-padded chunk per row, as decode_batch.DecodeBatch.feed does; returns logits (B, T, V)."""
     width = max(len(c) for c in chunks)
     ids = torch.zeros(len(chunks), width, dtype=torch.long)
     chunk_mask = torch.zeros(len(chunks), width, dtype=torch.long)

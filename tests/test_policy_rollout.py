@@ -9,10 +9,11 @@ from transformers import AutoModelForCausalLM, Qwen2Config
 from pappo.config import EnvParams, RolloutParams
 from pappo.env.episode import RepairEnv
 from pappo.env.vec import VecEnv
-from pappo.policy import rollout
+from pappo.policy import decode_batch
 from pappo.policy.decisions import ARG, INSIDE, NAME, decision_flags
 from pappo.policy.decoder import Qwen2Decoder
-from pappo.policy.rollout import RolloutEngine, Sampler, hf_forward, teacher_forced_logprobs
+from pappo.policy.rollout import RolloutEngine, hf_forward, teacher_forced_logprobs
+from pappo.policy.sampler import Sampler
 from pappo.tasks.store import TaskStore
 from test_env_episode import FakeGrader
 
@@ -197,10 +198,10 @@ def test_runs_are_consecutive_prompts_sharing_enough_beyond_the_common_prefix():
     """Worked example: rows 0-1 share 40 tokens, row 2 shares 17 with them, which every row
     shares: a run needs 16 more (MIN_SHARED_PREFIX), so a run of two, then a row alone."""
     a, b, c = [1] * 40 + [2, 2], [1] * 40 + [3], [1] * 17 + [4] * 5
-    assert rollout._shared_len([a, b, c]) == 17
-    assert rollout._runs([a, b, c], 17) == [(0, 2, 40), (2, 3, 17)]
-    assert rollout._runs([a, a], 0) == [(0, 2, 41)]  # equal prompts keep one token each
-    assert rollout._shared_len([a]) == 0 and rollout._shared_len([[1] * 9 + [2], [1] * 10]) == 0
+    assert decode_batch._shared_len([a, b, c]) == 17
+    assert decode_batch._runs([a, b, c], 17) == [(0, 2, 40), (2, 3, 17)]
+    assert decode_batch._runs([a, a], 0) == [(0, 2, 41)]  # equal prompts keep one token each
+    assert decode_batch._shared_len([a]) == 0 and decode_batch._shared_len([[1] * 9 + [2], [1] * 10]) == 0
 
 
 @pytest.mark.parametrize("shared_first", [True, False])
@@ -217,8 +218,8 @@ def test_a_split_feed_gives_what_one_padded_block_gives(model, shared_first):
         calls.append(a[0].shape[0])
         return decoder(*a)
 
-    one = rollout._Batch([0, 1, 2, 3], decoder.new_cache())
-    two = rollout._Batch([0, 1, 2, 3], decoder.new_cache())
+    one = decode_batch.DecodeBatch([0, 1, 2, 3], decoder.new_cache(), decoder.device)
+    two = decode_batch.DecodeBatch([0, 1, 2, 3], decoder.new_cache(), decoder.device)
     shared = 3 if shared_first else 0
     for batch in (one, two):  # a prompt's shared part first, as feed_prompts feeds it
         if shared:
@@ -270,3 +271,37 @@ def test_a_static_kv_cache_gives_the_same_tokens_and_logprobs_allocated_once(mod
     assert all(real(kv_cache.KVCache(1, cap), n) == 900 for cap, n in sizes)  # never past the fixed capacity
     assert [t.token_ids for t in a] == [t.token_ids for t in b]
     assert [t.logprobs for t in a] == [t.logprobs for t in b]  # bit for bit, not only within 1e-5
+
+
+@torch.inference_mode()  # as RolloutEngine.run
+def test_a_decode_step_writes_one_mask_column_in_place(model):
+    """The attention mask the model sees is every chunk's padding mask side by side (what
+    concatenating them gives), across a split feed, a compaction and a merge, and a decode step
+    within the buffer's capacity writes into the same buffer: dies if the mask is rebuilt (or copied
+    to the device) at every step again, or if a grown buffer loses or shifts columns."""
+    decoder = Qwen2Decoder(model)
+    seen: list[torch.Tensor] = []
+
+    def forward(ids, mask, *rest):
+        seen.append(mask.clone())
+        return decoder(ids, mask, *rest)
+
+    batch = decode_batch.DecodeBatch([0, 1, 2, 3], decoder.new_cache(), decoder.device)
+    chunks = [[9] * n for n in (3, 40, 4, 41)]
+    batch.feed_split(forward, chunks, 0)
+    expected = batch.mask.tolist()  # a split feed may repack: read what it left
+    assert [sum(r) for r in expected] == [3, 40, 4, 41]
+    buffers = set()
+    for _ in range(5):
+        batch.feed(forward, [[17], [], [18], [19]], 0)  # row 1 idle: a padding column
+        expected = [e + [int(r != 1)] for r, e in enumerate(expected)]
+        assert seen[-1].tolist() == expected and batch.mask.device == decoder.device
+        buffers.add(batch._mask.data_ptr())
+    assert len(buffers) <= 2  # at most one growth in five steps, not a new tensor each step
+    sub = batch.compact([0, 2])
+    sub.feed(forward, [[20], [21]], 0)
+    batch.absorb(sub, [0, 2])
+    expected = [e + [int(r in (0, 2))] for r, e in enumerate(expected)]
+    assert batch.mask.tolist() == expected
+    batch.feed(forward, [[22]] * 4, 0)
+    assert seen[-1].tolist() == [e + [1] for e in expected]

@@ -62,7 +62,7 @@ def _qwen2_parts(model: nn.Module) -> tuple[nn.Module, nn.Module]:
 
 class Qwen2Decoder:
     """forward(input_ids (B, T), attention_mask (B, L + T), position_ids (B, T), cache, last_only)
-    -> logits (B, T, V), or (B, 1, V) when last_only. Same contract as `rollout.Forward`.
+    -> logits (B, T, V), or (B, 1, V) when last_only. Same contract as `decode_batch.Forward`.
     `logits_fp32` (model.logits_fp32): the lm_head in float32, as `ActorCritic.token_logits`.
     `graphs` (rollout.enforce_eager false): one-token steps through `decode_graphs.DecodeGraphs`,
     captured in CUDA graphs on CUDA, run eagerly elsewhere (the same step, for the tests)."""

@@ -9,7 +9,7 @@ made every ratio 1.0).
 
 The cache is never rebuilt: a turn's observation is fed as a left-padded chunk whose padding is
 masked out, with positions counted over real tokens only, so each sequence sees exactly what it
-would see alone. Finished episodes are dropped from the batch (`KVCache.keep`). The model runs
+would see alone (`decode_batch.DecodeBatch`). Finished episodes are dropped from the batch. The model runs
 through `decoder.Qwen2Decoder`, a lean inference forward; the transformers forward serves training.
 Log-probs are of the full temperature-scaled distribution (top-p only shapes what is sampled),
 as in verl; `teacher_forced_logprobs` recomputes them from the ids for the check. With a call
@@ -19,7 +19,7 @@ prefix: a forced token gets log-prob 0, a choice the softmax over its options.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,16 +30,9 @@ from pappo.config import RolloutParams
 from pappo.env.vec import VecEnv
 from pappo.policy.constrained import CallTrie
 from pappo.policy.decisions import decision_flags
+from pappo.policy.decode_batch import DecodeBatch, Forward
 from pappo.policy.decoder import Qwen2Decoder
-from pappo.policy.kv_cache import KVCache
-from pappo.policy.prefix import MIN_SHARED_PREFIX, common_prefix_len
-
-# `feed_split`: two sub-batches when they feed at most this share of one left-padded block's tokens.
-SPLIT_AT = 0.9
-
-# forward(input_ids (B, T), attention_mask (B, T_total), position_ids (B, T), cache, last_only)
-#   -> logits (B, T, V), or (B, 1, V) when last_only
-Forward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Any, bool], torch.Tensor]
+from pappo.policy.sampler import Sampler
 
 
 @dataclass
@@ -87,179 +80,6 @@ def hf_forward(model: torch.nn.Module) -> Forward:
     return forward
 
 
-class Sampler:
-    """Temperature / top-p sampling; greedy when `greedy`.
-
-    Each episode draws from its own seeded generator, so what an episode samples does not depend
-    on which other episodes share its batch (or on sub-batching).
-    """
-
-    def __init__(self, params: RolloutParams, seeds: Sequence[int], greedy: bool = False) -> None:
-        self.temperature, self.top_p, self.greedy = params.temperature, params.top_p, greedy
-        self.generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
-
-    def __call__(
-        self, logits: torch.Tensor, episodes: Sequence[int], allowed: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """logits (B, V) of the given episodes -> sampled ids (B,), their log-probs (B,) under the
-        temperature-scaled softmax, restricted to `allowed` (B, V) bool when given."""
-        logits = logits.float()
-        if allowed is not None:
-            logits = logits.masked_fill(~allowed.to(logits.device), float("-inf"))
-        logp = torch.log_softmax(logits / (1.0 if self.greedy else self.temperature), dim=-1)  # (B, V)
-        if self.greedy:
-            ids = logp.argmax(dim=-1)
-        else:
-            probs = logp.exp()
-            if self.top_p < 1.0:
-                probs = _top_p(probs, self.top_p)
-            # Inverse CDF: one uniform per row (multinomial drew V randoms per row: 5x slower here).
-            cdf = probs.cumsum(dim=-1)  # (B, V)
-            u = torch.cat([torch.rand(1, generator=self.generators[e]) for e in episodes])[:, None]  # (B, 1)
-            u = u.to(cdf.device)  # CPU generators: the same draws on any device
-            ids = (
-                torch.searchsorted(cdf, u * cdf[:, -1:], right=True)
-                .squeeze(-1)
-                .clamp(max=probs.shape[-1] - 1)
-            )
-        return ids, logp.gather(-1, ids[:, None]).squeeze(-1)
-
-    def skip(self, episode: int) -> None:
-        """A forced token of `episode` (probability 1): draw and discard its uniform, as sampling it
-        would, so the episode's later draws do not depend on whether forced tokens were sampled."""
-        if not self.greedy:
-            torch.rand(1, generator=self.generators[episode])
-
-
-def _shared_len(prompts: list[list[int]]) -> int:
-    """The prefix every prompt starts with (`common_prefix_len`); 0 below MIN_SHARED_PREFIX."""
-    shared = common_prefix_len(prompts)
-    return shared if shared >= MIN_SHARED_PREFIX else 0
-
-
-def _runs(prompts: list[list[int]], shared: int) -> list[tuple[int, int, int]]:
-    """Runs of consecutive prompts that share at least MIN_SHARED_PREFIX tokens beyond `shared`:
-    (first row, end row, the run's common prefix), each row keeping at least one token of its own.
-    A prompt alone keeps `shared`."""
-    runs: list[tuple[int, int, int]] = []
-    for i, p in enumerate(prompts):
-        if runs:
-            first, _, prefix = runs[-1]
-            common = min(prefix, common_prefix_len([prompts[first], p]))
-            if common >= shared + MIN_SHARED_PREFIX:
-                runs[-1] = (first, i + 1, common)
-                continue
-        runs.append((i, i + 1, len(p) - 1))
-    return [(first, end, prefix if end - first > 1 else shared) for first, end, prefix in runs]
-
-
-def _top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
-    """Keep the smallest set of most likely tokens whose mass reaches top_p (nucleus sampling)."""
-    sorted_p, order = probs.sort(dim=-1, descending=True)  # (B, V)
-    drop = sorted_p.cumsum(-1) - sorted_p > top_p  # mass before a token already reaches top_p
-    sorted_p = sorted_p.masked_fill(drop, 0.0)
-    return torch.zeros_like(probs).scatter(-1, order, sorted_p)
-
-
-class _Batch:
-    """The running episodes' shared state: the cache, the attention mask and next positions."""
-
-    def __init__(self, rows: list[int], cache: KVCache) -> None:
-        self.rows = rows  # env index of each batch row
-        self.cache = cache
-        self.mask = torch.zeros(len(rows), 0, dtype=torch.long)  # (B, T_total)
-        self.next_pos = torch.zeros(len(rows), dtype=torch.long)  # (B,)
-
-    def feed(self, forward: Forward, chunks: list[list[int]], pad_id: int) -> torch.Tensor:
-        """Feed one left-padded chunk per row; returns each row's last logits (B, V)."""
-        width = max(len(c) for c in chunks)
-        ids = torch.full((len(chunks), width), pad_id, dtype=torch.long)  # (B, T)
-        chunk_mask = torch.zeros(len(chunks), width, dtype=torch.long)  # (B, T)
-        for r, c in enumerate(chunks):
-            if c:
-                ids[r, width - len(c) :] = torch.tensor(c)
-                chunk_mask[r, width - len(c) :] = 1
-        pos = self.next_pos[:, None] + (chunk_mask.cumsum(-1) - 1).clamp(min=0)  # (B, T)
-        self.mask = torch.cat([self.mask, chunk_mask], dim=1)
-        self.next_pos = self.next_pos + chunk_mask.sum(-1)
-        logits = forward(ids, self.mask, pos, self.cache, True)  # (B, 1, V)
-        return logits[:, -1, :]
-
-    def feed_prompts(self, forward: Forward, prompts: list[list[int]], pad_id: int) -> torch.Tensor:
-        """Feed every row's prompt, each shared prefix once: the prefix every row starts with (system
-        prompt, tools) in one row, then the longer prefix a run of consecutive rows shares (a task's
-        statement: an evaluation task's boards, a training group's episodes) once per run, each
-        cache copied to the rows that share it. Returns each row's last logits (B, V)."""
-        rows = self.rows
-        shared = _shared_len(prompts)
-        runs = _runs(prompts, shared)
-        start = [prefix for first, end, prefix in runs for _ in range(first, end)]  # each row's own part
-        owner = [n for n, (first, end, _) in enumerate(runs) for _ in range(first, end)]
-        self._spread([0] if shared else list(range(len(runs))))
-        if shared:
-            self.feed(forward, [prompts[0][:shared]], pad_id)
-            self._spread([0] * len(runs))
-        if any(prefix > shared for _, _, prefix in runs):
-            self.feed(forward, [prompts[first][shared:prefix] for first, _, prefix in runs], pad_id)
-        self._spread(owner)
-        self.rows = rows
-        return self.feed_split(forward, [p[s:] for p, s in zip(prompts, start)], pad_id)
-
-    def feed_split(self, forward: Forward, chunks: list[list[int]], pad_id: int) -> torch.Tensor:
-        """`feed`, in two sub-batches by chunk length where that feeds at most SPLIT_AT of one
-        left-padded block's tokens (rows' own prompt parts of different tasks; a test report among
-        one-line replies): each padded to its own longest, merged, the holes repacked once they are
-        a quarter of the cache (`KVCache.repack`). Returns each row's last logits (B, V)."""
-        n = len(chunks)
-        order = sorted(range(n), key=lambda r: len(chunks[r]))
-        widths = [len(chunks[r]) for r in order]
-        cost, k = min(((j * widths[j - 1] + (n - j) * widths[-1], j) for j in range(1, n)), default=(0, 0))
-        if n < 2 or not widths[0] or cost > SPLIT_AT * n * widths[-1]:
-            return self.feed(forward, chunks, pad_id)
-        out: torch.Tensor | None = None
-        for keep in (sorted(order[:k]), sorted(order[k:])):
-            sub = self.compact(keep)
-            logits = sub.feed(forward, [chunks[r] for r in keep], pad_id)  # (len(keep), V)
-            self.absorb(sub, keep)
-            out = logits.new_empty(n, logits.shape[-1]) if out is None else out
-            out[keep] = logits
-        self.mask = self.cache.repack(self.mask)
-        assert out is not None
-        return out
-
-    def _spread(self, index: list[int]) -> None:
-        """Rows `index` of the current ones (repeats copy a row), before the rows are the episodes."""
-        at = torch.tensor(index, dtype=torch.long)
-        self.cache.keep(at)
-        self.mask, self.next_pos = self.mask[at], self.next_pos[at]
-        self.rows = list(range(len(index)))
-
-    def compact(self, keep: list[int]) -> _Batch:
-        """A sub-batch of the rows `keep`, to decode without the rows that are idle. Their cache
-        moves to the sub-batch (`KVCache.split`): this batch is not fed until `absorb`."""
-        index = torch.tensor(keep, dtype=torch.long)
-        sub = _Batch([self.rows[k] for k in keep], self.cache.split(index))
-        sub.mask, sub.next_pos = self.mask[index], self.next_pos[index]
-        return sub
-
-    def absorb(self, sub: _Batch, keep: list[int]) -> None:
-        """Merge back a sub-batch made by `compact(keep)` after it decoded further."""
-        index = torch.tensor(keep, dtype=torch.long)
-        self.cache.absorb(sub.cache, index, len(self.rows))
-        grown = sub.mask.shape[1] - self.mask.shape[1]
-        extra = torch.zeros(len(self.rows), grown, dtype=torch.long)
-        extra[index] = sub.mask[:, self.mask.shape[1] :]
-        self.mask = torch.cat([self.mask, extra], dim=1)
-        self.next_pos[index] = sub.next_pos
-
-    def keep(self, keep: list[int]) -> None:
-        """Drop the rows not in `keep` (indices into the current rows)."""
-        index = torch.tensor(keep, dtype=torch.long)
-        self.cache.keep(index)
-        self.mask, self.next_pos = self.mask[index], self.next_pos[index]
-        self.rows = [self.rows[k] for k in keep]
-
-
 class RolloutEngine:
     """Plays every episode of a VecEnv to its end with one batched, cached model.
 
@@ -287,9 +107,10 @@ class RolloutEngine:
         messages = vec.reset()
         trajs = [self._start(env.task.instance_id, m) for env, m in zip(vec.envs, messages)]
         static = self.params.kv_cache == "static"
-        batch = _Batch(
+        batch = DecodeBatch(
             list(range(len(trajs))),
             self.decoder.new_cache(self.params.max_tokens_per_episode if static else None),
+            self.decoder.device,
         )
         led = [self._leads(len(t.token_ids)) for t in trajs]
         prompts = [t.token_ids + (self.lead if ok else []) for t, ok in zip(trajs, led)]
@@ -322,7 +143,12 @@ class RolloutEngine:
         return 0 < n < self.params.max_new_tokens_per_turn and length + n < self.params.max_tokens_per_episode
 
     def _turn(
-        self, batch: _Batch, logits: torch.Tensor, trajs: list[Trajectory], sample: Sampler, led: list[bool]
+        self,
+        batch: DecodeBatch,
+        logits: torch.Tensor,
+        trajs: list[Trajectory],
+        sample: Sampler,
+        led: list[bool],
     ) -> tuple[list[list[int]], list[int | None], list[list[int]]]:
         """Sample one assistant turn for every running row, in lockstep; `led[r]`: row r was fed the
         call's forced start already and its logits are for the token after it (constrained calls).
@@ -334,7 +160,7 @@ class RolloutEngine:
         n = len(batch.rows)
         limits, turns, lps, stops, live = self._turn_state(batch, trajs)
         last: list[list[int]] = [[] for _ in range(n)]  # sampled last, not yet fed
-        stack: list[tuple[_Batch, list[int]]] = []  # (batch, its rows) before each compaction
+        stack: list[tuple[DecodeBatch, list[int]]] = []  # (batch, its rows) before each compaction
         active, rows = batch, list(range(n))  # the batch being decoded and its rows (of `batch`)
         while any(live[r] for r in rows):
             drawing = [j for j, r in enumerate(rows) if live[r]]  # idle rows draw nothing
@@ -374,7 +200,12 @@ class RolloutEngine:
         return turns, stops, last
 
     def _call_turn(
-        self, batch: _Batch, logits: torch.Tensor, trajs: list[Trajectory], sample: Sampler, led: list[bool]
+        self,
+        batch: DecodeBatch,
+        logits: torch.Tensor,
+        trajs: list[Trajectory],
+        sample: Sampler,
+        led: list[bool],
     ) -> tuple[list[list[int]], list[int | None], list[list[int]]]:
         """`_turn` with the call trie: a token the trie forces is appended without a forward (log-prob
         0; a sampling row still draws its uniform, so each later choice draws what token-by-token
@@ -426,7 +257,7 @@ class RolloutEngine:
         return turns, stops, unfed
 
     def _turn_state(
-        self, batch: _Batch, trajs: list[Trajectory]
+        self, batch: DecodeBatch, trajs: list[Trajectory]
     ) -> tuple[list[int], list[list[int]], list[list[float]], list[int | None], list[bool]]:
         """A turn's start, per running row: its room (the turn limit, or what the episode has left),
         ids and log-probs drawn (none yet), stop token (None yet), and whether it is still live."""
@@ -447,7 +278,7 @@ class RolloutEngine:
         )
 
     def _record(
-        self, batch: _Batch, trajs: list[Trajectory], turns: list[list[int]], lps: list[list[float]]
+        self, batch: DecodeBatch, trajs: list[Trajectory], turns: list[list[int]], lps: list[list[float]]
     ) -> None:
         """Append each running row's turn to its trajectory: ids, log-probs, span, decision kinds."""
         for r, env_i in enumerate(batch.rows):
@@ -459,7 +290,7 @@ class RolloutEngine:
     def _observe(
         self,
         vec: VecEnv,
-        batch: _Batch,
+        batch: DecodeBatch,
         trajs: list[Trajectory],
         results: list[Any],
         stops: list[int | None],
