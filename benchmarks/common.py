@@ -12,7 +12,7 @@ from pappo.env.protocol import tools_for
 from pappo.numerics import pin
 from pappo.policy.adapters import ActorCritic
 from pappo.policy.chat import ChatCodec
-from pappo.policy.checkpoint import load_checkpoint, load_tokenizer
+from pappo.policy.loading import load_checkpoint, load_tokenizer
 from pappo.policy.tokenizer import build_tokenizer
 from pappo.sandbox.grading import Grade
 from pappo.tasks.store import TaskStore

@@ -151,7 +151,8 @@ def smallest(params: Params) -> Params:
 
 def base_model(params: Params, checkpoint: Path, random_weights: bool) -> tuple[Any, Any]:
     """(model, tokenizer): the checkpoint, or the tiny profile with a fresh tokenizer."""
-    from pappo.policy.checkpoint import build_tiny_model, load_checkpoint
+    from pappo.policy.checkpoint import build_tiny_model
+    from pappo.policy.loading import load_checkpoint
 
     if not random_weights:
         model, tokenizer, _ = load_checkpoint(params.model, checkpoint)

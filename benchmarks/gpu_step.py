@@ -69,6 +69,7 @@ import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from pappo.config import ModelParams, Params, RLParams, load_params, profile_mapping
+from pappo.experiment import machine, privacy
 from pappo.experiment import receipt as rc
 from pappo.io import atomic_write_json
 from pappo.numerics import collect as collect_numerics
@@ -310,7 +311,7 @@ def peak_bytes(device: torch.device, reset: bool = False) -> int:
         if reset:
             torch.cuda.reset_peak_memory_stats(device)
         return peak
-    return int(rc.collect_resources().peak_rss_mb * 2**20)
+    return int(machine.collect_resources().peak_rss_mb * 2**20)
 
 
 def run_rollout(trainer: Any, device: torch.device, out: dict[str, Any]) -> Any:
@@ -513,7 +514,7 @@ def receipt(
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     peak = peak_bf16(name)
     phases = measures(cfg, r, peak if dtype != torch.float32 else None, int(params.rl.kl_coef > 0))
-    hardware = rc.collect_hardware()
+    hardware = machine.collect_hardware()
     if device.type == "cpu":  # the kind this run used, also on a machine that has a GPU
         hardware = hardware.model_copy(update={"accelerator": "cpu", "accelerator_model_name": None})
     rp, rl = params.rollout, params.rl
@@ -525,7 +526,7 @@ def receipt(
         "complete": complete,
         "error": r.get("error"),
         "config": args.config,
-        "profile": None if args.profile is None else rc.sanitise(str(args.profile), ROOT),
+        "profile": None if args.profile is None else privacy.sanitise(str(args.profile), ROOT),
         "device": str(device),
         "device_name": name,
         "dtype": str(dtype).removeprefix("torch."),
@@ -566,12 +567,12 @@ def receipt(
             "predicted_at_run": None if at_run is None else at_run.as_dict(),
             "measured_over_predicted": phase_ratios(r["peak_bytes"], at_run, device),
         },
-        "params_file": rc.sanitise(str(args.params), ROOT),
+        "params_file": privacy.sanitise(str(args.params), ROOT),
         "seed": args.seed,
         "hardware": hardware.model_dump(mode="json"),
-        "software": rc.collect_software().model_dump(mode="json"),
+        "software": machine.collect_software().model_dump(mode="json"),
         "source": source_record(),
-        "determinism": rc.collect_determinism(args.seed, collect_numerics(params.numerics)).model_dump(
+        "determinism": machine.collect_determinism(args.seed, collect_numerics(params.numerics)).model_dump(
             mode="json"
         ),
         "timing": clock.stop().model_dump(mode="json"),
@@ -719,7 +720,7 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda" if cuda else "cpu")
     dtype = DTYPES.get(args.dtype) or (torch.bfloat16 if device.type == "cuda" else torch.float32)
     out = args.out or Path(f"docs/receipts/gpu_step-{args.config}-{device.type}.json")
-    clock = rc.Clock.start()
+    clock = machine.Clock.start()
     built = setup(args, device, dtype)
     r: dict[str, Any] = {}
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from pappo.evidence.reproduce import without_timing
+from pappo.evidence.reproduce_compare import without_timing
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -40,7 +40,7 @@ from common import fresh_tokenizer, stand_in_grades, warmup_envs
 def load_model(params, checkpoint: Path | None):
     from transformers import AutoModelForCausalLM
 
-    from pappo.policy.checkpoint import load_tokenizer
+    from pappo.policy.loading import load_tokenizer
 
     if checkpoint is not None and (checkpoint / "config.json").exists():
         return AutoModelForCausalLM.from_pretrained(checkpoint), load_tokenizer(checkpoint)

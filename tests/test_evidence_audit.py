@@ -14,7 +14,10 @@ from typer.testing import CliRunner
 from pappo.cli import app
 from pappo.config import ClaimParams, Params
 from pappo.evidence import audit as audit_mod
-from pappo.evidence.audit import AuditVerdict, _Ctx, _load_run, render
+from pappo.evidence.audit import AuditVerdict, render
+from pappo.evidence.audit_context import _Ctx
+from pappo.evidence.git_trees import GitTrees
+from pappo.evidence.run_files import _load_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -135,7 +138,7 @@ def test_git_trees_gives_the_receipt_s_tree_hash_with_a_few_git_calls(
     calls: list[list[str]] = []
     run = subprocess.run
     monkeypatch.setattr(subprocess, "run", lambda args, *a, **k: calls.append(args) or run(args, *a, **k))
-    trees = audit_mod.GitTrees(tmp_path, ("src", "gone.py"))
+    trees = GitTrees(tmp_path, ("src", "gone.py"))
     assert trees.at("HEAD") == rc.collect_source(tmp_path, ["src", "gone.py"]).tree_sha256 != first
     assert trees.at("HEAD~1") == first and trees.is_commit("HEAD~1")
     assert trees.at("HEAD") == trees.at("HEAD")  # cached
@@ -145,4 +148,4 @@ def test_git_trees_gives_the_receipt_s_tree_hash_with_a_few_git_calls(
     outside = tmp_path / "outside"
     outside.mkdir()
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    assert audit_mod.GitTrees(outside, ("src",)).at("HEAD") is None  # not a git repository
+    assert GitTrees(outside, ("src",)).at("HEAD") is None  # not a git repository

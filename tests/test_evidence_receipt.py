@@ -16,24 +16,25 @@ from pydantic import ValidationError
 
 from pappo.config import NumericsParams
 from pappo.experiment import receipt as rc
-from pappo.experiment.receipt import (
-    CheckpointInfo,
+from pappo.experiment.machine import (
     Clock,
-    InputsInfo,
-    Receipt,
     collect_determinism,
     collect_hardware,
     collect_resources,
     collect_software,
+)
+from pappo.experiment.privacy import leaks, sanitise
+from pappo.experiment.receipt import (
+    CheckpointInfo,
+    InputsInfo,
+    Receipt,
     collect_source,
     hash_outputs,
-    leaks,
-    new_receipt,
-    sanitise,
     verify_receipt,
     write_failure,
     write_receipt,
 )
+from pappo.experiment.receipt_build import new_receipt
 from pappo.io import sha256_bytes, sha256_file
 from pappo.numerics import NumericsInfo, requested_env
 from pappo.policy.checkpoint import hash_files
@@ -253,7 +254,7 @@ def test_leaks_catches_each_kind_of_injection(run_dir: Path, repo: Path, monkeyp
 def test_sanitise_replaces_repo_home_host_user_and_paths(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("HOME", "/home/alice")
     monkeypatch.setenv("LOGNAME", "alice")
-    monkeypatch.setattr(rc.socket, "gethostname", lambda: "build-host-7")
+    monkeypatch.setattr(socket, "gethostname", lambda: "build-host-7")
     text = (
         'File "/work/repo/src/a.py", line 3: cannot open /home/alice/.cache/x.bin on build-host-7 '
         "as alice (malice kept); also /etc/ssl/cert.pem; see https://example.com/a/b and src/a.py"

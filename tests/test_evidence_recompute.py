@@ -15,7 +15,7 @@ import pytest
 from conftest import fixture_params_raw
 from pappo.config import Params
 from pappo.evidence import recompute
-from pappo.evidence.audit import AuditFailure
+from pappo.evidence.audit_context import AuditFailure
 from pappo.evidence.summary_md import write_summary
 from pappo.experiment.receipt import HardwareInfo
 from pappo.experiment.report import RUN_METHODS, RunReport, budget_used, flat_metrics

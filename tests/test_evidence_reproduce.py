@@ -10,6 +10,7 @@ import pytest
 from conftest import ROOT
 from pappo.config import Params
 from pappo.evidence import reproduce as rp
+from pappo.evidence import reproduce_compare as rpc
 from pappo.experiment.report import RUN_METHODS
 from pappo.io import PappoError
 from pappo.numerics import NumericsInfo
@@ -50,10 +51,10 @@ def test_same_numerics_compare_bits_and_timing_does_not_count():
     pub = json.loads(run_report("ppo", 0).model_dump_json())
     again = json.loads(json.dumps(pub))
     again["timing"]["wall_s"] = 99.0
-    check = rp.compare_run("seed_0/ppo", pub, again, numerics(), numerics(), 1.0)
+    check = rpc.compare_run("seed_0/ppo", pub, again, numerics(), numerics(), 1.0)
     assert check.comparison == "bitwise" and check.identical and check.first_difference is None
     again["final_eval"]["success"]["mean"] = 0.5
-    check = rp.compare_run("seed_0/ppo", pub, again, numerics(), numerics(), 1.0)
+    check = rpc.compare_run("seed_0/ppo", pub, again, numerics(), numerics(), 1.0)
     assert not check.identical and check.first_difference == "final_eval.success.mean" and not rp._ok(check)
 
 
@@ -62,7 +63,7 @@ def test_other_numerics_compare_metrics_with_the_published_interval():
     mine = json.loads(json.dumps(pub))
     success = pub["final_eval"]["success"]
     mine["final_eval"]["success"]["mean"] = success["hi"] + 0.01  # just outside
-    check = rp.compare_run("seed_0/pappo", pub, mine, numerics("a" * 16), numerics(), 1.0)
+    check = rpc.compare_run("seed_0/pappo", pub, mine, numerics("a" * 16), numerics(), 1.0)
     assert check.comparison == "intervals" and "fingerprint" in check.reason
     by = {m.metric: m for m in check.metrics}
     assert not by["success"].inside and by["success"].difference == pytest.approx(
@@ -70,16 +71,16 @@ def test_other_numerics_compare_metrics_with_the_published_interval():
     )
     assert by["tool_cost"].inside and not rp._ok(check)
     mine["final_eval"]["success"]["mean"] = success["lo"]
-    assert rp._ok(rp.compare_run("seed_0/pappo", pub, mine, numerics("a" * 16), numerics(), 1.0))
+    assert rp._ok(rpc.compare_run("seed_0/pappo", pub, mine, numerics("a" * 16), numerics(), 1.0))
 
 
 def test_the_verdict_names_each_run_and_claim():
     pub = json.loads(run_report("ppo", 1).model_dump_json())
-    check = rp.compare_run("seed_1/ppo", pub, pub, numerics(), numerics(), 12.0)
-    claim = rp.ClaimCheck(
+    check = rpc.compare_run("seed_1/ppo", pub, pub, numerics(), numerics(), 12.0)
+    claim = rpc.ClaimCheck(
         id="c", published_holds=False, reproduced_holds=True, published_delta=0.0, reproduced_delta=0.2
     )
-    rep = rp.Reproduction(
+    rep = rpc.Reproduction(
         commit="a" * 40, runs=[check], claims=[claim], reproduced=False, wall_s=30.0, verdict=""
     )
     text = rp.render(rep)
@@ -108,15 +109,15 @@ def test_the_base_models_wall_time_does_not_count_but_its_outcomes_do():
     again = json.loads(json.dumps(pub))
     again["timing"] = {"wall_s": 1.0}
     pub["timing"] = {"wall_s": 300.0}
-    check = rp.compare_base(pub, again, 1.0)
+    check = rpc.compare_base(pub, again, 1.0)
     assert check.identical and check.first_difference is None and rp._ok(check)
     again["eval"]["greedy"]["success_rate"] += 0.5
-    check = rp.compare_base(pub, again, 1.0)
+    check = rpc.compare_base(pub, again, 1.0)
     assert not check.identical and check.first_difference == "eval.greedy.success_rate"
 
 
 def test_a_bundle_s_source_becomes_a_scratch_repository_with_the_same_tree(tmp_path):
-    from pappo.evidence.release import REGULAR, git_tree_id
+    from pappo.evidence.bundle_check import REGULAR, git_tree_id
 
     bundle = tmp_path / "bundle"
     files = {

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pappo.evidence.summary import Summary, build_summary, pick_best_baseline
+from pappo.evidence.summary import build_summary, pick_best_baseline
 from pappo.evidence.summary_md import render_markdown, write_summary
+from pappo.evidence.summary_models import Summary
 from pappo.experiment.report import RUN_METHODS, Budget, RunReport, Timing, UpdateEval
 from pappo.io import PappoError
 from pappo.policy.checkpoint import CheckpointRecord

@@ -17,7 +17,7 @@ from pappo.config import LoraParams, apply_profile, load_params
 from pappo.experiment.run import place
 from pappo.io import PappoError
 from pappo.policy.adapters import ActorCritic
-from pappo.policy.checkpoint import load_checkpoint
+from pappo.policy.loading import load_checkpoint
 from pappo.rl.distributed import Dist
 
 # `hub` and `saved` are pytest fixtures imported so that tests here request them by name; ruff reads

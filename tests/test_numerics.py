@@ -15,7 +15,8 @@ import torch
 
 from conftest import write_params
 from pappo.config import NumericsParams, Params
-from pappo.evidence.audit import _Ctx, numerics_verdict
+from pappo.evidence.audit_context import _Ctx
+from pappo.evidence.numerics_audit import numerics_verdict
 from pappo.numerics import PINNED_ENV, NumericsInfo, comparison, pin, requested_env
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -27,11 +27,11 @@ from pappo.policy.checkpoint import (
     CheckpointRecord,
     build_tiny_model,
     content_revision,
-    load_checkpoint,
     resolve_hub,
     save_checkpoint,
     verify_against,
 )
+from pappo.policy.loading import load_checkpoint
 
 HUB_ID = "pappo-test/tiny-qwen2"
 REV = "0123456789abcdef0123456789abcdef01234567"

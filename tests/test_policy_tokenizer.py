@@ -11,7 +11,8 @@ from pappo.config import ModelParams, TinyModelParams
 from pappo.env.protocol import SYSTEM_PROMPT
 from pappo.io import PappoError
 from pappo.policy.chat import QWEN25_CHAT_TEMPLATE
-from pappo.policy.checkpoint import TINY_MODEL_ID, build_tiny_model, load_checkpoint, save_checkpoint
+from pappo.policy.checkpoint import TINY_MODEL_ID, build_tiny_model, save_checkpoint
+from pappo.policy.loading import load_checkpoint
 from pappo.policy.tokenizer import (
     SPECIAL_TOKENS,
     build_tokenizer,

@@ -26,8 +26,9 @@ import yaml
 
 from conftest import ROOT
 from pappo.evidence.audit import AuditVerdict, ClaimVerdict
-from pappo.evidence.release import build_bundle, git_tree_id, read_metadata, verify_bundle
-from pappo.evidence.summary import Comparison, MethodSummary, Summary
+from pappo.evidence.bundle_check import git_tree_id, verify_bundle
+from pappo.evidence.release import build_bundle, read_metadata
+from pappo.evidence.summary_models import Comparison, MethodSummary, Summary
 from pappo.evidence.zenodo import BASE_URLS, token_from_env, upload
 from pappo.experiment import receipt as rc
 from pappo.io import PappoError

@@ -22,7 +22,7 @@ import yaml
 
 from conftest import fixture_params_raw
 from pappo.evidence.bundle import unpack
-from pappo.evidence.release import git_tree_id, verify_bundle
+from pappo.evidence.bundle_check import git_tree_id, verify_bundle
 from test_dvc_smoke import scratch_pipeline, sh
 
 COMMIT = ("git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "commit", "-qm")

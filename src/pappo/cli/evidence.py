@@ -160,7 +160,7 @@ def release(
 @app.command("verify-bundle")
 def verify_bundle_cmd(zip_path: Path = typer.Argument(..., help="pappo-evidence-<version>.zip")) -> None:
     """Check a bundle offline: SHA256SUMS, SWHIDs, run receipts, dvc.lock md5s, the audit verdict."""
-    from pappo.evidence.release import verify_bundle
+    from pappo.evidence.bundle_check import verify_bundle
 
     problems = verify_bundle(zip_path)
     for p in problems:

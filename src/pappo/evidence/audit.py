@@ -9,57 +9,31 @@ prints the verdict and writes it only with `--out` (the `audit` stage writes `re
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
-import subprocess
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-import jsonschema
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from pappo.config import Params
 from pappo.evidence import archived, recompute
+from pappo.evidence.audit_context import AuditFailure, _Ctx
 from pappo.evidence.committed import check_committed, describe, lock_stages
+from pappo.evidence.git_trees import GitTrees, _git
 from pappo.evidence.history import HISTORY, IMPORTED_HISTORY, History, disagreement, from_record, read_history
+from pappo.evidence.numerics_audit import NumericsVerdict, numerics_verdict
+from pappo.evidence.run_files import _load_run
 from pappo.evidence.verdicts import ClaimVerdict, evaluate_claim, render_claim
 from pappo.experiment import receipt as rc
 from pappo.experiment.report import RUN_METHODS, RunReport, params_subset, run_stage
 from pappo.io import canonical_json, sha256_bytes, sha256_file
-from pappo.numerics import Comparison, NumericsInfo, comparison
 from pappo.policy.checkpoint import read_record
 from pappo.stage_code import stage_code
 from pappo.tasks.models import ManifestLock
 
 __all__ = ["AuditVerdict", "ClaimVerdict", "audit", "evaluate_claim", "render"]
-
-
-class AuditFailure(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    file: str
-    field: str
-    expected: str
-    found: str
-    message: str
-
-
-class NumericsGroup(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    numerics: NumericsInfo
-    members: list[str] = Field(
-        description="Runs ('seed_0/ppo') and 'base_model' that computed with these numerics."
-    )
-
-
-class NumericsVerdict(BaseModel):
-    """Whether the evidence's results can be compared bit for bit with each other (one numerics)."""
-
-    model_config = ConfigDict(extra="forbid")
-    comparison: Comparison
-    groups: list[NumericsGroup] = Field(description="One per distinct numerics (src/pappo/numerics.py key).")
-    reason: str
 
 
 class AuditVerdict(BaseModel):
@@ -85,25 +59,6 @@ class AuditVerdict(BaseModel):
         None, description="The tuning history read from git (None in verdicts of older audits)."
     )
     verdict: str = Field(description="The readable verdict.")
-
-
-class _Ctx:
-    """What the checks share: params, paths, the failures found so far."""
-
-    def __init__(self, params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path) -> None:
-        self.params, self.root, self.runs, self.base_dir, self.schemas = params, root, runs, base_dir, schemas
-        self.failures: list[AuditFailure] = []
-
-    def fail(self, file: Path | str, field: str, expected: Any, found: Any, message: str) -> None:
-        rel = Path(file)
-        rel_s = (
-            rel.relative_to(self.root).as_posix()
-            if rel.is_absolute() and rel.is_relative_to(self.root)
-            else str(file)
-        )
-        self.failures.append(
-            AuditFailure(file=rel_s, field=field, expected=str(expected), found=str(found), message=message)
-        )
 
 
 def audit(
@@ -205,76 +160,6 @@ def _check_recomputed(
     recompute.check_base_model(
         ctx.fail, ctx.root, ctx.params, record, split.eval_instance_ids if split else []
     )
-
-
-def _validator(path: Path) -> Any:
-    """A validator for the schema file at `path` (as jsonschema.validate picks it, the schema checked)."""
-    return _checked_validator(path.read_text())
-
-
-@functools.lru_cache(maxsize=8)
-def _checked_validator(text: str) -> Any:
-    # cached by content: jsonschema.validate re-checks the schema on every call (4 of 13 s of an audit)
-    schema = json.loads(text)
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
-    return cls(schema)
-
-
-def _load_run(ctx: _Ctx, seed: int, method: str) -> tuple[RunReport, rc.Receipt] | None:
-    """Report and receipt of one run: present, valid (pydantic and JSON Schema), bound to each other."""
-    run = ctx.runs / f"seed_{seed}" / method
-    loaded: list[Any] = []
-    for name, model, schema in (
-        ("report.json", RunReport, "run_report"),
-        ("receipt.json", rc.Receipt, "receipt"),
-    ):
-        path = run / name
-        if not path.is_file():
-            ctx.fail(path, "-", "a file", "missing", f"run `dvc repro {run_stage(seed, method)}`")
-            return None
-        try:
-            data = json.loads(path.read_text())
-        except ValueError as e:
-            ctx.fail(path, "-", "JSON", "unreadable", f"not JSON: {e}")
-            return None
-        version = data.get("schema_version") if isinstance(data, dict) else None
-        if version != 1:
-            ctx.fail(
-                path,
-                "schema_version",
-                1,
-                version,
-                "written by another version of pappo; regenerate it (dvc repro)",
-            )
-            return None
-        try:
-            error = jsonschema.exceptions.best_match(
-                _validator(ctx.schemas / f"{schema}.schema.json").iter_errors(data)
-            )
-            if error is not None:
-                raise error
-            loaded.append(model.model_validate(data))
-        except (jsonschema.ValidationError, ValidationError) as e:
-            ctx.fail(
-                path, "-", f"valid against schemas/{schema}.schema.json", "invalid", str(e).splitlines()[0]
-            )
-            return None
-    report, receipt = loaded
-    for where, obj in (("report.json", report), ("receipt.json", receipt)):
-        if (obj.seed, obj.method) != (seed, method):
-            ctx.fail(
-                run / where,
-                "seed/method",
-                f"{seed}/{method}",
-                f"{obj.seed}/{obj.method}",
-                "the file belongs to another run (moved or swapped)",
-            )
-    for problem in rc.verify_receipt(run, receipt):
-        ctx.fail(run / "receipt.json", "outputs", "hashes as recorded", "different", problem)
-    for leak in rc.leaks(receipt):
-        ctx.fail(run / "receipt.json", "-", "sanitised", "leak", leak)
-    return report, receipt
 
 
 def _check_lock(ctx: _Ctx) -> None:
@@ -412,47 +297,6 @@ def _check_inputs(
             )
 
 
-def numerics_verdict(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> NumericsVerdict | None:
-    """Group the base model and the runs by the numerics they computed with. Results made with
-    different numerics are reported as not bitwise comparable, never compared bit for bit."""
-    found: list[tuple[str, NumericsInfo]] = [
-        (f"seed_{s}/{m}", r.determinism.numerics) for (s, m), r in sorted(receipts.items())
-    ]
-    base_report = ctx.root / "reports" / "base_model.json"
-    try:
-        found.insert(
-            0, ("base_model", NumericsInfo.model_validate(json.loads(base_report.read_text())["numerics"]))
-        )
-    except (OSError, ValueError, KeyError, TypeError, ValidationError):
-        ctx.fail(
-            base_report,
-            "numerics",
-            "the base model's numerics",
-            "missing or invalid",
-            "rerun dvc repro base_model",
-        )
-    if not found:
-        return None
-    groups: dict[tuple[Any, ...], NumericsGroup] = {}
-    for member, info in found:
-        groups.setdefault(info.key(), NumericsGroup(numerics=info, members=[])).members.append(member)
-    first = next(iter(groups.values()))
-    if len(groups) == 1:
-        pin = "pinned" if all(i.pinned for _, i in found) else "not pinned (the machine chose the kernels)"
-        return NumericsVerdict(
-            comparison="bitwise",
-            groups=[first],
-            reason=f"all {len(found)} computed with one numerics, {pin}: {first.numerics.describe()}",
-        )
-    other = next(g for g in groups.values() if g is not first)
-    _, why = comparison(first.numerics, other.numerics)
-    return NumericsVerdict(
-        comparison="not bitwise comparable",
-        groups=list(groups.values()),
-        reason=f"{len(groups)} different numerics ({first.members[0]} vs {other.members[0]}: {why})",
-    )
-
-
 def _check_budgets(ctx: _Ctx, reports: dict[tuple[int, str], RunReport]) -> None:
     """Every trained method of a seed: the same limits and task draws, and within them."""
     for seed in ctx.params.seeds:
@@ -475,79 +319,6 @@ def _check_budgets(ctx: _Ctx, reports: dict[tuple[int, str], RunReport]) -> None
                     f"{b.episodes_used} episodes, {b.generated_tokens_used} tokens",
                     "budget not as planned",
                 )
-
-
-class GitTrees:
-    """Receipts' source-tree hashes of `paths` at commits, for one audit. Each commit is listed once
-    (`git ls-tree`) and blobs are read in one `git cat-file --batch`, each blob once: one git call
-    per file made the audit spawn ~1000 processes."""
-
-    def __init__(self, root: Path, paths: tuple[str, ...]) -> None:
-        self.root, self.paths = root, paths
-        self._trees: dict[str, str | None] = {}
-        self._kinds: dict[str, str | None] = {}
-        self._blobs: dict[str, str] = {}  # blob id -> sha256 of its bytes
-
-    def is_commit(self, rev: str) -> bool:
-        if rev not in self._kinds:
-            self._kinds[rev] = _git(self.root, "cat-file", "-t", rev)
-        return self._kinds[rev] == "commit"
-
-    def at(self, commit: str) -> str | None:
-        """The tree hash at `commit` (None: not a commit), as a receipt records it."""
-        if commit not in self._trees:
-            blobs = self._list(commit)
-            if blobs is not None:
-                self._read_blobs(sorted(set(blobs.values()) - self._blobs.keys()))
-            self._trees[commit] = (
-                None
-                if blobs is None
-                else rc.listing_sha256({name: self._blobs[blob] for name, blob in blobs.items()})
-            )
-        return self._trees[commit]
-
-    def _list(self, commit: str) -> dict[str, str] | None:
-        """{path: blob id} of the files under `paths` at `commit`; None when git cannot list it."""
-        out = subprocess.run(
-            ["git", "ls-tree", "-r", "-z", commit, "--", *self.paths], cwd=self.root, capture_output=True
-        )
-        if out.returncode != 0:
-            return None
-        listing = {}
-        for entry in out.stdout.decode().split("\0"):
-            if entry:
-                meta, name = entry.split("\t", 1)  # "<mode> <type> <id>\t<path>"
-                listing[name] = meta.split()[2]
-        return listing
-
-    def _read_blobs(self, blobs: list[str]) -> None:
-        """sha256 of each blob's bytes, from one `git cat-file --batch`."""
-        if not blobs:
-            return
-        cmd = ["git", "cat-file", "--batch"]
-        out = subprocess.run(
-            cmd,
-            cwd=self.root,
-            input="".join(f"{b}\n" for b in blobs).encode(),
-            capture_output=True,
-            check=True,
-        ).stdout
-        at = 0
-        for blob in blobs:
-            end = out.index(b"\n", at)
-            header = out[at:end].split()  # "<id> <type> <size>" or "<id> missing"
-            if len(header) != 3:
-                raise subprocess.CalledProcessError(
-                    128, cmd, output=out[at:end]
-                )  # as `git show` of it failed
-            start = end + 1
-            self._blobs[blob] = sha256_bytes(out[start : start + int(header[2])])
-            at = start + int(header[2]) + 1  # the content is followed by a newline
-
-
-def _git(root: Path, *args: str) -> str | None:
-    out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
-    return out.stdout.strip() if out.returncode == 0 else None
 
 
 def render(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pappo.evidence.archived import Archive
-from pappo.evidence.release import SOURCE, verify_bundle
+from pappo.evidence.bundle_check import SOURCE, verify_bundle
 from pappo.io import PappoError
 
 # what the audit reads besides the runs: without one of them it could not say anything true

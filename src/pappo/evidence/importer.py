@@ -21,8 +21,9 @@ from pathlib import Path
 from pappo.config import load_params
 from pappo.evidence import history
 from pappo.evidence.bundle import checked, refuse
+from pappo.evidence.bundle_check import bundled_name, bundled_out, read_entries
 from pappo.evidence.dvc_cache import LockedOut, locked_outs, out_md5, store
-from pappo.evidence.release import _git, bundled_name, bundled_out, read_entries
+from pappo.evidence.release import _git
 from pappo.io import PappoError, atomic_write_bytes
 
 

@@ -27,7 +27,7 @@ from matplotlib.ticker import MaxNLocator
 from pappo.evidence.labels import SUMMARY_LABELS
 
 if TYPE_CHECKING:
-    from pappo.evidence.summary import Summary
+    from pappo.evidence.summary_models import Summary
     from pappo.experiment.report import RunReport
 
 Key = tuple[int, str]

@@ -81,30 +81,7 @@ def check_report(fail: Fail, run_dir: Path, report: RunReport, params: Params) -
     """A run report's aggregates from its per-task outcomes and per-update records."""
     path = run_dir / "report.json"
     why = "not what the report's per-task outcomes give; the report was edited: rerun its train stage"
-    for i, e in enumerate(report.evals):
-        ids = [t.instance_id for t in e.result.tasks]
-        if ids != sorted(ids) or len(set(ids)) != len(ids):
-            fail(
-                path,
-                f"evals[{i}].result.tasks",
-                "one per task, by instance_id",
-                ids[:6],
-                "reordered or repeated tasks",
-            )
-            continue
-        shape = at_point(params, final=i == len(report.evals) - 1).eval  # the trainer's rule
-        boards, samples = shape.boards, shape.samples
-        bad = [t.instance_id for t in e.result.tasks if (t.boards, t.samples) != (boards, samples)]
-        if bad:
-            fail(
-                path,
-                f"evals[{i}].result.tasks[].boards/samples",
-                f"{boards} boards, {samples} samples",
-                bad[:3],
-                "not what eval.boards, eval.samples and eval.intermediate give this evaluation",
-            )
-        want = aggregate(e.result.tasks, samples, params.eval.n_boot).model_dump(mode="json")
-        report_diffs(fail, path, want, e.result.model_dump(mode="json"), why, f"evals[{i}].result")
+    _check_evals(fail, path, report, params, why)
     if report.evals:
         report_diffs(
             fail,
@@ -148,6 +125,34 @@ def check_report(fail: Fail, run_dir: Path, report: RunReport, params: Params) -
         found_metrics,
         "not the report's final_eval; rerun its train stage",
     )
+
+
+def _check_evals(fail: Fail, path: Path, report: RunReport, params: Params, why: str) -> None:
+    """Each evaluation's tasks (order, boards, samples) and its aggregates from its per-task outcomes."""
+    for i, e in enumerate(report.evals):
+        ids = [t.instance_id for t in e.result.tasks]
+        if ids != sorted(ids) or len(set(ids)) != len(ids):
+            fail(
+                path,
+                f"evals[{i}].result.tasks",
+                "one per task, by instance_id",
+                ids[:6],
+                "reordered or repeated tasks",
+            )
+            continue
+        shape = at_point(params, final=i == len(report.evals) - 1).eval  # the trainer's rule
+        boards, samples = shape.boards, shape.samples
+        bad = [t.instance_id for t in e.result.tasks if (t.boards, t.samples) != (boards, samples)]
+        if bad:
+            fail(
+                path,
+                f"evals[{i}].result.tasks[].boards/samples",
+                f"{boards} boards, {samples} samples",
+                bad[:3],
+                "not what eval.boards, eval.samples and eval.intermediate give this evaluation",
+            )
+        want = aggregate(e.result.tasks, samples, params.eval.n_boot).model_dump(mode="json")
+        report_diffs(fail, path, want, e.result.model_dump(mode="json"), why, f"evals[{i}].result")
 
 
 def check_receipt(fail: Fail, run_dir: Path, report: RunReport, receipt: Receipt) -> None:
@@ -272,6 +277,11 @@ def check_base_model(fail: Fail, root: Path, params: Params, record: dict[str, A
         "not the lock's eval split",
         "eval",
     )
+    _check_base_episodes(fail, path, ev, ids)
+
+
+def _check_base_episodes(fail: Fail, path: Path, ev: dict[str, Any], ids: list[str]) -> None:
+    """Each mode's episodes are the split's tasks in order, and its success rate is their share."""
     for mode in ("greedy", "sampled"):
         episodes = (ev.get(mode) or {}).get("episodes") or []
         found_ids = [e.get("instance_id") for e in episodes]

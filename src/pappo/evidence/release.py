@@ -1,4 +1,4 @@
-"""`pappo release`: the Zenodo evidence bundle, and `verify_bundle`, what a reader runs on it.
+"""`pappo release`: the Zenodo evidence bundle (evidence/bundle_check.py: its layout, `verify_bundle`).
 
 `build_bundle` refuses unless the audit verdict (an `AuditVerdict`) exists, says integrity holds,
 audited the commit at HEAD, and the tracked files are clean. It writes a byte-for-byte
@@ -14,17 +14,14 @@ against `git rev-parse HEAD^{tree}`. Layout and checks in detail: docs/release.m
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import io
 import json
 import os
 import re
-import stat
 import subprocess
 import tarfile
 import tempfile
 import zipfile
-import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,26 +30,27 @@ from typing import Any
 import yaml
 
 from pappo.evidence import history
-from pappo.evidence.dvc_cache import LockedOut, locked_outs, out_md5
-from pappo.experiment.receipt import Receipt, verify_receipt
+from pappo.evidence.bundle_check import (
+    EXECUTABLE,
+    REGULAR,
+    SOURCE,
+    SUMS,
+    SYMLINK,
+    TOP_FILES,
+    bundled_name,
+    git_tree_id,
+    verify_bundle,
+)
+from pappo.evidence.dvc_cache import locked_outs
 from pappo.io import PappoError, sha256_bytes, sha256_file
 
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 COMPRESSLEVEL = 9
-SOURCE = "source/"
-SUMS = "SHA256SUMS"
-REGULAR, EXECUTABLE, SYMLINK = stat.S_IFREG | 0o644, stat.S_IFREG | 0o755, stat.S_IFLNK | 0o777
-TOP_FILES = ("params.yaml", "dvc.lock", "CITATION.cff", ".zenodo.json")
 DATA_FILES = ("data/repofix/manifest.jsonl", "data/repofix/manifest.lock.json")
 SKIP = ("__pycache__", ".*.tmp")
-REQUIRED = (*TOP_FILES, "BUNDLE.json", "RELEASE_NOTES.md", "receipts/audit.json", SUMS)
-# The audit stage's own output (receipts/audit.json, bound by dvc.lock) travels under this name: in
-# the bundle, receipts/audit.json is the release's verdict of the commit (scope "commit").
-STAGE_VERDICT = "receipts/audit.stage.json"
 # The tuning history (every configuration each published seed carried, read from git's dvc.lock
 # versions when the release is made): a bundle's audit has no git history to read it from.
 HISTORY = history.HISTORY
-_HEX40 = re.compile(r"[0-9a-f]{40}")
 
 
 @dataclass(frozen=True)
@@ -145,36 +143,6 @@ def read_metadata(repo_root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------ SWH / git trees
-def git_tree_id(files: dict[str, tuple[int, bytes]]) -> str:
-    """git's tree id (= SWH directory id) of {posix path: (zip mode, bytes)}; symlinks hold their target."""
-    root: dict[str, Any] = {}
-    for path, (mode, data) in files.items():
-        *dirs, name = path.split("/")
-        node = root
-        for d in dirs:
-            node = node.setdefault(d, {})
-            if not isinstance(node, dict):
-                raise ValueError(f"{path}: a parent folder is also a file")
-        if name in node:
-            raise ValueError(f"{path}: both a file and a folder")
-        node[name] = (mode, data)
-    return _tree(root).hex()
-
-
-def _tree(node: dict[str, Any]) -> bytes:
-    rows = []
-    for name, child in node.items():
-        if isinstance(child, dict):
-            rows.append((name.encode() + b"/", b"40000 " + name.encode() + b"\0" + _tree(child)))
-        else:
-            mode, data = child
-            git_mode = b"120000" if stat.S_ISLNK(mode) else b"100755" if mode & 0o111 else b"100644"
-            blob = hashlib.sha1(b"blob %d\0" % len(data) + data).digest()
-            rows.append((name.encode(), git_mode + b" " + name.encode() + b"\0" + blob))
-    body = b"".join(entry for _, entry in sorted(rows))
-    return hashlib.sha1(b"tree %d\0" % len(body) + body).digest()
-
-
 def source_files(repo_root: Path, head: str) -> dict[str, tuple[int, bytes]]:
     """The commit as `git archive` gives it: {path: (mode, bytes)}, checked against git's tree id."""
     raw = _git(repo_root, "archive", "--format=tar", head)
@@ -208,7 +176,7 @@ def _iv(x: Any) -> str:
 
 
 def _diff(c: Any) -> str:
-    """A comparison's seed-level difference; one seed has no interval (summary.Comparison.difference None)."""
+    """A comparison's seed-level difference; one seed has no interval (summary_models.Comparison.difference None)."""
     if c.difference is None:
         mean = sum(c.per_seed_difference) / len(c.per_seed_difference) if c.per_seed_difference else 0.0
         return f"{mean:+.3f} (one seed: no interval)"
@@ -216,8 +184,8 @@ def _diff(c: Any) -> str:
     return f"{d.mean:+.3f} [{d.lo:+.3f}, {d.hi:+.3f}]"
 
 
-def release_notes(bundle: dict[str, Any], summary: Any, verdict: Any) -> str:
-    """RELEASE_NOTES.md from BUNDLE.json's fields, a `Summary` and an `AuditVerdict`."""
+def _notes_head(bundle: dict[str, Any], summary: Any, verdict: Any) -> list[str]:
+    """The notes' title and the bundle's, the run's and the audit's facts (the tiny profile flagged)."""
     holds = [c for c in verdict.claims if c.holds]
     lines = [
         f"# PAPPO evidence bundle {bundle['version']}",
@@ -234,7 +202,12 @@ def release_notes(bundle: dict[str, Any], summary: Any, verdict: Any) -> str:
             "The tiny profile is a CPU pipeline check on a tiny model: its numbers test the pipeline, "
             "not the methods.",
         ]
-    lines += [
+    return lines
+
+
+def _notes_results(summary: Any) -> list[str]:
+    """The held-out success table and the comparisons vs the best baseline, from the `Summary`."""
+    lines = [
         "",
         "## Held-out success (mean over seeds, 95% stratified bootstrap interval)",
         "",
@@ -254,7 +227,12 @@ def release_notes(bundle: dict[str, Any], summary: Any, verdict: Any) -> str:
     lines += [
         f"| {c.method} | {c.baseline} | {_diff(c)} | {c.seed_wins}/{c.n_seeds} |" for c in summary.comparisons
     ]
-    lines += [
+    return lines
+
+
+def _notes_claims(verdict: Any) -> list[str]:
+    """The pre-registered claims table, then every claim's reasons."""
+    lines = [
         "",
         "## Pre-registered claims (receipts/audit.json)",
         "",
@@ -269,8 +247,13 @@ def release_notes(bundle: dict[str, Any], summary: Any, verdict: Any) -> str:
         )
     reasons = [f"- {c.id} {c.label.upper()}: {r}" for c in verdict.claims for r in c.reasons]
     lines += ["", *reasons] if reasons else []
+    return lines
+
+
+def _notes_check(bundle: dict[str, Any]) -> list[str]:
+    """The commands that check the bundle, ending the notes with a newline."""
     zip_name = f"pappo-evidence-{bundle['version']}.zip"
-    lines += [
+    return [
         "",
         "## Check this bundle",
         "",
@@ -282,11 +265,19 @@ def release_notes(bundle: dict[str, Any], summary: Any, verdict: Any) -> str:
         "```",
         "",
     ]
+
+
+def release_notes(bundle: dict[str, Any], summary: Any, verdict: Any) -> str:
+    """RELEASE_NOTES.md from BUNDLE.json's fields, a `Summary` and an `AuditVerdict`."""
+    lines = _notes_head(bundle, summary, verdict)
+    lines += _notes_results(summary)
+    lines += _notes_claims(verdict)
+    lines += _notes_check(bundle)
     return "\n".join(lines)
 
 
 def _load_summary(repo_root: Path) -> Any:
-    from pappo.evidence.summary import Summary  # numpy: only when needed
+    from pappo.evidence.summary_models import Summary  # numpy: only when needed
 
     path = repo_root / "reports" / "summary.json"
     try:
@@ -326,22 +317,6 @@ def _disk_entries(repo_root: Path, audit_path: Path) -> dict[str, tuple[int, byt
                 out.setdefault(bundled_name(rel), (REGULAR, path))
     out["receipts/audit.json"] = (REGULAR, Path(audit_path).read_bytes())
     return out
-
-
-def bundled_name(path: str) -> str:
-    """The bundle entry holding the repository file `path` (the audit stage's verdict is renamed)."""
-    return STAGE_VERDICT if path == "receipts/audit.json" else path
-
-
-def bundled_out(entries: dict[str, tuple[int, bytes]], out: LockedOut) -> dict[str, bytes] | None:
-    """The files of a dvc.lock output in the bundle ({"": bytes} for a file, {relpath: bytes} for a
-    directory); None when the bundle does not hold it."""
-    if not out.is_dir:
-        entry = entries.get(bundled_name(out.path))
-        return None if entry is None else {"": entry[1]}
-    prefix = out.path.rstrip("/") + "/"
-    files = {name[len(prefix) :]: data for name, (_, data) in entries.items() if name.startswith(prefix)}
-    return files or None
 
 
 def _read(data: bytes | Path) -> bytes:
@@ -421,147 +396,3 @@ def build_bundle(repo_root: Path, out_dir: Path, audit_path: Path) -> BundleInfo
         n_entries=len(entries),
         claims={c.id: c.label for c in verdict.claims},
     )
-
-
-# ----------------------------------------------------------------------------------- verifying
-def _read_bundle(zip_path: Path, problems: list[str]) -> dict[str, tuple[int, bytes]]:
-    """Every entry {name: (mode, bytes)}; unsafe or repeated names are problems and left out."""
-    entries: dict[str, tuple[int, bytes]] = {}
-    if Path(zip_path).is_dir():  # an unpacked bundle: its files (a symlink holds its target, as in the zip)
-        for path in sorted(Path(zip_path).rglob("*")):
-            rel = path.relative_to(zip_path).as_posix()
-            if path.is_symlink():
-                entries[rel] = (SYMLINK, os.readlink(path).encode())
-            elif path.is_file() and "__pycache__" not in rel.split("/"):
-                entries[rel] = (EXECUTABLE if path.stat().st_mode & 0o111 else REGULAR, path.read_bytes())
-        return entries
-    with zipfile.ZipFile(zip_path) as zf:
-        for info in zf.infolist():
-            name, parts = info.filename, info.filename.split("/")
-            if info.is_dir():
-                continue
-            if name.startswith("/") or "\\" in name or ".." in parts or "" in parts:
-                problems.append(f"{name}: unsafe path in the archive; left out")
-            elif name in entries:
-                problems.append(f"{name}: appears twice in the archive")
-            else:
-                try:
-                    entries[name] = (info.external_attr >> 16 or REGULAR, zf.read(info))
-                except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as e:
-                    problems.append(f"{name}: unreadable in the archive ({e})")
-    return entries
-
-
-def read_entries(path: Path) -> dict[str, tuple[int, bytes]]:
-    """A bundle's entries {name: (mode, bytes)} (zip or unpacked folder); run verify_bundle first."""
-    return _read_bundle(Path(path), [])
-
-
-def _check_sums(entries: dict[str, tuple[int, bytes]], problems: list[str]) -> None:
-    listed: dict[str, str] = {}
-    for n, line in enumerate(entries.get(SUMS, (0, b""))[1].decode(errors="replace").splitlines(), 1):
-        m = re.fullmatch(r"([0-9a-f]{64})  (.+)", line)
-        if m is None:
-            problems.append(f"{SUMS} line {n} is not `<sha256>  <path>`: {line[:80]!r}")
-        else:
-            listed[m[2]] = m[1]
-    for name, expected in sorted(listed.items()):
-        if name not in entries:
-            problems.append(f"{name}: listed in {SUMS} but missing from the bundle")
-        elif (found := sha256_bytes(entries[name][1])) != expected:
-            problems.append(f"{name}: sha256 {found}, {SUMS} says {expected} (changed)")
-    problems += [
-        f"{name}: in the bundle but not listed in {SUMS}"
-        for name in sorted(set(entries) - set(listed) - {SUMS})
-    ]
-
-
-def _check_ids(entries: dict[str, tuple[int, bytes]], problems: list[str]) -> dict[str, Any]:
-    try:
-        bundle = json.loads(entries["BUNDLE.json"][1])
-    except ValueError as e:
-        problems.append(f"BUNDLE.json: not JSON ({e})")
-        return {}
-    commit = str(bundle.get("commit"))
-    if not _HEX40.fullmatch(commit) or bundle.get("swhid_rev") != f"swh:1:rev:{commit}":
-        problems.append(
-            f"BUNDLE.json: swhid_rev {bundle.get('swhid_rev')!r} is not swh:1:rev: + the 40-hex commit {commit!r}"
-        )
-    source = {k[len(SOURCE) :]: v for k, v in entries.items() if k.startswith(SOURCE)}
-    try:
-        found = f"swh:1:dir:{git_tree_id(source)}" if source else "no source/ files"
-    except ValueError as e:
-        found = f"no git tree ({e})"
-    if found != bundle.get("swhid_dir"):
-        problems.append(
-            f"source/: the files hash to {found}, BUNDLE.json says swhid_dir {bundle.get('swhid_dir')}"
-        )
-    return bundle
-
-
-def _check_runs(entries: dict[str, tuple[int, bytes]], problems: list[str]) -> None:
-    """Each run's receipt against its unpacked files; dvc.lock's md5 of the report files."""
-    with tempfile.TemporaryDirectory(prefix="pappo-verify-") as tmp:
-        for name, (_, data) in entries.items():
-            if name.startswith("reports/"):
-                try:
-                    (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
-                    (Path(tmp) / name).write_bytes(data)
-                except OSError as e:
-                    problems.append(f"{name}: cannot be unpacked ({e.strerror})")
-        receipts = sorted(Path(tmp).glob("reports/runs/seed_*/*/receipt.json"))
-        if not receipts:
-            problems.append("reports/runs: no run receipt in the bundle")
-        for path in receipts:
-            run = path.parent.relative_to(tmp).as_posix()
-            try:
-                receipt = Receipt.model_validate_json(path.read_bytes())
-            except ValueError as e:
-                problems.append(f"{run}/receipt.json: not a valid receipt ({str(e).splitlines()[0]})")
-                continue
-            problems += [f"{run}: {p}" for p in verify_receipt(path.parent, receipt)]
-    try:
-        outs = locked_outs(entries.get("dvc.lock", (0, b""))[1])
-    except (yaml.YAMLError, AttributeError) as e:
-        problems.append(f"dvc.lock: not a DVC lock file ({str(e).splitlines()[0]})")
-        return
-    for out in outs:  # every output the bundle holds, files and directories (the base checkpoint too)
-        files = bundled_out(entries, out)
-        if files is not None and (found := out_md5(files, out.is_dir)) != out.md5:
-            name = bundled_name(out.path)
-            problems.append(f"{name}: md5 {found}, dvc.lock stage {out.stage} says {out.md5}")
-
-
-def _check_audit(entries: dict[str, tuple[int, bytes]], bundle: dict[str, Any], problems: list[str]) -> None:
-    from pappo.evidence.audit import AuditVerdict  # numpy, jsonschema: only when needed
-
-    try:
-        verdict = AuditVerdict.model_validate_json(entries["receipts/audit.json"][1])
-    except ValueError as e:
-        problems.append(f"receipts/audit.json: not a valid audit verdict ({str(e).splitlines()[0]})")
-        return
-    if not verdict.integrity_ok:
-        problems.append("receipts/audit.json: integrity_ok is false")
-    if bundle and verdict.head != bundle.get("commit"):
-        problems.append(
-            f"receipts/audit.json: audited {verdict.head}, the bundle's commit is {bundle.get('commit')}"
-        )
-
-
-def verify_bundle(zip_path: Path) -> list[str]:
-    """Hashes, SWHIDs, run receipts and the audit of a bundle (the zip, or the folder it was unpacked
-    to), offline; [] when all hold."""
-    problems: list[str] = []
-    try:
-        entries = _read_bundle(Path(zip_path), problems)
-    except (OSError, zipfile.BadZipFile) as e:
-        return [f"{zip_path}: cannot read the zip ({e})"]
-    missing = [name for name in REQUIRED if name not in entries]
-    problems += [f"{name}: missing from the bundle" for name in missing]
-    if SUMS not in missing:
-        _check_sums(entries, problems)
-    bundle = _check_ids(entries, problems) if "BUNDLE.json" not in missing else {}
-    _check_runs(entries, problems)
-    if "receipts/audit.json" not in missing:
-        _check_audit(entries, bundle, problems)
-    return problems

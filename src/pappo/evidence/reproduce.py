@@ -24,74 +24,21 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from pappo.config import Params, load_params
 from pappo.evidence import bundle as bundles
-from pappo.evidence.audit import evaluate_claim
-from pappo.evidence.summary import METRICS
+from pappo.evidence.reproduce_compare import (
+    Reproduction,
+    RunCheck,
+    RunId,
+    check_claims,
+    compare_base,
+    compare_run,
+)
 from pappo.experiment import receipt as rc
 from pappo.experiment.report import RUN_METHODS, RunReport
 from pappo.io import PappoError, atomic_write_json
-from pappo.numerics import NumericsInfo, comparison
-
-RunId = tuple[int, str]
-
-
-class MetricCheck(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    metric: str
-    published: float
-    lo: float = Field(description="Published 95% interval, lower end.")
-    hi: float
-    reproduced: float
-    difference: float = Field(description="reproduced - published.")
-    inside: bool = Field(description="The reproduced value lies in the published 95% interval.")
-
-
-class RunCheck(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    run: str = Field(description="'seed_0/ppo' or 'base_model'.")
-    comparison: Literal["bitwise", "intervals"]
-    reason: str = Field(description="Why this comparison: the two numerics (src/pappo/numerics.py).")
-    identical: bool = Field(
-        description="Bit for bit the same (report minus timing, adapters or checkpoint files)."
-    )
-    first_difference: str | None = Field(description="Where the bits first differ (None when identical).")
-    metrics: list[MetricCheck]
-    wall_s: float = Field(description="Seconds the re-run took here.")
-
-
-class ClaimCheck(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: str
-    published_holds: bool
-    reproduced_holds: bool = Field(description="With the reproduced runs in place of the published ones.")
-    published_delta: float
-    reproduced_delta: float
-
-
-class Reproduction(BaseModel):
-    """`reproduction.json`: what was re-run here, how it was compared and the outcome."""
-
-    model_config = ConfigDict(extra="forbid")
-    schema_version: Literal[1] = 1
-    commit: str = Field(description="The commit re-run: the published evidence's (dvc.lock, summary), HEAD.")
-    code_from: Literal["git clone", "bundle source"] = Field(
-        "git clone",
-        description="Where the re-run code came from: a clone of the repository at `commit`, or "
-        "(no repository at hand) the evidence bundle's source/ committed into a scratch git repository here: "
-        "the same files (git tree id checked against the bundle's swhid_dir), not the original .git.",
-    )
-    runs: list[RunCheck]
-    claims: list[ClaimCheck]
-    reproduced: bool = Field(
-        description="Every bitwise run identical, every interval run inside, every claim the same."
-    )
-    wall_s: float
-    verdict: str
 
 
 def choose_runs(params: Params, runs: str | None, sample: int | None, seed: int = 0) -> list[RunId]:
@@ -180,125 +127,6 @@ def _pappo(args: list[str], clone: Path) -> None:
     _sh([sys.executable, "-m", "pappo.cli", *args, "--params", "params.yaml"], clone, env)
 
 
-def without_timing(obj: Any) -> Any:
-    """A report minus its timing fields (RunReport TIMING_FIELDS: `timing`, `updates[*].wall_s`)."""
-    if isinstance(obj, dict):
-        return {k: without_timing(v) for k, v in obj.items() if k not in ("timing", "wall_s")}
-    if isinstance(obj, list):
-        return [without_timing(v) for v in obj]
-    return obj
-
-
-def _first_difference(a: Any, b: Any, where: str = "") -> str | None:
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in sorted(set(a) | set(b)):
-            if k not in a or k not in b:
-                return f"{where}.{k}".lstrip(".")
-            if (d := _first_difference(a[k], b[k], f"{where}.{k}")) is not None:
-                return d.lstrip(".")
-        return None
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return f"{where} (length)"
-        return next(
-            (d for i, (x, y) in enumerate(zip(a, b)) if (d := _first_difference(x, y, f"{where}[{i}]"))), None
-        )
-    return None if a == b and type(a) is type(b) else (where.lstrip(".") or "-")
-
-
-def compare_run(
-    name: str,
-    published: dict[str, Any],
-    reproduced: dict[str, Any],
-    mine: NumericsInfo,
-    theirs: NumericsInfo,
-    wall_s: float,
-) -> RunCheck:
-    """Bits when the numerics match, intervals otherwise (`published`/`reproduced`: report JSON)."""
-    kind, why = comparison(theirs, mine)
-    first = _first_difference(without_timing(published), without_timing(reproduced))
-    pub, rep = RunReport.model_validate(published).final_eval, RunReport.model_validate(reproduced).final_eval
-    metrics = []
-    for m in METRICS:
-        i, x = getattr(pub, m), getattr(rep, m).mean
-        metrics.append(
-            MetricCheck(
-                metric=m,
-                published=i.mean,
-                lo=i.lo,
-                hi=i.hi,
-                reproduced=x,
-                difference=x - i.mean,
-                inside=i.lo <= x <= i.hi,
-            )
-        )
-    return RunCheck(
-        run=name,
-        comparison="bitwise" if kind == "bitwise" else "intervals",
-        reason=why,
-        identical=first is None,
-        first_difference=first,
-        metrics=metrics,
-        wall_s=wall_s,
-    )
-
-
-def compare_base(published: dict[str, Any], reproduced: dict[str, Any], wall_s: float) -> RunCheck:
-    """The base model: checkpoint files and per-episode outcomes; success rates as metrics."""
-    theirs, mine = (NumericsInfo.model_validate(d["numerics"]) for d in (published, reproduced))
-    kind, why = comparison(theirs, mine)
-    first = _first_difference(without_timing(published), without_timing(reproduced))
-    metrics = []
-    for mode in ("greedy", "sampled"):
-        p, r = published["eval"][mode]["success_rate"], reproduced["eval"][mode]["success_rate"]
-        n = max(1, published["eval"]["n_tasks"])
-        half = 1.96 * (p * (1 - p) / n) ** 0.5  # the stage reports no interval: a normal one over its tasks
-        metrics.append(
-            MetricCheck(
-                metric=f"{mode}_success",
-                published=p,
-                lo=max(0.0, p - half),
-                hi=min(1.0, p + half),
-                reproduced=r,
-                difference=r - p,
-                inside=p - half <= r <= p + half,
-            )
-        )
-    return RunCheck(
-        run="base_model",
-        comparison="bitwise" if kind == "bitwise" else "intervals",
-        reason=why,
-        identical=first is None,
-        first_difference=first,
-        metrics=metrics,
-        wall_s=wall_s,
-    )
-
-
-def check_claims(
-    params: Params,
-    published: dict[RunId, RunReport],
-    receipts: dict[RunId, rc.Receipt],
-    reproduced: dict[RunId, RunReport],
-) -> list[ClaimCheck]:
-    """Every claim on the published runs, and again with the reproduced ones in their place."""
-    mixed = {**published, **reproduced}
-    out = []
-    for claim in params.claims:
-        a = evaluate_claim(claim, published, receipts, params.seeds)
-        b = evaluate_claim(claim, mixed, receipts, params.seeds)
-        out.append(
-            ClaimCheck(
-                id=claim.id,
-                published_holds=a.holds,
-                reproduced_holds=b.holds,
-                published_delta=a.delta,
-                reproduced_delta=b.delta,
-            )
-        )
-    return out
-
-
 def _ok(r: RunCheck) -> bool:
     return r.identical if r.comparison == "bitwise" else all(m.inside for m in r.metrics)
 
@@ -367,20 +195,56 @@ def reproduce(
     if not chosen and not base:
         raise PappoError("nothing to reproduce: pass --runs seed/method,..., --sample K or --base")
     published, receipts = load_published(root, params)
+    _check_one_commit(published, receipts)
+    t0 = time.perf_counter()
+    sha, clone = _prepare_code(root, Path(scratch), base, bundle)
+    clone_params = load_params(clone / "params.yaml")
+    checks, reproduced = _rerun_steps(root, clone, chosen, base, receipts, log, t0)
+    claims = check_claims(clone_params, published, receipts, reproduced) if reproduced else []
+    ok = all(_ok(c) for c in checks) and all(c.published_holds == c.reproduced_holds for c in claims)
+    rep = Reproduction(
+        commit=sha,
+        code_from="git clone" if bundle is None else "bundle source",
+        runs=checks,
+        claims=claims,
+        reproduced=ok,
+        wall_s=time.perf_counter() - t0,
+        verdict="",
+    )
+    return rep.model_copy(update={"verdict": render(rep)})
+
+
+def _check_one_commit(published: dict[RunId, RunReport], receipts: dict[RunId, rc.Receipt]) -> None:
+    """Refuse evidence whose published runs name more than one commit (or none)."""
     commits = {receipts[k].source.git_commit for k in published} - {None}
     if len(commits) != 1:
         raise PappoError(
             f"the published runs name {len(commits)} commits ({sorted(commits)[:3]}); run `pappo audit` "
             "first: a reproduction needs evidence of one commit"
         )
-    t0 = time.perf_counter()
+
+
+def _prepare_code(root: Path, scratch: Path, base: bool, bundle: dict[str, Any] | None) -> tuple[str, Path]:
+    """The commit re-run and its scratch tree: the bundle's source/, or a clone of HEAD."""
     if bundle is not None:
         sha = str(bundle.get("commit"))
-        clone = prepare_tree(root, str(bundle.get("swhid_dir")), Path(scratch), base)
+        clone = prepare_tree(root, str(bundle.get("swhid_dir")), scratch, base)
     else:
         sha = _evidence_commit(root)
-        clone = prepare_clone(root, sha, Path(scratch), base)
-    clone_params = load_params(clone / "params.yaml")
+        clone = prepare_clone(root, sha, scratch, base)
+    return sha, clone
+
+
+def _rerun_steps(
+    root: Path,
+    clone: Path,
+    chosen: list[RunId],
+    base: bool,
+    receipts: dict[RunId, rc.Receipt],
+    log: Callable[[str], None],
+    t0: float,
+) -> tuple[list[RunCheck], dict[RunId, RunReport]]:
+    """Re-run the base model (with `base`) and the chosen runs in the clone, logging progress, and compare."""
     steps: list[tuple[str, RunId | None]] = ([("base_model", None)] if base else []) + [
         (f"seed_{s}/{m}", (s, m)) for s, m in chosen
     ]
@@ -401,47 +265,42 @@ def reproduce(
                 )
             )
         else:
-            out = clone / "reports" / "runs" / f"seed_{key[0]}" / key[1]
-            _pappo(
-                [
-                    "train",
-                    "--seed",
-                    str(key[0]),
-                    "--method",
-                    key[1],
-                    "--out",
-                    str(out),
-                ],
-                clone,
-            )
-            pub = json.loads((root / "reports" / "runs" / name / "report.json").read_text())
-            mine = rc.Receipt.model_validate_json((out / "receipt.json").read_bytes()).determinism.numerics
-            checks.append(
-                compare_run(
-                    name,
-                    pub,
-                    json.loads((out / "report.json").read_text()),
-                    mine,
-                    receipts[key].determinism.numerics,
-                    time.perf_counter() - start,
-                )
-            )
-            reproduced[key] = RunReport.model_validate_json((out / "report.json").read_bytes())
+            check, reproduced[key] = _rerun_run(root, clone, name, key, receipts, start)
+            checks.append(check)
         done_s += planned[i]
         paced_s += time.perf_counter() - start if planned[i] > 0 else 0.0
     log(_progress(len(steps), len(steps), "done", done_s, planned, time.perf_counter() - t0, paced_s))
-    claims = check_claims(clone_params, published, receipts, reproduced) if reproduced else []
-    ok = all(_ok(c) for c in checks) and all(c.published_holds == c.reproduced_holds for c in claims)
-    rep = Reproduction(
-        commit=sha,
-        code_from="git clone" if bundle is None else "bundle source",
-        runs=checks,
-        claims=claims,
-        reproduced=ok,
-        wall_s=time.perf_counter() - t0,
-        verdict="",
+    return checks, reproduced
+
+
+def _rerun_run(
+    root: Path, clone: Path, name: str, key: RunId, receipts: dict[RunId, rc.Receipt], start: float
+) -> tuple[RunCheck, RunReport]:
+    """Train one run in the clone; its comparison with the published run and its reproduced report."""
+    out = clone / "reports" / "runs" / f"seed_{key[0]}" / key[1]
+    _pappo(
+        [
+            "train",
+            "--seed",
+            str(key[0]),
+            "--method",
+            key[1],
+            "--out",
+            str(out),
+        ],
+        clone,
     )
-    return rep.model_copy(update={"verdict": render(rep)})
+    pub = json.loads((root / "reports" / "runs" / name / "report.json").read_text())
+    mine = rc.Receipt.model_validate_json((out / "receipt.json").read_bytes()).determinism.numerics
+    check = compare_run(
+        name,
+        pub,
+        json.loads((out / "report.json").read_text()),
+        mine,
+        receipts[key].determinism.numerics,
+        time.perf_counter() - start,
+    )
+    return check, RunReport.model_validate_json((out / "report.json").read_bytes())
 
 
 def reproduce_here(

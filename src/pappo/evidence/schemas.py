@@ -9,8 +9,8 @@ from pydantic import BaseModel
 
 from pappo.config import Params
 from pappo.evidence.audit import AuditVerdict
-from pappo.evidence.reproduce import Reproduction
-from pappo.evidence.summary import Summary
+from pappo.evidence.reproduce_compare import Reproduction
+from pappo.evidence.summary_models import Summary
 from pappo.experiment.receipt import Receipt
 from pappo.experiment.report import RunReport
 from pappo.io import atomic_write_text

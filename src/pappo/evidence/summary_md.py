@@ -18,7 +18,8 @@ from pappo.evidence.labels import LABELS, METRICS, SUMMARY_LABELS, TASK_METRICS,
 from pappo.evidence.mismatch_table import gap_lines
 from pappo.evidence.plots import render_plots
 from pappo.evidence.power import Power
-from pappo.evidence.summary import ClaimPower, Comparison, Summary, load_reports, summarise
+from pappo.evidence.summary import load_reports, summarise
+from pappo.evidence.summary_models import ClaimPower, Comparison, Summary
 from pappo.evidence.variance import VarianceSplit
 from pappo.experiment.report import RUN_METHODS
 from pappo.io import PappoError, atomic_write_bytes, json_bytes

@@ -2,11 +2,12 @@
 
 A success writes `receipt.json` into the run folder; a failure writes `failure.json` (never
 overwritten: later ones are `failure-2.json`, `failure-3.json`, ...). Typical use: `clock =
-Clock.start()` before the run; after it (or in an `except`) `new_receipt(..., clock=clock,
-error=exc_or_None)` then `write_receipt` / `write_failure`; the audit runs `verify_receipt` and `leaks`.
+machine.Clock.start()` before the run; after it (or in an `except`) `receipt_build.new_receipt(...,
+clock=clock, error=exc_or_None)` then `write_receipt` / `write_failure`; the audit runs
+`verify_receipt` and `privacy.leaks`.
 
-A receipt names no host, user, home folder or absolute path (`leaks` checks; `sanitise` scrubs
-error text). torch is imported inside the collectors so importing this module stays cheap.
+A receipt names no host, user, home folder or absolute path (`privacy.leaks` checks;
+`privacy.sanitise` scrubs error text); the machine's collectors live in `machine`.
 Capacities in `*_gb` / `*_mb` fields are binary units (GiB = 2**30 bytes, MiB = 2**20 bytes).
 """
 
@@ -14,33 +15,24 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import getpass
-import importlib.metadata
 import itertools
 import os
-import platform
-import re
-import resource
-import socket
 import subprocess
-import sys
-import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from pappo.experiment.privacy import sanitise
 from pappo.io import atomic_write_json, canonical_json, sha256_bytes, sha256_file
-from pappo.numerics import PINNED_ENV, NumericsInfo
+from pappo.numerics import NumericsInfo
 
 if TYPE_CHECKING:
     from pappo.config import Params
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-_ABS_PATH = re.compile(r"(?<![\w/.~<>-])/(?!/)[^\s'\"`,;:()\[\]{}<>|]+|\b[A-Za-z]:\\[^\s'\"`,;]+")
 SOURCE_PATHS = (
     "src/pappo",
     "dvc.yaml",
@@ -56,18 +48,6 @@ OUTPUT_EXCLUDE = (
     ".gitignore",
     "*/.gitignore",
 )  # DVC writes .gitignore files after the run (fnmatch: * spans /)
-_BENIGN_ENV = (
-    "LANG",
-    "LANGUAGE",
-    "LC_*",
-    "TERM",
-    "COLORTERM",
-    "SHLVL",
-    "DEBIAN_FRONTEND",
-    "DVC_EXP_BASELINE_REV",
-    "DVC_EXP_NAME",  # `dvc exp run`: the commit (recorded on purpose) and its name
-    *PINNED_ENV,
-)  # the pinned numerics: recorded on purpose
 
 
 def _relative(path: str) -> str:
@@ -293,111 +273,6 @@ def collect_source(repo_root: Path, paths: Sequence[str]) -> SourceInfo:
     )
 
 
-def _driver_version() -> str | None:
-    try:
-        from torch.utils import collect_env
-
-        return collect_env.get_nvidia_driver_version(collect_env.run)
-    except Exception:  # a missing nvidia-smi only leaves the field empty
-        return None
-
-
-def _cpu_model() -> str | None:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and ":" in line:
-                return line.split(":", 1)[1].strip() or None
-    except OSError:
-        pass
-    return platform.processor() or None
-
-
-def collect_hardware() -> HardwareInfo:
-    import psutil
-    import torch
-
-    cuda = torch.cuda.is_available()
-    props = torch.cuda.get_device_properties(0) if cuda else None
-    return HardwareInfo(
-        accelerator="cuda" if cuda else "cpu",
-        accelerator_model_name=props.name if props else None,
-        accelerators_per_node=torch.cuda.device_count() if cuda else 0,
-        accelerator_memory_capacity_gb=round(props.total_memory / 2**30, 2) if props else None,
-        nvidia_driver_version=_driver_version() if cuda else None,
-        cuda_runtime_version=torch.version.cuda if cuda else None,
-        cudnn_version=str(torch.backends.cudnn.version())
-        if cuda and torch.backends.cudnn.is_available()
-        else None,
-        host_processor_model_name=_cpu_model(),
-        host_processor_core_count=os.cpu_count() or 1,
-        host_memory_capacity_gb=round(psutil.virtual_memory().total / 2**30, 2),
-    )
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def collect_software() -> SoftwareInfo:
-    return SoftwareInfo(
-        python=platform.python_version(),
-        torch=_version("torch"),
-        transformers=_version("transformers"),
-        peft=_version("peft"),
-        dvc=_version("dvc"),
-        os=f"{platform.system()} {platform.release()}",
-    )
-
-
-def collect_determinism(seed: int, numerics: NumericsInfo) -> DeterminismInfo:
-    import torch
-
-    return DeterminismInfo(
-        torch_deterministic_algorithms=torch.are_deterministic_algorithms_enabled(),
-        cudnn_deterministic=bool(torch.backends.cudnn.deterministic),
-        cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
-        num_threads=torch.get_num_threads(),
-        seed=seed,
-        numerics=numerics,
-    )
-
-
-def collect_resources() -> ResourceInfo:
-    import torch
-
-    unit = 2**20 if sys.platform == "darwin" else 2**10  # ru_maxrss: bytes on macOS, KiB on Linux
-    peak = max(
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
-    )
-    device = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else None
-    return ResourceInfo(peak_rss_mb=round(peak / unit, 1), peak_device_memory_mb=device)
-
-
-@dataclass(frozen=True)
-class Clock:
-    """`Clock.start()` at the beginning of a run, `.stop()` at the end: a TimingInfo."""
-
-    started: datetime
-    t0: float
-
-    @classmethod
-    def start(cls) -> Clock:
-        return cls(datetime.now(UTC), time.perf_counter())
-
-    def stop(self, device_s: float | None = None) -> TimingInfo:
-        wall = time.perf_counter() - self.t0
-        return TimingInfo(
-            started=self.started.isoformat(),
-            ended=datetime.now(UTC).isoformat(),
-            wall_s=wall,
-            device_s=device_s,
-        )
-
-
 def listing_sha256(listing: dict[str, str]) -> str:
     """`tree_sha256` of a {relative path: sha256 of the file's bytes} listing (order-independent)."""
     return sha256_json(listing)
@@ -423,125 +298,7 @@ def hash_outputs(run_dir: Path, exclude: Sequence[str] = OUTPUT_EXCLUDE) -> dict
     return out
 
 
-# ----------------------------------------------------------------------------------- privacy
-def _private() -> list[tuple[str, str, str]]:
-    """(kind, placeholder, value) of the names a receipt must not carry, longest values first."""
-    found = [
-        ("home directory", "<home>", str(Path.home()).rstrip("/")),
-        ("hostname", "<host>", socket.gethostname()),
-        ("username", "<user>", getpass.getuser()),
-    ]
-    return sorted([f for f in found if len(f[2]) > 1], key=lambda f: -len(f[2]))
-
-
-def _word(value: str) -> re.Pattern[str]:
-    """`value` as a whole token: not inside a longer name, path or placeholder."""
-    return re.compile(rf"(?<![\w.<-]){re.escape(value)}(?![\w>-])")
-
-
-def sanitise(text: str, repo_root: Path | str | None = None) -> str:
-    """Replace the repo root, home directory, any other absolute path, the hostname and the username.
-
-    Gives e.g. '<repo>/src/x.py', '<home>/.cache/...', '<path>', '<host>', '<user>'; for error
-    messages of failure receipts. Host and user names are replaced as whole tokens only.
-    """
-    private = _private()
-    roots = [(str(repo_root).rstrip("/"), "<repo>")] if repo_root else []
-    for value, holder in roots + [(v, h) for _, h, v in private if h == "<home>"]:
-        if len(value) > 1:
-            text = re.sub(rf"{re.escape(value)}(?![\w.-])", holder, text)
-    text = _ABS_PATH.sub("<path>", text)
-    for _, holder, value in private:
-        text = _word(value).sub(holder, text) if holder != "<home>" else text
-    return text
-
-
-def _strings(obj: Any, where: str) -> Iterator[tuple[str, str]]:
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield f"{where}[{k!r}] (key)", str(k)
-            yield from _strings(v, f"{where}.{k}" if where else str(k))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _strings(v, f"{where}[{i}]")
-    elif isinstance(obj, str):
-        yield where, obj
-
-
-def leaks(receipt: Receipt, repo_root: Path | str | None = None, allow: Sequence[str] = ()) -> list[str]:
-    """Where the serialised receipt names the host, user, home, an absolute path or an env var value.
-
-    Env values longer than 6 characters count (bar numbers, locale/terminal variables and `allow`);
-    messages name the variable, never its value.
-    """
-    rules: list[tuple[str, re.Pattern[str]]] = [(kind, _word(v)) for kind, _, v in _private()]
-    rules += [("repo root", re.compile(re.escape(str(repo_root))))] if repo_root else []
-    rules += [("absolute path", _ABS_PATH)]
-    rules += [
-        (f"value of environment variable {k}", _word(v.strip()))
-        for k, v in os.environ.items()
-        if len(v.strip()) > 6
-        and v not in allow
-        and not re.fullmatch(r"[\d.]+", v.strip())
-        and not any(fnmatch.fnmatchcase(k, g) for g in _BENIGN_ENV)
-    ]
-    found = []
-    for where, text in _strings(receipt.model_dump(mode="json"), ""):
-        found += [f"{where}: {kind} found" for kind, rule in rules if rule.search(text)]
-    return found
-
-
 # -------------------------------------------------------------------------------- write/check
-def new_receipt(
-    *,
-    run_id: str,
-    stage: str,
-    seed: int,
-    method: str,
-    profile: Literal["tiny", "hub"],
-    run_dir: Path,
-    clock: Clock,
-    repo_root: Path,
-    source_paths: Sequence[str],
-    checkpoint: CheckpointInfo | None,
-    inputs: InputsInfo | None,
-    numerics: NumericsInfo,
-    error: BaseException | str | None = None,
-    world_size: int = 1,
-    ranks_devices: Sequence[str] | None = None,
-    device_s: float | None = None,
-) -> Receipt:
-    """Collect everything and build a receipt: a failure when `error` is given (sanitised here)."""
-    hardware = collect_hardware()
-    if isinstance(error, BaseException):
-        error = f"{type(error).__name__}: {error}"
-    devices = (
-        list(ranks_devices)
-        if ranks_devices is not None
-        else ["cuda:0" if hardware.accelerator == "cuda" else "cpu"] * world_size
-    )
-    return Receipt(
-        run_id=run_id,
-        stage=stage,
-        seed=seed,
-        method=method,
-        profile=profile,
-        status="failure" if error else "success",
-        error=sanitise(error, repo_root)[:4000] if error else None,
-        source=collect_source(repo_root, source_paths),
-        checkpoint=checkpoint,
-        inputs=inputs,
-        outputs=OutputsInfo(files=hash_outputs(run_dir)),
-        hardware=hardware,
-        software=collect_software(),
-        timing=clock.stop(device_s),
-        resources=collect_resources(),
-        determinism=collect_determinism(seed, numerics),
-        world_size=world_size,
-        ranks_devices=devices,
-    )
-
-
 def _validated(receipt: Receipt, status: str) -> dict[str, Any]:
     data = Receipt.model_validate(receipt.model_dump()).model_dump(mode="json")
     if data["status"] != status:

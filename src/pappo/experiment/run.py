@@ -24,8 +24,8 @@ from pappo import numerics
 from pappo.config import Params
 from pappo.env.protocol import tools_for
 from pappo.env.vec import GradeCache, table_grader
+from pappo.experiment import machine, receipt_build, usage
 from pappo.experiment import receipt as rc
-from pappo.experiment import usage
 from pappo.experiment.report import (
     Budget,
     RunReport,
@@ -40,8 +40,9 @@ from pappo.experiment.report import (
 from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes
 from pappo.policy.adapters import POLICY, ActorCritic
 from pappo.policy.chat import ChatCodec
-from pappo.policy.checkpoint import hash_files, load_checkpoint
+from pappo.policy.checkpoint import CheckpointRecord, hash_files
 from pappo.policy.decoder import Qwen2Decoder
+from pappo.policy.loading import load_checkpoint
 from pappo.policy.memory import Dims, refusal
 from pappo.rl.collect import task_draw
 from pappo.rl.distributed import Dist
@@ -80,7 +81,7 @@ def run_method(
     A run that fails writes `failure.json` (or failure-2.json, ...: never replaced) and re-raises.
     Under a multi-process launcher (accelerate launch, torchrun) the ranks share the work and
     rank 0 alone writes; the receipt records the world size and every rank's device."""
-    clock, out_dir = rc.Clock.start(), Path(out_dir)
+    clock, out_dir = machine.Clock.start(), Path(out_dir)
     dist = Dist.from_env(params.model.device)
     receipt_args = dict(
         run_id=f"seed_{seed}/{method}",
@@ -101,7 +102,7 @@ def run_method(
     except BaseException as e:
         if dist.is_main:
             out_dir.mkdir(parents=True, exist_ok=True)
-            failure = rc.new_receipt(
+            failure = receipt_build.new_receipt(
                 **receipt_args, run_dir=out_dir, checkpoint=None, inputs=None, error=e, ranks_devices=devices
             )
             log(f"run failed; receipt in {rc.write_failure(out_dir, failure)}")
@@ -114,7 +115,7 @@ def run_method(
         claims_sha256=rc.claims_sha256(params),
     )
     checkpoint = rc.CheckpointInfo.from_record(report.checkpoint, report.adapters_sha256)
-    receipt = rc.new_receipt(
+    receipt = receipt_build.new_receipt(
         **receipt_args, run_dir=out_dir, checkpoint=checkpoint, inputs=inputs, ranks_devices=devices
     )
     rc.write_receipt(out_dir, receipt)
@@ -156,27 +157,88 @@ def _run(
     if method == "base":
         evals = [UpdateEval(update=0, result=evaluate_now(0))]
     else:
-        work = CHECKPOINTS / f"seed_{seed}" / method
-        trainer = Trainer(method, params, ac, codec, store, train_ids, grade_fn, work, seed, dist)
-        trainer.fingerprint, trainer.log = fingerprint, log
+        history, evals = _train(
+            params, seed, method, ac, codec, store, train_ids, grade_fn, fingerprint, log, dist, evaluate_now
+        )
+    return _finish(
+        params=params,
+        seed=seed,
+        method=method,
+        out_dir=out_dir,
+        dist=dist,
+        ac=ac,
+        subset=subset,
+        lock_sha=lock_sha,
+        train_ids=train_ids,
+        eval_ids=eval_ids,
+        record=record,
+        history=history,
+        evals=evals,
+        started=started,
+        t0=t0,
+        cpu0=cpu0,
+    )
 
-        def after_update(done: int, rec: dict[str, Any]) -> None:
-            if done == params.rl.updates or (params.eval.every and done % params.eval.every == 0):
-                start = time.perf_counter()
-                result = evaluate_now(done, final=done == params.rl.updates)
-                rec["eval"] = UpdateEval(update=done, result=result).model_dump(mode="json")
-                rec["wall_s"]["eval"] = time.perf_counter() - start
-            log(_progress(method, seed, done, params.rl.updates, rec))
 
-        with _progress_bar(f"{method} seed {seed}", params.rl.updates) as advance:
+def _train(
+    params: Params,
+    seed: int,
+    method: str,
+    ac: ActorCritic,
+    codec: ChatCodec,
+    store: TaskStore,
+    train_ids: list[str],
+    grade_fn: GradeCache,
+    fingerprint: str,
+    log: Callable[[str], None],
+    dist: Dist,
+    evaluate_now: Callable[..., EvalResult],
+) -> tuple[list[dict[str, Any]], list[UpdateEval]]:
+    """Train a method, evaluating after the configured updates: (per-update history, evaluations)."""
+    work = CHECKPOINTS / f"seed_{seed}" / method
+    trainer = Trainer(method, params, ac, codec, store, train_ids, grade_fn, work, seed, dist)
+    trainer.fingerprint, trainer.log = fingerprint, log
 
-            def after_update_bar(done: int, rec: dict[str, Any]) -> None:
-                after_update(done, rec)
-                advance(done, int(rec["rollout"]["episodes"]))
+    def after_update(done: int, rec: dict[str, Any]) -> None:
+        if done == params.rl.updates or (params.eval.every and done % params.eval.every == 0):
+            start = time.perf_counter()
+            result = evaluate_now(done, final=done == params.rl.updates)
+            rec["eval"] = UpdateEval(update=done, result=result).model_dump(mode="json")
+            rec["wall_s"]["eval"] = time.perf_counter() - start
+        log(_progress(method, seed, done, params.rl.updates, rec))
 
-            trainer.on_update = after_update_bar
-            history = trainer.run()
-        evals = [UpdateEval.model_validate(h.pop("eval")) for h in history if "eval" in h]
+    with _progress_bar(f"{method} seed {seed}", params.rl.updates) as advance:
+
+        def after_update_bar(done: int, rec: dict[str, Any]) -> None:
+            after_update(done, rec)
+            advance(done, int(rec["rollout"]["episodes"]))
+
+        trainer.on_update = after_update_bar
+        history = trainer.run()
+    evals = [UpdateEval.model_validate(h.pop("eval")) for h in history if "eval" in h]
+    return history, evals
+
+
+def _finish(
+    *,
+    params: Params,
+    seed: int,
+    method: str,
+    out_dir: Path,
+    dist: Dist,
+    ac: ActorCritic,
+    subset: dict[str, Any],
+    lock_sha: str,
+    train_ids: list[str],
+    eval_ids: list[str],
+    record: CheckpointRecord,
+    history: list[dict[str, Any]],
+    evals: list[UpdateEval],
+    started: datetime,
+    t0: float,
+    cpu0: float,
+) -> RunReport | None:
+    """Check the budget, then on rank 0 write the adapters, report and metrics (None elsewhere)."""
     budget = _budget(params, method, seed, history, evals)
     out_dir = Path(out_dir)
     if not dist.is_main:

@@ -29,9 +29,10 @@ from pappo.io import atomic_write_json
 from pappo.policy import sft
 from pappo.policy.base_metrics import headline, metrics_path
 from pappo.policy.chat import ChatCodec
-from pappo.policy.checkpoint import build_tiny_model, load_tokenizer, resolve_hub, save_checkpoint
+from pappo.policy.checkpoint import build_tiny_model, resolve_hub, save_checkpoint
 from pappo.policy.constrained import call_trie
 from pappo.policy.decoder import Qwen2Decoder
+from pappo.policy.loading import load_tokenizer
 from pappo.policy.rollout import RolloutEngine
 from pappo.policy.tokenizer import build_tokenizer, corpus_files
 from pappo.sandbox.grading import grade_many

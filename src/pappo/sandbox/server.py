@@ -15,15 +15,12 @@ same every time. After pytest's assertion rewriting, `typed.instrument` makes ea
 
 from __future__ import annotations
 
-import ast
 import base64
 import gc
 import hashlib
 import importlib.machinery
-import importlib.util
 import json
 import os
-import resource
 import secrets
 import shutil
 import signal
@@ -42,7 +39,7 @@ import _pytest.python
 import pytest  # pre-imported on purpose: children must not pay for it
 
 from pappo.io import write_tree
-from pappo.sandbox import channel, isolation, prefault, pytest_plugin, seccomp, typed, userns
+from pappo.sandbox import channel, child, isolation, prefault, pytest_plugin, rewrite_cache, seccomp, userns
 
 for _name in _pytest.config.default_plugins:  # import every builtin plugin once, pre-fork
     try:
@@ -111,52 +108,6 @@ _PYTEST_ARGS = [
     "no:legacypath",
     "tests",
 ]
-_CACHE: dict[tuple[str, str], Any] = {}
-
-
-def _rewrite_typed(fn: Path, config: pytest.Config) -> tuple[bytes, Any]:
-    """pytest's `_rewrite_test`, then the typed-assertion pass (`typed.instrument`)."""
-    source = fn.read_bytes()
-    tree = ast.parse(source, filename=str(fn))
-    _rewrite.rewrite_asserts(tree, source, str(fn), config)
-    typed.instrument(tree, os.path.relpath(str(fn), str(config.rootpath)))
-    return importlib.util.source_hash(source), compile(tree, str(fn), "exec", dont_inherit=True)
-
-
-def _cached_rewrite(fn: Path, config: pytest.Config) -> Any:
-    source = fn.read_bytes()
-    digest = hashlib.sha256(source).hexdigest()
-    key = (str(fn), digest)
-    if key not in _CACHE:
-        trusted = pytest_plugin._RUN.get("trusted_tests", {})
-        rel = os.path.relpath(str(fn), str(config.rootpath))
-        if pytest_plugin._RUN and rel.startswith("tests/") and trusted.get(rel) != digest:
-            pytest_plugin.emit("tamper", where="collection", changed=[f"test file {rel} on disk"])
-            pytest_plugin._exit(3)
-        if len(_CACHE) > 2048:
-            _CACHE.clear()
-        _CACHE[key] = _rewrite_typed(fn, config)
-    return _CACHE[key]
-
-
-def _brief_failure(self: _pytest.python.Function, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
-    """A one-line failure text. pytest's long traceback costs milliseconds per failing test and
-    nothing reads it: the plugin records its own failure details."""
-    return f"{excinfo.typename}: {excinfo.exconly(tryshort=True)[:500]}"
-
-
-_SOURCE: dict[tuple[str, str], Any] = {}
-_original_source_to_code = importlib.machinery.SourceFileLoader.source_to_code
-
-
-def _cached_source_to_code(self: Any, data: Any, path: Any, *, _optimize: int = -1) -> Any:
-    """Compile a module once per (path, content): most files of a tree are the same every run."""
-    key = (str(path), hashlib.sha256(bytes(data)).hexdigest())
-    if key not in _SOURCE:
-        if len(_SOURCE) > 4096:
-            _SOURCE.clear()
-        _SOURCE[key] = _original_source_to_code(self, data, path, _optimize=_optimize)
-    return _SOURCE[key]
 
 
 @dataclass
@@ -202,7 +153,7 @@ class Worker:
         # `auto` and `namespaces` fail closed: an error here stops the pool (pool._fail_closed).
         self.rootless = os.geteuid() != 0
         self.notes += isolation.isolate_worker()
-        if not self.rootless and not _can_drop_to(uid):
+        if not self.rootless and not child.can_drop_to(uid):
             self.notes.append(
                 f"uid {uid} cannot read the interpreter; children keep uid 0 inside read-only mounts"
             )
@@ -219,9 +170,9 @@ class Worker:
         config._do_configure()
         session = _pytest.main.Session.from_config(config)
         config.hook.pytest_sessionstart(session=session)
-        _rewrite._rewrite_test = _cached_rewrite
-        _pytest.python.Function.repr_failure = _brief_failure
-        importlib.machinery.SourceFileLoader.source_to_code = _cached_source_to_code
+        _rewrite._rewrite_test = rewrite_cache.cached_rewrite
+        _pytest.python.Function.repr_failure = rewrite_cache.brief_failure
+        importlib.machinery.SourceFileLoader.source_to_code = rewrite_cache.cached_source_to_code
         return config, session
 
     def serve(self) -> None:
@@ -268,9 +219,9 @@ class Worker:
             path = Path(self.workspace, rel)
             try:
                 if rel in trusted and path.name.startswith("test_"):
-                    _cached_rewrite(path, self.config)
+                    rewrite_cache.cached_rewrite(path, self.config)
                 elif rel.endswith(".py") and rel not in trusted:
-                    _cached_source_to_code(None, data, str(path))
+                    rewrite_cache.cached_source_to_code(None, data, str(path))
             except (SyntaxError, ValueError, OSError):
                 pass  # reported by the child's collection
         return self._run(req, trusted)
@@ -280,13 +231,13 @@ class Worker:
         if self._pending is not None:
             os.waitpid(self._pending, 0)
             self._pending = None
-        _clear(self.workspace)
+        child.clear(self.workspace)
         if limits is not None and self._spare is None:
             self._spare = self._spawn(limits)
 
     def _materialise(self, files: dict[str, bytes]) -> dict[str, str]:
         """Write the tree; tests stay root-owned and read-only, the rest belongs to the child."""
-        _clear(self.workspace)
+        child.clear(self.workspace)
         root = Path(self.workspace)
         write_tree(root, files)
         os.mkdir(root / ".tmp")
@@ -322,7 +273,7 @@ class Worker:
         deadline = start + float(req["limits"]["timeout_s"])
         data, timed_out, status, hangup = channel.wait_run(spare.pid, spare.chan, self.rfd, deadline)
         if self.isolation != "namespaces":
-            _killpg(spare.pid)  # the child's own process group (a PID namespace needs no such step)
+            child.killpg(spare.pid)  # the child's own process group (a PID namespace needs no such step)
         self._pending = spare.pid if status is None else None
         os.close(spare.chan)
         os.lseek(spare.log, 0, os.SEEK_SET)
@@ -387,7 +338,7 @@ class Worker:
                 )
             else:
                 os.setpgid(0, 0)
-            _set_limits(limits)
+            child.set_limits(limits)
             if seccomp.enabled:  # no unix sockets: the host's named ones stay out of reach
                 seccomp.install()
             if self.uid is not None and not self.rootless:
@@ -396,9 +347,9 @@ class Worker:
             go = json.loads(channel.read_all(4))  # blocks until the run starts
             os.close(4)
             if self.rootless:  # one host uid: read-only mounts, then no capability (userns.py)
-                isolation.protect_workspace(self.workspace, _writable(self.workspace))
+                isolation.protect_workspace(self.workspace, child.writable(self.workspace))
                 userns.leave_worker_namespace(self.uid if self.uid is not None else 65534)
-            _enter_workspace(self.workspace)
+            child.enter_workspace(self.workspace)
             hidden = (
                 go["hidden"]
                 if go["hidden_ref"] is None or go["hidden"] is not None
@@ -424,63 +375,6 @@ def _run_session(config: pytest.Config, session: pytest.Session) -> NoReturn:
         config.hook.pytest_sessionfinish(session=session, exitstatus=status)
     finally:
         os._exit(0)
-
-
-def _writable(ws: str) -> list[str]:
-    """What a run may write: the workspace's folders but tests/ (its root and files stay read-only)."""
-    return [e.name for e in os.scandir(ws) if e.is_dir(follow_symlinks=False) and e.name != "tests"]
-
-
-def _enter_workspace(ws: str) -> None:
-    os.chdir(ws)
-    sys.path.insert(0, ws)
-    os.environ.update(HOME=ws, TMPDIR=f"{ws}/.tmp")
-    tempfile.tempdir = None
-    sys.dont_write_bytecode = True
-
-
-def _set_limits(limits: dict[str, Any]) -> None:
-    mb = 1024 * 1024
-    for kind, value in (
-        (resource.RLIMIT_CPU, int(limits["cpu_s"])),
-        (resource.RLIMIT_AS, int(limits["memory_mb"]) * mb),
-        (resource.RLIMIT_FSIZE, int(limits["max_file_mb"]) * mb),
-        (resource.RLIMIT_NPROC, int(limits["max_procs"])),
-        (resource.RLIMIT_CORE, 0),
-    ):
-        soft, hard = resource.getrlimit(kind)
-        new = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        resource.setrlimit(kind, (new, new))
-
-
-def _can_drop_to(uid: int) -> bool:
-    """Probe, in a throwaway child, that `uid` can still import from the standard library."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            isolation.drop_privileges(uid)
-            with open(os.__file__, "rb"):
-                pass
-            os.listdir(os.path.dirname(os.__file__))
-            os._exit(0)
-        except BaseException:
-            os._exit(1)
-    return os.waitpid(pid, 0)[1] == 0
-
-
-def _clear(root: str) -> None:
-    for entry in os.scandir(root):
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
-        else:
-            os.unlink(entry.path)
-
-
-def _killpg(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def main() -> None:
