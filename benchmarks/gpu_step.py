@@ -517,9 +517,6 @@ def receipt(
     hardware = machine.collect_hardware()
     if device.type == "cpu":  # the kind this run used, also on a machine that has a GPU
         hardware = hardware.model_copy(update={"accelerator": "cpu", "accelerator_model_name": None})
-    rp, rl = params.rollout, params.rl
-    predicted = memory.predict(params, memory.Dims.from_config(cfg), rows=r["episodes"])
-    at_run = predict_at_run(params, cfg, r)
     up = phases.get("update", {})
     return {
         "schema": SCHEMA,
@@ -535,38 +532,14 @@ def receipt(
         "vocab_note": vocab_note(cfg.vocab_size, tokenizer_size),
         "model": model_record(cfg, base, trainer.learner.ac, tokenizer_size),
         "lora": params.lora.model_dump(mode="json"),
-        "batch": {
-            "tasks": args.tasks,
-            "group_size": args.group,
-            "episodes": r["episodes"],
-            "max_turns": params.env.max_turns,
-            "max_new_tokens_per_turn": rp.max_new_tokens_per_turn,
-            "max_tokens_per_episode": rp.max_tokens_per_episode,
-            "kv_cache": rp.kv_cache,
-            "enforce_eager": rp.enforce_eager,
-            "decode_graphs": None if rp.enforce_eager else r.get("decode_graphs"),
-            "ppo_epochs": rl.ppo_epochs,
-            "minibatches": rl.minibatches,
-            "micro_batch_size": rl.micro_batch_size,
-            "use_dynamic_bsz": rl.use_dynamic_bsz,
-            "ppo_max_token_len_per_gpu": rl.ppo_max_token_len_per_gpu,
-            "largest_update_micro_batch": r.get("update_micro"),
-            "target_kl": None,
-        },
+        "batch": batch_record(args, params, r),
         "phases": phases,
         "tokens_generated": phases["rollout"]["tokens_generated"],
         "tokens_trained": up.get("tokens_trained"),
         "peak_flops_bf16": peak,
         "mfu": up.get("mfu"),
         "logprob_gap": r.get("gap"),
-        "peak_memory": {
-            "bytes": max(r["peak_bytes"].values()),
-            "per_phase_bytes": r["peak_bytes"],
-            "measure": "torch.cuda.max_memory_allocated" if device.type == "cuda" else "peak RSS",
-            "predicted": predicted.as_dict(),
-            "predicted_at_run": None if at_run is None else at_run.as_dict(),
-            "measured_over_predicted": phase_ratios(r["peak_bytes"], at_run, device),
-        },
+        "peak_memory": peak_memory_record(params, cfg, r, device),
         "params_file": privacy.sanitise(str(args.params), ROOT),
         "seed": args.seed,
         "hardware": hardware.model_dump(mode="json"),
@@ -576,6 +549,45 @@ def receipt(
             mode="json"
         ),
         "timing": clock.stop().model_dump(mode="json"),
+    }
+
+
+def batch_record(args: argparse.Namespace, params: Params, r: dict[str, Any]) -> dict[str, Any]:
+    """The receipt's `batch`: the episodes played and the knobs of rollout and update that shaped them."""
+    rp, rl = params.rollout, params.rl
+    return {
+        "tasks": args.tasks,
+        "group_size": args.group,
+        "episodes": r["episodes"],
+        "max_turns": params.env.max_turns,
+        "max_new_tokens_per_turn": rp.max_new_tokens_per_turn,
+        "max_tokens_per_episode": rp.max_tokens_per_episode,
+        "kv_cache": rp.kv_cache,
+        "enforce_eager": rp.enforce_eager,
+        "decode_graphs": None if rp.enforce_eager else r.get("decode_graphs"),
+        "ppo_epochs": rl.ppo_epochs,
+        "minibatches": rl.minibatches,
+        "micro_batch_size": rl.micro_batch_size,
+        "use_dynamic_bsz": rl.use_dynamic_bsz,
+        "ppo_max_token_len_per_gpu": rl.ppo_max_token_len_per_gpu,
+        "largest_update_micro_batch": r.get("update_micro"),
+        "target_kl": None,
+    }
+
+
+def peak_memory_record(
+    params: Params, cfg: Qwen2Config, r: dict[str, Any], device: torch.device
+) -> dict[str, Any]:
+    """The receipt's `peak_memory`: measured per phase, predicted at the profile and at the run's shapes."""
+    predicted = memory.predict(params, memory.Dims.from_config(cfg), rows=r["episodes"])
+    at_run = predict_at_run(params, cfg, r)
+    return {
+        "bytes": max(r["peak_bytes"].values()),
+        "per_phase_bytes": r["peak_bytes"],
+        "measure": "torch.cuda.max_memory_allocated" if device.type == "cuda" else "peak RSS",
+        "predicted": predicted.as_dict(),
+        "predicted_at_run": None if at_run is None else at_run.as_dict(),
+        "measured_over_predicted": phase_ratios(r["peak_bytes"], at_run, device),
     }
 
 
@@ -707,6 +719,28 @@ def say(lines: list[str]) -> None:
     print("\n".join(lines), flush=True)
 
 
+def rollout_oom(
+    out: Path, args: argparse.Namespace, device: torch.device, dtype: torch.dtype, error: str, predicted: Any
+) -> None:
+    """Write and say the receipt of a rollout that ran out of memory: the error, the prediction, the peak."""
+    peak = peak_bytes(device)
+    atomic_write_json(
+        out,
+        {
+            "schema": SCHEMA,
+            "complete": False,
+            "error": error,
+            "phase": "rollout",
+            "config": args.config,
+            "device": str(device),
+            "dtype": str(dtype),
+            "peak_bytes_at_error": peak,
+            "predicted": predicted.as_dict(),
+        },
+    )
+    print(f"gpu_step: {error} in the rollout (peak {peak / 2**30:.2f} GiB); receipt: {out}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -746,25 +780,7 @@ def main(argv: list[str] | None = None) -> int:
     except torch.OutOfMemoryError as e:
         r["error"] = f"out of memory: {str(e).splitlines()[0]}"
         if "episodes" not in r:  # the rollout did not finish: the error, the prediction and the peak
-            peak = peak_bytes(device)
-            atomic_write_json(
-                out,
-                {
-                    "schema": SCHEMA,
-                    "complete": False,
-                    "error": r["error"],
-                    "phase": "rollout",
-                    "config": args.config,
-                    "device": str(device),
-                    "dtype": str(dtype),
-                    "peak_bytes_at_error": peak,
-                    "predicted": predicted.as_dict(),
-                },
-            )
-            print(
-                f"gpu_step: {r['error']} in the rollout (peak {peak / 2**30:.2f} GiB); receipt: {out}",
-                flush=True,
-            )
+            rollout_oom(out, args, device, dtype, r["error"], predicted)
             return 3
         r.pop("update_s", None)
         record(False)

@@ -33,6 +33,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = [  # name, phase, rows, tokens (episode limit), gradient checkpointing, KV heads
@@ -59,14 +60,52 @@ def current_rss() -> int:
     return int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize()
 
 
+def update_pass(ac: Any, ids: Any) -> None:
+    """The operations of rl.batch.policy_outputs (entropy on) over ids (rows, tokens), then backward."""
+    import torch
+
+    from pappo.policy.adapters import POLICY
+
+    rows, tokens = ids.shape
+    ones = torch.ones(rows, tokens)
+    with ac.adapter(POLICY):
+        hidden = ac.policy_hidden(ids, torch.ones_like(ids))
+        picked = ones[:, 1:].bool()
+        logits = ac.lm_head(hidden[:, :-1][picked]).float() / 1.0
+        logp = torch.log_softmax(logits, -1)
+        ent = -(logp.exp() * logp).sum(-1)
+        (logp.gather(-1, ids[:, 1:][picked][:, None]).sum() + ent.sum()).backward()
+
+
+def decode_loop(ac: Any, ids: Any) -> None:
+    """The lean decoder over ids (rows, tokens): the first PROMPT in one forward, then a token a step."""
+    import torch
+
+    from pappo.config import RolloutParams
+    from pappo.policy.adapters import POLICY
+    from pappo.policy.decoder import Qwen2Decoder
+    from pappo.policy.sampler import Sampler
+
+    rows, tokens = ids.shape
+    with ac.adapter(POLICY):
+        dec = Qwen2Decoder(ac.peft)
+    cache, prompt = dec.new_cache(), PROMPT
+    sample = Sampler(RolloutParams(), list(range(rows)))
+    mask = torch.ones(rows, prompt, dtype=torch.long)
+    logits = dec(ids[:, :prompt], mask, torch.arange(prompt).expand(rows, prompt), cache, True)[:, -1]
+    for t in range(prompt, tokens):
+        nxt, _ = sample(logits, list(range(rows)))
+        mask = torch.cat([mask, torch.ones(rows, 1, dtype=torch.long)], 1)
+        logits = dec(nxt[:, None], mask, torch.full((rows, 1), t), cache, True)[:, -1]
+
+
 def one(name: str, phase: str, rows: int, tokens: int, ckpt: bool, kv_heads: int) -> dict:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from pappo.config import load_params
     from pappo.policy import memory
-    from pappo.policy.adapters import POLICY, ActorCritic
-    from pappo.policy.decoder import Qwen2Decoder
+    from pappo.policy.adapters import ActorCritic
 
     torch.manual_seed(0)
     params = load_params(ROOT / "params.yaml")
@@ -81,30 +120,11 @@ def one(name: str, phase: str, rows: int, tokens: int, ckpt: bool, kv_heads: int
     ac = ActorCritic(model, params.lora)
     ids = torch.randint(0, cfg.vocab_size, (rows, tokens))
     if phase == "update":
-        ones = torch.ones(rows, tokens)
-        with ac.adapter(POLICY):  # the operations of rl.batch.policy_outputs (entropy on), then backward
-            hidden = ac.policy_hidden(ids, torch.ones_like(ids))
-            picked = ones[:, 1:].bool()
-            logits = ac.lm_head(hidden[:, :-1][picked]).float() / 1.0
-            logp = torch.log_softmax(logits, -1)
-            ent = -(logp.exp() * logp).sum(-1)
-            (logp.gather(-1, ids[:, 1:][picked][:, None]).sum() + ent.sum()).backward()
+        update_pass(ac, ids)
     elif phase == "engine":
         engine_rollout(ac, rows, tokens)
     else:
-        from pappo.config import RolloutParams
-        from pappo.policy.sampler import Sampler
-
-        with ac.adapter(POLICY):
-            dec = Qwen2Decoder(ac.peft)
-        cache, prompt = dec.new_cache(), PROMPT
-        sample = Sampler(RolloutParams(), list(range(rows)))
-        mask = torch.ones(rows, prompt, dtype=torch.long)
-        logits = dec(ids[:, :prompt], mask, torch.arange(prompt).expand(rows, prompt), cache, True)[:, -1]
-        for t in range(prompt, tokens):
-            nxt, _ = sample(logits, list(range(rows)))
-            mask = torch.cat([mask, torch.ones(rows, 1, dtype=torch.long)], 1)
-            logits = dec(nxt[:, None], mask, torch.full((rows, 1), t), cache, True)[:, -1]
+        decode_loop(ac, ids)
     measured = rss() - base
     p = params.model_copy(
         update={
