@@ -15,15 +15,15 @@ from pappo.cli import app
 from pappo.config import ClaimParams, Params
 from pappo.evidence import audit as audit_mod
 from pappo.evidence.audit import AuditVerdict, render
-from pappo.evidence.audit_context import _Ctx
+from pappo.evidence.audit_context import AuditContext
 from pappo.evidence.git_trees import GitTrees
-from pappo.evidence.run_files import _load_run
+from pappo.evidence.run_files import load_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def ctx(fx_params: Params, tmp_path: Path) -> _Ctx:
-    return _Ctx(fx_params, tmp_path, tmp_path / "runs", tmp_path / "base", ROOT / "schemas")
+def ctx(fx_params: Params, tmp_path: Path) -> AuditContext:
+    return AuditContext(fx_params, tmp_path, tmp_path / "runs", tmp_path / "base", ROOT / "schemas")
 
 
 def write_report(tmp_path: Path, method: str, data: dict) -> None:
@@ -35,7 +35,7 @@ def write_report(tmp_path: Path, method: str, data: dict) -> None:
 def test_a_report_of_an_older_schema_version_is_refused_with_a_fix(fx_params: Params, tmp_path: Path):
     write_report(tmp_path, "ppo", {"schema_version": 0, "method": "ppo"})
     c = ctx(fx_params, tmp_path)
-    assert _load_run(c, 0, "ppo") is None
+    assert load_run(c, 0, "ppo") is None
     [failure] = c.failures
     assert failure.field == "schema_version" and failure.expected == "1" and failure.found == "0"
     assert "regenerate it" in failure.message and failure.file == "runs/seed_0/ppo/report.json"
@@ -43,14 +43,14 @@ def test_a_report_of_an_older_schema_version_is_refused_with_a_fix(fx_params: Pa
 
 def test_a_missing_run_names_the_stage_that_writes_it(fx_params: Params, tmp_path: Path):
     c = ctx(fx_params, tmp_path)
-    assert _load_run(c, 1, "grpo") is None
+    assert load_run(c, 1, "grpo") is None
     assert "dvc repro train@1-grpo" in c.failures[0].message
 
 
 def test_an_invalid_report_names_the_schema(fx_params: Params, tmp_path: Path):
     write_report(tmp_path, "rft", {"schema_version": 1, "method": "rft"})
     c = ctx(fx_params, tmp_path)
-    assert _load_run(c, 0, "rft") is None
+    assert load_run(c, 0, "rft") is None
     assert "schemas/run_report.schema.json" in c.failures[0].expected
 
 

@@ -15,7 +15,7 @@ import torch
 
 from conftest import write_params
 from pappo.config import NumericsParams, Params
-from pappo.evidence.audit_context import _Ctx
+from pappo.evidence.audit_context import AuditContext
 from pappo.evidence.numerics_audit import numerics_verdict
 from pappo.numerics import PINNED_ENV, NumericsInfo, comparison, pin, requested_env
 
@@ -134,7 +134,7 @@ def test_the_audit_reports_mixed_numerics_as_not_bitwise_comparable(fx_params: P
         json.dumps({"numerics": info().model_dump(mode="json")})
     )
     runs = {(0, m): SimpleNamespace(determinism=SimpleNamespace(numerics=info())) for m in ("base", "ppo")}
-    ctx = _Ctx(fx_params, tmp_path, tmp_path / "runs", tmp_path / "base", ROOT / "schemas")
+    ctx = AuditContext(fx_params, tmp_path, tmp_path / "runs", tmp_path / "base", ROOT / "schemas")
     same = numerics_verdict(ctx, runs)
     assert (
         same is not None

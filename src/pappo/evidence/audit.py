@@ -19,12 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pappo.config import Params
 from pappo.evidence import archived, recompute
-from pappo.evidence.audit_context import AuditFailure, _Ctx
+from pappo.evidence.audit_context import AuditContext, AuditFailure
 from pappo.evidence.committed import check_committed, describe, lock_stages
-from pappo.evidence.git_trees import GitTrees, _git
+from pappo.evidence.git_trees import GitTrees, git_output
 from pappo.evidence.history import HISTORY, IMPORTED_HISTORY, History, disagreement, from_record, read_history
 from pappo.evidence.numerics_audit import NumericsVerdict, numerics_verdict
-from pappo.evidence.run_files import _load_run
+from pappo.evidence.run_files import load_run
 from pappo.evidence.verdicts import ClaimVerdict, evaluate_claim, render_claim
 from pappo.experiment import receipt as rc
 from pappo.experiment.report import RUN_METHODS, RunReport, params_subset, run_stage
@@ -73,12 +73,12 @@ def audit(
     """Every check; claims are evaluated only on runs that passed integrity. `stage`: the audit
     stage inside dvc repro, which audits its workspace instead of requiring committed evidence.
     `archive`: root is an unpacked bundle, not a git checkout; its source/ stands in for git."""
-    ctx = _Ctx(params, Path(root).resolve(), Path(runs), Path(base_dir), Path(schemas))
+    ctx = AuditContext(params, Path(root).resolve(), Path(runs), Path(base_dir), Path(schemas))
     reports: dict[tuple[int, str], RunReport] = {}
     receipts: dict[tuple[int, str], rc.Receipt] = {}
     for seed in params.seeds:
         for method in RUN_METHODS:
-            loaded = _load_run(ctx, seed, method)
+            loaded = load_run(ctx, seed, method)
             if loaded is not None:
                 reports[seed, method], receipts[seed, method] = loaded
     _check_lock(ctx)
@@ -103,7 +103,7 @@ def audit(
     num = numerics_verdict(ctx, receipts)
     ok = not ctx.failures
     code: Literal[0, 1, 2] = 1 if not ok else (0 if all(c.holds for c in claims) else 2)
-    head = _git(ctx.root, "rev-parse", "HEAD") if archive is None else archive.commit
+    head = git_output(ctx.root, "rev-parse", "HEAD") if archive is None else archive.commit
     where = describe(scope) if archive is None else archived.describe(archive)
     return AuditVerdict(
         exit_code=code,
@@ -119,7 +119,7 @@ def audit(
     )
 
 
-def _history(ctx: _Ctx, archive: archived.Archive | None) -> History:
+def _history(ctx: AuditContext, archive: archived.Archive | None) -> History:
     """A bundle: the release's record (no git to read). A clone: its own git history, which must
     agree with the record of an imported bundle (IMPORTED_HISTORY), else integrity fails."""
     if archive is not None:
@@ -141,7 +141,7 @@ def _history(ctx: _Ctx, archive: archived.Archive | None) -> History:
 
 
 def _check_recomputed(
-    ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts: dict[tuple[int, str], rc.Receipt]
+    ctx: AuditContext, reports: dict[tuple[int, str], RunReport], receipts: dict[tuple[int, str], rc.Receipt]
 ) -> None:
     """Every published number re-derived from the per-task outcomes (evidence/recompute.py)."""
     for (seed, method), report in sorted(reports.items()):
@@ -162,7 +162,7 @@ def _check_recomputed(
     )
 
 
-def _check_lock(ctx: _Ctx) -> None:
+def _check_lock(ctx: AuditContext) -> None:
     """dvc.lock binds every file a run's stage wrote (md5): an edited or swapped report or receipt
     no longer matches, even where no receipt hash covers it."""
     path = ctx.root / "dvc.lock"
@@ -186,10 +186,10 @@ def _check_lock(ctx: _Ctx) -> None:
                 )
 
 
-def _check_source(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> None:
+def _check_source(ctx: AuditContext, receipts: dict[tuple[int, str], rc.Receipt]) -> None:
     """No uncommitted pipeline code; each receipt's commit exists, it binds the train stage's code
     (dvc.yaml at HEAD), its recorded tree is that commit's, and HEAD's is the same (else stale)."""
-    dirty = _git(ctx.root, "status", "--porcelain", "--untracked-files=normal", "--", *rc.SOURCE_PATHS)
+    dirty = git_output(ctx.root, "status", "--porcelain", "--untracked-files=normal", "--", *rc.SOURCE_PATHS)
     if dirty:
         ctx.fail(
             "(working tree)",
@@ -199,7 +199,7 @@ def _check_source(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> Non
             "uncommitted changes to the pipeline code; commit them and rerun",
         )
     try:
-        paths = tuple(stage_code(ctx.root, "train", _git(ctx.root, "show", "HEAD:dvc.yaml")))
+        paths = tuple(stage_code(ctx.root, "train", git_output(ctx.root, "show", "HEAD:dvc.yaml")))
     except (OSError, ValueError) as e:
         ctx.fail("dvc.yaml", "stages.train.deps", "the train stage's code", "none", str(e))
         return
@@ -238,7 +238,7 @@ def _check_source(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> Non
 
 
 def _check_inputs(
-    ctx: _Ctx, reports: dict[tuple[int, str], RunReport], receipts: dict[tuple[int, str], rc.Receipt]
+    ctx: AuditContext, reports: dict[tuple[int, str], RunReport], receipts: dict[tuple[int, str], rc.Receipt]
 ) -> None:
     """Checkpoint revision, manifest lock, params and claims hashes, and the split, against now."""
     p = ctx.params
@@ -297,7 +297,7 @@ def _check_inputs(
             )
 
 
-def _check_budgets(ctx: _Ctx, reports: dict[tuple[int, str], RunReport]) -> None:
+def _check_budgets(ctx: AuditContext, reports: dict[tuple[int, str], RunReport]) -> None:
     """Every trained method of a seed: the same limits and task draws, and within them."""
     for seed in ctx.params.seeds:
         rows = {m: reports[seed, m].budget for m in RUN_METHODS if (seed, m) in reports and m != "base"}

@@ -23,7 +23,7 @@ class AuditFailure(BaseModel):
     message: str
 
 
-class _Ctx:
+class AuditContext:
     """What the checks share: params, paths, the failures found so far."""
 
     def __init__(self, params: Params, root: Path, runs: Path, base_dir: Path, schemas: Path) -> None:

@@ -26,7 +26,7 @@ class GitTrees:
 
     def is_commit(self, rev: str) -> bool:
         if rev not in self._kinds:
-            self._kinds[rev] = _git(self.root, "cat-file", "-t", rev)
+            self._kinds[rev] = git_output(self.root, "cat-file", "-t", rev)
         return self._kinds[rev] == "commit"
 
     def at(self, commit: str) -> str | None:
@@ -81,6 +81,6 @@ class GitTrees:
             at = start + int(header[2]) + 1  # the content is followed by a newline
 
 
-def _git(root: Path, *args: str) -> str | None:
+def git_output(root: Path, *args: str) -> str | None:
     out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
     return out.stdout.strip() if out.returncode == 0 else None

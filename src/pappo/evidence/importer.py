@@ -23,7 +23,7 @@ from pappo.evidence import history
 from pappo.evidence.bundle import checked, refuse
 from pappo.evidence.bundle_check import bundled_name, bundled_out, read_entries
 from pappo.evidence.dvc_cache import LockedOut, locked_outs, out_md5, store
-from pappo.evidence.release import _git
+from pappo.evidence.release import git_bytes
 from pappo.io import PappoError, atomic_write_bytes
 
 
@@ -56,7 +56,7 @@ def _head_is_bundle(root: Path, meta: dict[str, object], lock: bytes) -> str:
             "there (git clone, then git checkout BUNDLE.json's commit); without a clone, "
             "`pappo audit --bundle ZIP` audits the bundle alone"
         )
-    head = _git(root, "rev-parse", "--verify", "HEAD^{commit}").decode().strip()
+    head = git_bytes(root, "rev-parse", "--verify", "HEAD^{commit}").decode().strip()
     commit = str(meta.get("commit"))
     if head != commit:
         raise PappoError(
@@ -64,7 +64,7 @@ def _head_is_bundle(root: Path, meta: dict[str, object], lock: bytes) -> str:
             f"`git checkout {commit}` (after `git fetch` if the clone lacks it), then import "
             "again"
         )
-    tree = _git(root, "rev-parse", "HEAD^{tree}").decode().strip()
+    tree = git_bytes(root, "rev-parse", "HEAD^{tree}").decode().strip()
     if meta.get("swhid_dir") != f"swh:1:dir:{tree}":
         raise PappoError(
             f"the bundle's source is tree {meta.get('swhid_dir')}, HEAD's is swh:1:dir:{tree}: "
@@ -79,7 +79,7 @@ def _head_is_bundle(root: Path, meta: dict[str, object], lock: bytes) -> str:
 
 
 def _tracked(root: Path, outs: list[LockedOut]) -> set[str]:
-    listed = _git(root, "ls-files", "-z", "--", *[o.path for o in outs]).decode().split("\0")
+    listed = git_bytes(root, "ls-files", "-z", "--", *[o.path for o in outs]).decode().split("\0")
     return {o.path for o in outs for f in listed if f and (f == o.path or f.startswith(o.path + "/"))}
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pappo.evidence.audit_context import _Ctx
+from pappo.evidence.audit_context import AuditContext
 from pappo.experiment import receipt as rc
 from pappo.numerics import Comparison, NumericsInfo, comparison
 
@@ -34,7 +34,9 @@ class NumericsVerdict(BaseModel):
     reason: str
 
 
-def numerics_verdict(ctx: _Ctx, receipts: dict[tuple[int, str], rc.Receipt]) -> NumericsVerdict | None:
+def numerics_verdict(
+    ctx: AuditContext, receipts: dict[tuple[int, str], rc.Receipt]
+) -> NumericsVerdict | None:
     """Group the base model and the runs by the numerics they computed with. Results made with
     different numerics are reported as not bitwise comparable, never compared bit for bit."""
     found: list[tuple[str, NumericsInfo]] = [

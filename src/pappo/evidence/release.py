@@ -66,7 +66,7 @@ class BundleInfo:
 
 
 # ------------------------------------------------------------------------------- git and gates
-def _git(root: Path, *args: str) -> bytes:
+def git_bytes(root: Path, *args: str) -> bytes:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | {"LC_ALL": "C"}
     out = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, timeout=300)
     if out.returncode != 0:
@@ -82,8 +82,8 @@ def check_ready(repo_root: Path, audit_path: Path) -> tuple[str, Any]:
     """HEAD and the verdict, or a PappoError saying which gate is shut and what to do."""
     from pappo.evidence.audit import AuditVerdict  # numpy, jsonschema: only when needed
 
-    head = _git(repo_root, "rev-parse", "--verify", "HEAD^{commit}").decode().strip()
-    dirty = _git(repo_root, "status", "--porcelain", "--untracked-files=no").decode().splitlines()
+    head = git_bytes(repo_root, "rev-parse", "--verify", "HEAD^{commit}").decode().strip()
+    dirty = git_bytes(repo_root, "status", "--porcelain", "--untracked-files=no").decode().splitlines()
     if dirty:
         raise PappoError(
             f"the working tree is dirty: {len(dirty)} tracked files differ from HEAD (first: "
@@ -145,7 +145,7 @@ def read_metadata(repo_root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 # ------------------------------------------------------------------------------ SWH / git trees
 def source_files(repo_root: Path, head: str) -> dict[str, tuple[int, bytes]]:
     """The commit as `git archive` gives it: {path: (mode, bytes)}, checked against git's tree id."""
-    raw = _git(repo_root, "archive", "--format=tar", head)
+    raw = git_bytes(repo_root, "archive", "--format=tar", head)
     files: dict[str, tuple[int, bytes]] = {}
     with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
         if tar.pax_headers.get("comment") not in (None, head):
@@ -161,7 +161,7 @@ def source_files(repo_root: Path, head: str) -> dict[str, tuple[int, bytes]]:
                 raise PappoError(
                     f"git archive holds {m.name}, neither a file nor a symlink; cannot package it"
                 )
-    ours, gits = git_tree_id(files), _git(repo_root, "rev-parse", f"{head}^{{tree}}").decode().strip()
+    ours, gits = git_tree_id(files), git_bytes(repo_root, "rev-parse", f"{head}^{{tree}}").decode().strip()
     if ours != gits:
         raise PappoError(
             f"the archived source hashes to tree {ours}, git says {gits}: export-ignore/export-subst or "
@@ -355,8 +355,8 @@ def build_bundle(repo_root: Path, out_dir: Path, audit_path: Path) -> BundleInfo
     }
     entries.update(_disk_entries(repo_root, Path(audit_path)))
     entries[HISTORY] = (REGULAR, history_bytes)
-    created = datetime.fromtimestamp(int(_git(repo_root, "show", "-s", "--format=%ct", head)), UTC)
-    tree = _git(repo_root, "rev-parse", f"{head}^{{tree}}").decode().strip()
+    created = datetime.fromtimestamp(int(git_bytes(repo_root, "show", "-s", "--format=%ct", head)), UTC)
+    tree = git_bytes(repo_root, "rev-parse", f"{head}^{{tree}}").decode().strip()
     bundle = {
         "schema_version": 1,
         "name": "pappo-evidence",

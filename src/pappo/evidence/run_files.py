@@ -15,7 +15,7 @@ from typing import Any
 import jsonschema
 from pydantic import ValidationError
 
-from pappo.evidence.audit_context import _Ctx
+from pappo.evidence.audit_context import AuditContext
 from pappo.experiment import privacy
 from pappo.experiment import receipt as rc
 from pappo.experiment.report import RunReport, run_stage
@@ -35,7 +35,7 @@ def _checked_validator(text: str) -> Any:
     return cls(schema)
 
 
-def _load_run(ctx: _Ctx, seed: int, method: str) -> tuple[RunReport, rc.Receipt] | None:
+def load_run(ctx: AuditContext, seed: int, method: str) -> tuple[RunReport, rc.Receipt] | None:
     """Report and receipt of one run: present, valid (pydantic and JSON Schema), bound to each other."""
     run = ctx.runs / f"seed_{seed}" / method
     loaded: list[Any] = []

@@ -85,10 +85,10 @@ def content_revision(files: dict[str, str]) -> str:
 
 def verify_against(record: CheckpointRecord, path: Path) -> None:
     """Refuse if the files under `path` are not exactly the files `record` lists."""
-    _refuse_diff(record.files, hash_files(Path(path)), f"{path}", record)
+    refuse_diff(record.files, hash_files(Path(path)), f"{path}", record)
 
 
-def _refuse_diff(
+def refuse_diff(
     expected: dict[str, str], actual: dict[str, str], where: str, record: CheckpointRecord
 ) -> None:
     changed = sorted(n for n in expected.keys() & actual.keys() if expected[n] != actual[n])
@@ -251,7 +251,7 @@ def _fetch_hint(params: ModelParams, revision: str) -> str:
     )
 
 
-def _refuse_unpinned(params: ModelParams) -> None:
+def refuse_unpinned(params: ModelParams) -> None:
     # The config refuses this at load; a ModelParams built in code must be refused too.
     if not params.allow_unpinned and not _COMMIT.fullmatch(params.revision):
         raise PappoError(
@@ -263,7 +263,7 @@ def _refuse_unpinned(params: ModelParams) -> None:
 
 def _resolve_commit(params: ModelParams, repo: Path) -> tuple[str, str | None]:
     """(commit, ref): ref is the branch or tag resolved through refs/, None when pinned."""
-    _refuse_unpinned(params)
+    refuse_unpinned(params)
     if _COMMIT.fullmatch(params.revision):
         return params.revision, None
     ref = params.revision or "main"  # the hub's default branch, as huggingface_hub assumes

@@ -17,9 +17,9 @@ from pappo.policy.checkpoint import (
     ATTN_IMPLEMENTATION,
     HUB_ATTN_IMPLEMENTATION,
     CheckpointRecord,
-    _refuse_diff,
-    _refuse_unpinned,
     read_record,
+    refuse_diff,
+    refuse_unpinned,
     resolve_hub,
     verify_against,
 )
@@ -67,7 +67,7 @@ def _refuse_other(expect: CheckpointRecord, record: CheckpointRecord) -> None:
             f"loaded checkpoint {loaded} is not the recorded {recorded}: set model.id and "
             "model.revision to the recorded ones, or rerun the stages that recorded it"
         )
-    _refuse_diff(expect.files, record.files, loaded, expect)
+    refuse_diff(expect.files, record.files, loaded, expect)
 
 
 def _torch_dtype(name: str) -> Any:
@@ -83,7 +83,7 @@ def _load_hub(params: ModelParams) -> tuple[PreTrainedModel, PreTrainedTokenizer
         _, record = resolve_hub(params)  # refuse a missing or corrupt snapshot before the slow load
         revision = record.revision  # load exactly the commit that was verified
     else:
-        _refuse_unpinned(params)  # before downloading anything
+        refuse_unpinned(params)  # before downloading anything
         revision = params.revision or "main"
     where = {"cache_dir": params.cache_dir, "local_files_only": params.local_files_only}
     kwargs = {"revision": revision, **where}
