@@ -13,7 +13,7 @@ narrowest's (1.0: the step's host work does not grow with the episode).
 Measured on 2 CPU cores (torch 2.13 CPU, the defaults), 2026-12-05: the mask concatenated on the
 host each step (3f11ebc) 0.505, 0.733, 0.944 ms at 1024, 4096, 8192 positions (ratio 1.87; on a GPU
 the whole mask was also copied to the device each step, 4 MB at 64 x 8192); the mask in a buffer on
-the model's device that doubles when full (this tree) 0.062, 0.064, 0.066 ms (ratio 1.06).
+the model's device, sized as the KV cache is (this tree) 0.062, 0.064, 0.066 ms (ratio 1.06).
 """
 
 from __future__ import annotations

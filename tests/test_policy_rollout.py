@@ -259,9 +259,9 @@ def test_a_static_kv_cache_gives_the_same_tokens_and_logprobs_allocated_once(mod
 
     grow = RolloutParams(max_new_tokens_per_turn=60, max_tokens_per_episode=900)
     sizes: list[tuple[int | None, int]] = []
-    real = kv_cache.KVCache._size
+    real = kv_cache.KVCache.size_for
     monkeypatch.setattr(
-        kv_cache.KVCache, "_size", lambda self, n: sizes.append((self.capacity, n)) or real(self, n)
+        kv_cache.KVCache, "size_for", lambda self, n: sizes.append((self.capacity, n)) or real(self, n)
     )
     a, _ = play(model, fx_params, seed=5, params=grow)
     grown = len(sizes)

@@ -49,8 +49,8 @@ def _runs(prompts: list[list[int]], shared: int) -> list[tuple[int, int, int]]:
 class DecodeBatch:
     """The running episodes' shared state: the cache, the attention mask and next positions.
 
-    The mask lives on the model's device in a buffer that doubles when full, so a decode step
-    writes one column: concatenating it on the host and copying it over cost O(T) a step (1.4 ms
+    The mask lives on the model's device in a buffer that grows as the KV cache does, so a decode step
+    writes one column: concatenating it on the host and copying it over cost O(T) a step (0.94 ms
     host time at 64 rows x 8192 positions on CPU, and 4 MB host-to-device on a GPU;
     `benchmarks/decode_host.py`)."""
 
@@ -72,10 +72,11 @@ class DecodeBatch:
         self._mask, self.width = mask.to(self.device), mask.shape[1]
 
     def _extend(self, chunk_mask: torch.Tensor) -> None:
-        """Append the columns chunk_mask (B, T) to the mask, growing its buffer by doubling."""
+        """Append the columns chunk_mask (B, T) to the mask, its buffer grown as the KV cache grows
+        (`KVCache.size_for`: the cache's fixed capacity, else doubling)."""
         need = self.width + chunk_mask.shape[1]
         if need > self._mask.shape[1]:
-            grown = self._mask.new_zeros(self._mask.shape[0], max(need, 2 * self._mask.shape[1]))
+            grown = self._mask.new_zeros(self._mask.shape[0], self.cache.size_for(need))
             grown[:, : self.width] = self.mask
             self._mask = grown
         self._mask[:, self.width : need] = chunk_mask

@@ -26,18 +26,18 @@ class KVCache:
         self.v: list[torch.Tensor] = []
         self.n_layers, self.n, self.capacity = n_layers, 0, capacity
 
-    def _size(self, needed: int) -> int:
+    def size_for(self, needed: int) -> int:
         """Positions to allocate for `needed`: the fixed capacity if it holds them, else doubling."""
         if self.capacity is not None and needed <= self.capacity:
             return self.capacity
         return max(2 * needed, 64)
 
     def reserve(self, like: torch.Tensor, extra: int) -> None:
-        """Make room for `extra` more positions (`_size`); like: (B, Hkv, T, D)."""
+        """Make room for `extra` more positions (`size_for`); like: (B, Hkv, T, D)."""
         if self.k and self.n + extra <= self.k[0].shape[2]:
             return
         b, h, _, d = like.shape
-        cap = self._size(self.n + extra)
+        cap = self.size_for(self.n + extra)
         if not self.k:
             self.k = [like.new_zeros(b, h, cap, d) for _ in range(self.n_layers)]
             self.v = [like.new_zeros(b, h, cap, d) for _ in range(self.n_layers)]
