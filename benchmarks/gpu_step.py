@@ -68,7 +68,9 @@ from typing import Any
 import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
-from pappo.config import ModelParams, Params, RLParams, load_params, profile_mapping
+from pappo.config import Params, load_params, profile_mapping
+from pappo.config.policy import ModelParams
+from pappo.config.rl import RLParams
 from pappo.experiment import machine, privacy
 from pappo.experiment import receipt as rc
 from pappo.io import atomic_write_json
@@ -119,7 +121,7 @@ DEFAULTS = {
     "7b": dict(zip(_KEYS, (None, None, None, True, HUB_PROFILE, QWEN25_VOCAB))),
     "tiny": dict(zip(_KEYS, ("2x2", 3, 32, False, None, None))),
 }
-# flag -> (params section, field) for the precision sweep; the field may be absent from config.py
+# flag -> (params section, field) for the precision sweep; an older checkout's params models may lack it
 KNOBS = {"logits_fp32": ("model", "logits_fp32"), "rollout_is": ("rl", "rollout_is_level")}
 
 
@@ -203,7 +205,7 @@ def _episodes(args: argparse.Namespace, rl: dict[str, Any]) -> tuple[int, int]:
 
 
 def _knobs(args: argparse.Namespace, data: dict[str, Any]) -> None:
-    """The precision sweep's flags, into params sections; refused by name where config.py lacks the knob."""
+    """The precision sweep's flags, into params sections; refused by name where the params models lack the knob."""
     wanted = {"logits_fp32": True if args.logits_fp32 else None, "rollout_is": args.rollout_is}
     for flag, value in wanted.items():
         if value is None:
@@ -213,7 +215,7 @@ def _knobs(args: argparse.Namespace, data: dict[str, Any]) -> None:
         if field not in model.model_fields:
             raise SystemExit(
                 f"gpu_step: --{flag.replace('_', '-')} sets {section}.{field}, which this "
-                "checkout's src/pappo/config.py does not have; run without the flag or on a "
+                "checkout's params models (src/pappo/config) do not have; run without the flag or on a "
                 "checkout with it"
             )
         data[section][field] = value

@@ -81,7 +81,7 @@ def decode_loop(ac: Any, ids: Any) -> None:
     """The lean decoder over ids (rows, tokens): the first PROMPT in one forward, then a token a step."""
     import torch
 
-    from pappo.config import RolloutParams
+    from pappo.config.policy import RolloutParams
     from pappo.policy.adapters import POLICY
     from pappo.policy.decoder import Qwen2Decoder
     from pappo.policy.sampler import Sampler
@@ -218,7 +218,7 @@ def engine_rollout(ac, rows: int, tokens: int) -> list:
     """RolloutEngine over `rows` episodes with prompts of PROMPT/2 to PROMPT tokens, turns of
     TURN tokens and observations of OBSERVATION, to the `tokens` budget: the cache grows, rows are
     dropped and repacked, and the last turn's rows stop apart (compaction)."""
-    from pappo.config import RolloutParams
+    from pappo.config.policy import RolloutParams
     from pappo.policy.adapters import POLICY
     from pappo.policy.decoder import Qwen2Decoder
     from pappo.policy.rollout import RolloutEngine

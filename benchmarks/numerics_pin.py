@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pappo.config import NumericsParams, load_params
+from pappo.config import load_params
+from pappo.config.evidence import NumericsParams
 from pappo.numerics import PINNED_ENV, requested_env
 
 

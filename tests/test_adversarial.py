@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, ROOT, UNPRIVILEGED_UID, as_user, marked_processes, needs_namespaces
-from pappo.config import SandboxParams
+from pappo.config.data import SandboxParams
 from pappo.sandbox.grading import _grade, grade, trusted_tree
 from pappo.sandbox.pool import SandboxPool
 from pappo.tasks.store import TaskStore

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-from pappo.config import EnvParams, load_params
+from pappo.config import load_params
+from pappo.config.env import EnvParams
 from pappo.env.agents import NoisyAgent, OracleAgent, SubmitAgent, fix_edits, oracle_plan, play, play_all
 from pappo.env.episode import RepairEnv
 from pappo.env.protocol import ParseError, parse_tool_call

@@ -8,7 +8,8 @@ import functools
 import pytest
 
 from conftest import ROOT
-from pappo.config import EnvParams, load_params
+from pappo.config import load_params
+from pappo.config.env import EnvParams
 from pappo.env.agents import play
 from pappo.env.candidate_agents import (
     CandidateOracle,

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from pappo.config import EnvParams
+from pappo.config.env import EnvParams
 from pappo.env.agents import Action, OracleAgent, SubmitAgent, play
 from pappo.env.episode import GradeItem, RepairEnv
 from pappo.env.vec import VecEnv

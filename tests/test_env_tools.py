@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pappo.config import EnvParams
+from pappo.config.env import EnvParams
 from pappo.env.tools import Workspace, count_occurrences, summarize_tests, truncate
 from pappo.sandbox.grading import Grade
 

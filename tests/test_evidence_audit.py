@@ -12,7 +12,8 @@ import yaml
 from typer.testing import CliRunner
 
 from pappo.cli import app
-from pappo.config import ClaimParams, Params
+from pappo.config import Params
+from pappo.config.evidence import ClaimParams
 from pappo.evidence import audit as audit_mod
 from pappo.evidence.audit import AuditVerdict, render
 from pappo.evidence.audit_context import AuditContext

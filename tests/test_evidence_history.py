@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pappo.config import ClaimParams
+from pappo.config.evidence import ClaimParams
 from pappo.evidence.history import claim_history, read_history
 
 CLAIM = ClaimParams(

@@ -14,7 +14,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from pappo.config import NumericsParams
+from pappo.config.evidence import NumericsParams
 from pappo.experiment import receipt as rc
 from pappo.experiment.machine import (
     Clock,

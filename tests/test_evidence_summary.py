@@ -242,7 +242,7 @@ def test_a_one_seed_comparison_says_there_is_no_interval(tmp_path: Path) -> None
 
 
 def test_summary_md_has_the_power_and_claim_tables(runs: Path) -> None:
-    from pappo.config import ClaimParams
+    from pappo.config.evidence import ClaimParams
 
     claim = ClaimParams(id="pappo-vs-ppo", metric="success", method="pappo", baseline="ppo", needs_gpu=False)
     s = build_summary(runs, SEEDS, n_boot=N_BOOT, claims=[claim])
@@ -425,7 +425,7 @@ def test_every_trained_curve_starts_at_its_seeds_base_run(runs: Path) -> None:
 def test_each_comparison_and_claim_splits_its_variance(runs: Path) -> None:
     import statistics
 
-    from pappo.config import ClaimParams
+    from pappo.config.evidence import ClaimParams
     from pappo.evidence.summary import load_reports, per_seed_values
     from pappo.evidence.variance import variance_split
 

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from conftest import ROOT
 from pappo.cli import app
-from pappo.config import LoraParams, apply_profile, load_params
+from pappo.config import apply_profile, load_params
+from pappo.config.policy import LoraParams
 from pappo.experiment.run import place
 from pappo.io import PappoError
 from pappo.policy.adapters import ActorCritic

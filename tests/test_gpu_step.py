@@ -247,14 +247,15 @@ def test_the_receipt_outside_a_git_checkout_has_a_null_commit(tmp_path, monkeypa
 
 
 def test_precision_flags_reach_params_or_are_refused_by_name(capsys):
-    from pappo.config import ModelParams, RLParams
+    from pappo.config.policy import ModelParams
+    from pappo.config.rl import RLParams
 
     args = gs.parse_args([*SMALL[2:], "--config", "tiny", "--logits-fp32", "--rollout-is", "token"])
     if "logits_fp32" in ModelParams.model_fields and "rollout_is_level" in RLParams.model_fields:
         params = gs.bench_params(args, torch.float32)
         assert params.model.logits_fp32 is True and params.rl.rollout_is_level == "token"
     else:
-        with pytest.raises(SystemExit, match="config.py does not have"):
+        with pytest.raises(SystemExit, match="do not have; run without the flag"):
             gs.bench_params(args, torch.float32)
     params = gs.bench_params(gs.parse_args([*SMALL[2:], "--config", "tiny"]), torch.bfloat16)
     assert params.model.dtype == "bfloat16"

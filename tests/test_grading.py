@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, ROOT, needs_namespaces
-from pappo.config import EnvParams, load_params
+from pappo.config import load_params
+from pappo.config.env import EnvParams
 from pappo.env.agents import OracleAgent, SubmitAgent
 from pappo.env.episode import RepairEnv
 from pappo.env.vec import VecEnv

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pappo.config import EnvParams
+from pappo.config.env import EnvParams
 from pappo.env.agents import play
 from pappo.env.episode import RepairEnv
 from pappo.env.grounded import GroundedAgent, candidate_edits, title_symbol

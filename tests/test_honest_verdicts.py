@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pappo.config import ClaimParams
+from pappo.config.evidence import ClaimParams
 from pappo.evidence.verdicts import decide
 
 N_EXPERIMENTS, SEEDS, TASKS = 2000, 3, 30

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from conftest import write_params
-from pappo.config import NumericsParams, Params
+from pappo.config import Params
+from pappo.config.evidence import NumericsParams
 from pappo.evidence.audit_context import AuditContext
 from pappo.evidence.numerics_audit import numerics_verdict
 from pappo.numerics import PINNED_ENV, NumericsInfo, comparison, pin, requested_env

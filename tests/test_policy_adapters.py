@@ -9,7 +9,7 @@ import torch
 import transformers
 from torch import nn
 
-from pappo.config import LoraParams
+from pappo.config.policy import LoraParams
 from pappo.io import PappoError
 from pappo.policy import adapters
 from pappo.policy.adapters import ActorCritic

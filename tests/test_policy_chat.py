@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer
 from transformers import Qwen2Tokenizer
 
-from pappo.config import EnvParams
+from pappo.config.env import EnvParams
 from pappo.env.agents import NoisyAgent, OracleAgent, play
 from pappo.env.episode import RepairEnv
 from pappo.env.protocol import SYSTEM_PROMPT, TOOLS, format_tool_call

@@ -19,7 +19,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 from conftest import ROOT
-from pappo.config import ModelParams, TinyModelParams
+from pappo.config.policy import ModelParams, TinyModelParams
 from pappo.io import PappoError, sha256_bytes, sha256_file
 from pappo.policy.checkpoint import (
     RECORD_NAME,

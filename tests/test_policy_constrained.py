@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from conftest import FIXTURES, fixture_params
-from pappo.config import Params, TinyModelParams
+from pappo.config import Params
+from pappo.config.policy import TinyModelParams
 from pappo.env.candidate_agents import NoisyCandidateAgent, Thoughtless, call
 from pappo.env.protocol import ParseError, ToolCall, format_tool_call, parse_tool_call, tools_for
 from pappo.env.vec import VecEnv, task_env

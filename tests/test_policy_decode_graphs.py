@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pappo.config import RolloutParams
+from pappo.config.policy import RolloutParams
 from pappo.policy import decode_graphs, decoder
 from pappo.policy.decode_graphs import WINDOW_STEP, DecodeGraphs, decode_window
 from test_policy_decoder import feed, tiny

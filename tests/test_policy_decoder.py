@@ -6,7 +6,7 @@ import pytest
 import torch
 import transformers
 
-from pappo.config import LoraParams
+from pappo.config.policy import LoraParams
 from pappo.io import PappoError
 from pappo.policy import memory
 from pappo.policy.adapters import POLICY, ActorCritic

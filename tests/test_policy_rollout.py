@@ -6,7 +6,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, Qwen2Config
 
-from pappo.config import EnvParams, RolloutParams
+from pappo.config.env import EnvParams
+from pappo.config.policy import RolloutParams
 from pappo.env.episode import RepairEnv
 from pappo.env.vec import VecEnv
 from pappo.policy import decode_batch

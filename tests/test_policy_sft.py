@@ -8,7 +8,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, Qwen2Config
 
-from pappo.config import EnvParams, TinyModelParams
+from pappo.config.env import EnvParams
+from pappo.config.policy import TinyModelParams
 from pappo.env.agents import NoisyAgent, OracleAgent, play
 from pappo.env.episode import RepairEnv
 from pappo.policy import sft

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
-from pappo.config import ModelParams, TinyModelParams
+from pappo.config.policy import ModelParams, TinyModelParams
 from pappo.env.protocol import SYSTEM_PROMPT
 from pappo.io import PappoError
 from pappo.policy.chat import QWEN25_CHAT_TEMPLATE

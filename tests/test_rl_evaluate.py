@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pappo.config import EvalParams
+from pappo.config.rl import EvalParams
 from pappo.rl.evaluate import BOARDS, SAMPLED, _outcome, board_index
 from pappo.rl.results import TaskOutcome, aggregate
 

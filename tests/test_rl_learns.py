@@ -27,7 +27,8 @@ import pytest
 import torch
 
 from conftest import FIXTURES, fixture_params
-from pappo.config import LoraParams, Params, TinyModelParams
+from pappo.config import Params
+from pappo.config.policy import LoraParams, TinyModelParams
 from pappo.env.agents import play
 from pappo.env.candidate_agents import board_of, call
 from pappo.env.protocol import tools_for

@@ -12,7 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
-from pappo.config import RLParams
+from pappo.config.rl import RLParams
 from pappo.rl.advantages import token_gae
 from pappo.rl.losses import (
     LOSS_AGG_MODES,

@@ -18,7 +18,9 @@ from pydantic import ValidationError
 from torch.testing import assert_close
 from transformers import AutoModelForCausalLM, Qwen2Config
 
-from pappo.config import LoraParams, Params, RLParams
+from pappo.config import Params
+from pappo.config.policy import LoraParams
+from pappo.config.rl import RLParams
 from pappo.policy import decoder as decoder_mod
 from pappo.policy.adapters import ActorCritic
 from pappo.rl.batch import RolloutBatch, from_trajectories

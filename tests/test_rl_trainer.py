@@ -11,7 +11,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, Qwen2Config
 
-from pappo.config import LoraParams, Params
+from pappo.config import Params
+from pappo.config.policy import LoraParams
 from pappo.env.episode import GradeItem
 from pappo.policy.adapters import ActorCritic
 from pappo.rl import losses

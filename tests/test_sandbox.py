@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import as_user, fixture_params, marked_processes, needs_namespaces, write_params
-from pappo.config import SandboxParams
+from pappo.config.data import SandboxParams
 from pappo.sandbox import pool as pool_module
 from pappo.sandbox import prefault
 from pappo.sandbox.pool import SandboxPool

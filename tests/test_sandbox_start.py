@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pappo.config import SandboxParams
+from pappo.config.data import SandboxParams
 from pappo.io import PappoError
 from pappo.sandbox import pool
 

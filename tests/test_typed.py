@@ -7,7 +7,7 @@ import ast
 import pytest
 from _pytest.assertion.rewrite import rewrite_asserts
 
-from pappo.config import SandboxParams
+from pappo.config.data import SandboxParams
 from pappo.sandbox import typed
 from pappo.sandbox.grading import HiddenSuite, _grade
 from pappo.sandbox.pool import SandboxPool

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pappo.io import PappoError, sha256_bytes
 
 if TYPE_CHECKING:
-    from pappo.config import NumericsParams
+    from pappo.config.evidence import NumericsParams
 
 # MKL's branch codes (mkl_service.h), for reading back the branch MKL actually runs.
 _MKL_BRANCHES = {

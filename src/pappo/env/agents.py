@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pappo.config import EnvParams
+from pappo.config.env import EnvParams
 from pappo.env.episode import EpisodeMetrics, RepairEnv
 from pappo.env.protocol import format_tool_call
 from pappo.env.tools import Workspace, count_occurrences

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pappo.config import EnvParams
+from pappo.config.env import EnvParams
 from pappo.env.candidate_board import CandidateBoard
 from pappo.env.protocol import ParseError, ToolCall, candidate_messages, initial_messages, parse_tool_call
 from pappo.env.tools import EditResult, Workspace, summarize_tests, truncate

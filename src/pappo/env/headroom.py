@@ -14,7 +14,8 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from pappo.config import EnvParams, Params
+from pappo.config import Params
+from pappo.config.env import EnvParams
 from pappo.env.agents import play_all
 from pappo.env.candidate_agents import make_candidate_agent
 from pappo.env.episode import RepairEnv

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pappo.config import EnvParams
+from pappo.config.env import EnvParams
 from pappo.sandbox.hackscan import is_test_path
 
 if TYPE_CHECKING:

@@ -17,7 +17,8 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pappo.config import EnvParams, Params
+from pappo.config import Params
+from pappo.config.env import EnvParams
 from pappo.env.episode import GradeFn, GradeItem, RepairEnv, StepResult
 from pappo.io import PappoError, tree_sha256
 from pappo.sandbox.grading import Grade, HiddenSuite, grade_many

@@ -24,7 +24,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from pappo.config import ClaimParams, load_params
+from pappo.config import load_params
+from pappo.config.evidence import ClaimParams
 from pappo.evidence.committed import lock_stages
 
 BAR_FIELDS: tuple[str, ...] = ("metric", "baseline", "min_delta", "min_seed_wins", "ci_rule")

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from pappo.config import ClaimParams
+from pappo.config.evidence import ClaimParams
 from pappo.evidence.costs import method_costs
 from pappo.evidence.labels import METRICS
 from pappo.evidence.mismatch_table import method_gaps

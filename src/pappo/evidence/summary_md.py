@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from pappo.config import ClaimParams
+from pappo.config.evidence import ClaimParams
 from pappo.evidence.costs import cost_lines
 from pappo.evidence.labels import LABELS, METRICS, SUMMARY_LABELS, TASK_METRICS, TITLES
 from pappo.evidence.mismatch_table import gap_lines

@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pappo.config import ClaimParams
+from pappo.config.evidence import ClaimParams
 from pappo.evidence.history import History, claim_history
 from pappo.evidence.power import Power, power_of
 from pappo.evidence.summary import claim_differences

@@ -25,7 +25,7 @@ from transformers import PreTrainedModel
 from transformers.cache_utils import Cache
 from transformers.modeling_outputs import CausalLMOutputWithPast
 
-from pappo.config import LoraParams
+from pappo.config.policy import LoraParams
 from pappo.io import PappoError, atomic_write_bytes, atomic_write_json
 from pappo.policy.prefix import MIN_SHARED_PREFIX, common_prefix_len
 from pappo.policy.sft import dense_or_mask

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pappo.config import ModelParams, TinyModelParams
+from pappo.config.policy import ModelParams, TinyModelParams
 from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes, sha256_file
 
 if TYPE_CHECKING:

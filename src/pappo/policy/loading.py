@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pappo.config import ModelParams, TinyModelParams
+from pappo.config.policy import ModelParams, TinyModelParams
 from pappo.io import PappoError
 from pappo.policy.checkpoint import (
     ATTN_IMPLEMENTATION,

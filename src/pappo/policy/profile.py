@@ -22,7 +22,7 @@ def write_profile(
     too_big = check(merged, gpu_memory_gib)
     if too_big:
         raise PappoError(f"{overlay}: {too_big}; nothing written")
-    header = f"# params.yaml with {overlay} merged in by `pappo profile` (field docs: src/pappo/config.py)\n"
+    header = f"# params.yaml with {overlay} merged in by `pappo profile` (field docs: src/pappo/config/)\n"
     dumped = merged.model_dump(mode="json", by_alias=True)
     atomic_write_text(params_path, header + yaml.safe_dump(dumped, sort_keys=False))
     return merged

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from transformers import DynamicCache
 
-from pappo.config import RolloutParams
+from pappo.config.policy import RolloutParams
 from pappo.env.vec import VecEnv
 from pappo.policy.constrained import CallTrie
 from pappo.policy.decisions import decision_flags

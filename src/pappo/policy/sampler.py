@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import torch
 
-from pappo.config import RolloutParams
+from pappo.config.policy import RolloutParams
 
 
 class Sampler:

@@ -27,7 +27,7 @@ from typing import Any
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
-from pappo.config import TinyModelParams
+from pappo.config.policy import TinyModelParams
 from pappo.env.protocol import format_tool_call, system_prompt, tool_names, tools_for
 from pappo.io import PappoError
 from pappo.policy.chat import ENDOFTEXT, IM_END, IM_START, QWEN25_CHAT_TEMPLATE

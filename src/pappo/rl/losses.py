@@ -83,7 +83,7 @@ def policy_loss(
     (e.g. (B, 1)); old_log_prob and advantages are detached. With r = exp(clamp(logp - old, +-20)):
         pg = max(-A * r, -A * clip(r, 1 - clip_ratio_low, 1 + clip_ratio_high))   (Schulman et al. 2017)
         pg = min(pg, -A * clip_ratio_c)  where A < 0, if clip_ratio_c is set     (dual clip, Ye et al. 2020)
-    The clip bounds are checked where they are set (`pappo.config.RLParams`: low, high >= 0,
+    The clip bounds are checked where they are set (`pappo.config.rl.RLParams`: low, high >= 0,
     clip_ratio_c > 1). The clamp stops gradient for |log r| > 20 (as in verl). `rollout_is_weights` (B, T), detached
     (`mismatch.rollout_is_weights`): each token's pg is multiplied by its weight before aggregation,
     as verl's `compute_policy_loss` does; None leaves the loss untouched (not even a multiply by 1).
@@ -141,7 +141,7 @@ def value_loss(
     value targets (old_values and returns are detached). With c = cliprange_value:
         vf = 0.5 * max((v - R)^2, (clip(v, old - c, old + c) - R)^2),   or 0.5 * (v - R)^2 if c is None
     aggregated by `loss_agg_mode`. `vf_clipfrac`: share of masked tokens where the clipped branch is
-    strictly larger (0 without clipping). c > 0 is checked where it is set (`pappo.config.RLParams`).
+    strictly larger (0 without clipping). c > 0 is checked where it is set (`pappo.config.rl.RLParams`).
     """
     on = _on(response_mask)
     zero = torch.zeros((), dtype=values.dtype, device=values.device)

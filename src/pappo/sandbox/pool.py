@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pappo.config import SandboxParams
+from pappo.config.data import SandboxParams
 from pappo.io import PappoError
 from pappo.sandbox.channel import parse_records
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pappo.config import SandboxParams
+from pappo.config.data import SandboxParams
 from pappo.sandbox.pool import Outcome, TestRun, default_pool
 
 Limits = SandboxParams

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pappo.config import Params, SandboxParams
+from pappo.config import Params
+from pappo.config.data import SandboxParams
 from pappo.io import PappoError, tree_sha256
 from pappo.sandbox.grading import Grade, HiddenSuite, grade_many
 from pappo.sandbox.pool import SandboxPool, TestRun

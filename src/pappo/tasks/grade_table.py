@@ -21,7 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pappo.config import Params, SandboxParams
+from pappo.config import Params
+from pappo.config.data import SandboxParams
 from pappo.io import PappoError, atomic_write_json, sha256_bytes, tree_sha256
 from pappo.sandbox.grading import Grade
 from pappo.tasks.candidates import candidates_path

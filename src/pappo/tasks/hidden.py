@@ -25,7 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pappo.config import Params, SandboxParams
+from pappo.config import Params
+from pappo.config.data import SandboxParams
 from pappo.io import PappoError, atomic_write_text, canonical_json, read_model_lines
 from pappo.sandbox.grading import HiddenSuite, outcomes_digest, same_outcome
 from pappo.sandbox.pool import TestRun

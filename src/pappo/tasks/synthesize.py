@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pappo.config import Params, SandboxParams, SynthesisParams
+from pappo.config import Params
+from pappo.config.data import SandboxParams, SynthesisParams
 from pappo.io import PappoError
 from pappo.sandbox.runner import TestRun, run_many
 from pappo.tasks.families import files_sha256, is_test_file, list_families, load_tree, source_files

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pappo.config import Params, SandboxParams
+from pappo.config import Params
+from pappo.config.data import SandboxParams
 from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes, tree_sha256
 from pappo.sandbox.grading import Grade, grade_many, outcomes_digest, same_outcome
 from pappo.sandbox.pool import default_pool
