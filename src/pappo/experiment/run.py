@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,25 @@ def run_method(
     return report
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What one run was given and loaded, which its training and its report read; `started`, `t0`
+    and `cpu0`: when it began by the wall clock, the monotonic clock and its process tree's CPU."""
+
+    params: Params
+    seed: int
+    method: str
+    dist: Dist
+    subset: dict[str, Any]
+    lock_sha: str
+    train_ids: list[str]
+    eval_ids: list[str]
+    record: CheckpointRecord
+    started: datetime
+    t0: float
+    cpu0: float
+
+
 def _run(
     params: Params,
     seed: int,
@@ -153,50 +173,29 @@ def _run(
             decoder = Qwen2Decoder(ac.peft, params.model.logits_fp32, not params.rollout.enforce_eager)
         return evaluate(decoder, codec, at_point(params, final), store, eval_ids, grade_fn, seed, tag, dist)
 
+    run = _Run(params, seed, method, dist, subset, lock_sha, train_ids, eval_ids, record, started, t0, cpu0)
     history: list[dict[str, Any]] = []
     if method == "base":
         evals = [UpdateEval(update=0, result=evaluate_now(0))]
     else:
-        history, evals = _train(
-            params, seed, method, ac, codec, store, train_ids, grade_fn, fingerprint, log, dist, evaluate_now
-        )
-    return _finish(
-        params=params,
-        seed=seed,
-        method=method,
-        out_dir=out_dir,
-        dist=dist,
-        ac=ac,
-        subset=subset,
-        lock_sha=lock_sha,
-        train_ids=train_ids,
-        eval_ids=eval_ids,
-        record=record,
-        history=history,
-        evals=evals,
-        started=started,
-        t0=t0,
-        cpu0=cpu0,
-    )
+        history, evals = _train(run, ac, codec, store, grade_fn, fingerprint, log, evaluate_now)
+    return _finish(run, out_dir, ac, history, evals)
 
 
 def _train(
-    params: Params,
-    seed: int,
-    method: str,
+    run: _Run,
     ac: ActorCritic,
     codec: ChatCodec,
     store: TaskStore,
-    train_ids: list[str],
     grade_fn: GradeCache,
     fingerprint: str,
     log: Callable[[str], None],
-    dist: Dist,
     evaluate_now: Callable[..., EvalResult],
 ) -> tuple[list[dict[str, Any]], list[UpdateEval]]:
     """Train a method, evaluating after the configured updates: (per-update history, evaluations)."""
+    params, seed, method = run.params, run.seed, run.method
     work = CHECKPOINTS / f"seed_{seed}" / method
-    trainer = Trainer(method, params, ac, codec, store, train_ids, grade_fn, work, seed, dist)
+    trainer = Trainer(method, params, ac, codec, store, run.train_ids, grade_fn, work, seed, run.dist)
     trainer.fingerprint, trainer.log = fingerprint, log
 
     def after_update(done: int, rec: dict[str, Any]) -> None:
@@ -220,28 +219,13 @@ def _train(
 
 
 def _finish(
-    *,
-    params: Params,
-    seed: int,
-    method: str,
-    out_dir: Path,
-    dist: Dist,
-    ac: ActorCritic,
-    subset: dict[str, Any],
-    lock_sha: str,
-    train_ids: list[str],
-    eval_ids: list[str],
-    record: CheckpointRecord,
-    history: list[dict[str, Any]],
-    evals: list[UpdateEval],
-    started: datetime,
-    t0: float,
-    cpu0: float,
+    run: _Run, out_dir: Path, ac: ActorCritic, history: list[dict[str, Any]], evals: list[UpdateEval]
 ) -> RunReport | None:
     """Check the budget, then on rank 0 write the adapters, report and metrics (None elsewhere)."""
+    params, seed, method, subset = run.params, run.seed, run.method, run.subset
     budget = _budget(params, method, seed, history, evals)
     out_dir = Path(out_dir)
-    if not dist.is_main:
+    if not run.dist.is_main:
         return None  # rank 0 writes
     _replace_dir(out_dir / "adapters", ac.save)  # base: the untrained adapters (the identity)
     adapters = hash_files(out_dir / "adapters")
@@ -250,24 +234,24 @@ def _finish(
         method=method,
         seed=seed,
         profile=params.model.profile,
-        device=dist.device.type,
+        device=run.dist.device.type,
         params=subset,
         params_sha256=sha256_bytes(canonical_json(subset).encode()),
         source_sha256=source_sha256(),
-        manifest_lock_sha256=lock_sha,
-        train_tasks=len(train_ids),
-        eval_instance_ids=sorted(eval_ids),
-        checkpoint=record,
+        manifest_lock_sha256=run.lock_sha,
+        train_tasks=len(run.train_ids),
+        eval_instance_ids=sorted(run.eval_ids),
+        checkpoint=run.record,
         budget=budget,
         updates=history,
         evals=evals,
         final_eval=evals[-1].result,
         adapters_sha256=adapters,
         timing=Timing(
-            started=started.isoformat(),
+            started=run.started.isoformat(),
             ended=ended.isoformat(),
-            wall_s=time.perf_counter() - t0,
-            cpu_s=usage.tree_cpu_s() - cpu0,
+            wall_s=time.perf_counter() - run.t0,
+            cpu_s=usage.tree_cpu_s() - run.cpu0,
             peak_rss_mib=usage.peak_rss_mib(),
         ),
     )
