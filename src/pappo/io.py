@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,6 +20,41 @@ M = TypeVar("M", bound=BaseModel)
 
 class PappoError(Exception):
     """An error meant for a person: the message names the file, field and fix."""
+
+
+# The variables that tie git to one repository (`git rev-parse --local-env-vars`, which git itself
+# clears on entering a submodule): set by a hook or a caller's git, they would point our git
+# calls at another repository than the one asked about. Others (GIT_CEILING_DIRECTORIES) stay.
+GIT_LOCAL_ENV = (
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+)
+
+
+def git(
+    root: Path, *args: str, stdin: bytes | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[bytes]:
+    """`git ARGS` in the repository at `root`, whatever repository the caller's environment names,
+    with untranslated messages; output as bytes, the exit status for the caller to judge. Raises
+    OSError where git is not installed."""
+    env = {k: v for k, v in os.environ.items() if k not in GIT_LOCAL_ENV} | {"LC_ALL": "C"}
+    return subprocess.run(
+        ["git", *args], cwd=root, env=env, input=stdin, capture_output=True, timeout=timeout
+    )
 
 
 def sha256_bytes(data: bytes) -> str:

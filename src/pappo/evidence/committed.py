@@ -9,12 +9,13 @@ run just produced, and its verdict says so.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+
+from pappo.io import git
 
 EVIDENCE_PATHS: tuple[str, ...] = (
     "dvc.lock",
@@ -33,16 +34,11 @@ STATES = {"M": "modified", "A": "added, not committed", "D": "deleted", "R": "re
 
 def uncommitted(root: Path) -> list[tuple[str, str]]:
     """(path, state) of every evidence file that differs from HEAD (or is not in git at all)."""
-    out = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all", "--", *EVIDENCE_PATHS],
-        cwd=root,
-        capture_output=True,
-        text=True,
-    )
+    out = git(root, "status", "--porcelain", "--untracked-files=all", "--", *EVIDENCE_PATHS)
     if out.returncode != 0:
         return [("(repository)", "not a git work tree")]
     found = []
-    for line in out.stdout.splitlines():
+    for line in out.stdout.decode().splitlines():
         code = (line[:2].strip() or "M")[0]
         found.append((line[3:].strip().strip('"'), STATES.get(code, "changed")))
     return found

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from pappo.experiment import receipt as rc
-from pappo.io import sha256_bytes
+from pappo.io import git, sha256_bytes
 
 
 class GitTrees:
@@ -44,9 +44,7 @@ class GitTrees:
 
     def _list(self, commit: str) -> dict[str, str] | None:
         """{path: blob id} of the files under `paths` at `commit`; None when git cannot list it."""
-        out = subprocess.run(
-            ["git", "ls-tree", "-r", "-z", commit, "--", *self.paths], cwd=self.root, capture_output=True
-        )
+        out = git(self.root, "ls-tree", "-r", "-z", commit, "--", *self.paths)
         if out.returncode != 0:
             return None
         listing = {}
@@ -58,29 +56,38 @@ class GitTrees:
 
     def _read_blobs(self, blobs: list[str]) -> None:
         """sha256 of each blob's bytes, from one `git cat-file --batch`."""
-        if not blobs:
-            return
-        cmd = ["git", "cat-file", "--batch"]
-        out = subprocess.run(
-            cmd,
-            cwd=self.root,
-            input="".join(f"{b}\n" for b in blobs).encode(),
-            capture_output=True,
-            check=True,
-        ).stdout
-        at = 0
-        for blob in blobs:
-            end = out.index(b"\n", at)
-            header = out[at:end].split()  # "<id> <type> <size>" or "<id> missing"
-            if len(header) != 3:
+        for blob, content in zip(blobs, cat_file(self.root, blobs), strict=True):
+            if content is None:  # as `git show` of it failed
                 raise subprocess.CalledProcessError(
-                    128, cmd, output=out[at:end]
-                )  # as `git show` of it failed
-            start = end + 1
-            self._blobs[blob] = sha256_bytes(out[start : start + int(header[2])])
-            at = start + int(header[2]) + 1  # the content is followed by a newline
+                    128, ["git", "cat-file", "--batch"], output=f"{blob} missing"
+                )
+            self._blobs[blob] = sha256_bytes(content)
+
+
+def cat_file(root: Path, revs: list[str]) -> list[bytes | None]:
+    """The contents of objects (`REV:path` or blob ids) from one `git cat-file --batch` (None: missing)."""
+    if not revs:
+        return []
+    out = git(root, "cat-file", "--batch", stdin="".join(f"{r}\n" for r in revs).encode())
+    if out.returncode != 0:
+        raise subprocess.CalledProcessError(
+            out.returncode, ["git", "cat-file", "--batch"], out.stdout, out.stderr
+        )
+    found: list[bytes | None] = []
+    at = 0
+    for _ in revs:
+        end = out.stdout.index(b"\n", at)
+        header = out.stdout[at:end].split()  # "<id> <type> <size>" or "<rev> missing"
+        if len(header) != 3:
+            found.append(None)
+            at = end + 1
+            continue
+        start = end + 1
+        found.append(out.stdout[start : start + int(header[2])])
+        at = start + int(header[2]) + 1  # the content is followed by a newline
+    return found
 
 
 def git_output(root: Path, *args: str) -> str | None:
-    out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
-    return out.stdout.strip() if out.returncode == 0 else None
+    out = git(root, *args)
+    return out.stdout.decode().strip() if out.returncode == 0 else None

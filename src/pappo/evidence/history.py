@@ -16,7 +16,6 @@ clone) the audit says the history could not be read; it never guesses.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pappo.config import load_params
 from pappo.config.evidence import ClaimParams
 from pappo.evidence.committed import lock_stages
+from pappo.evidence.git_trees import cat_file
+from pappo.io import git
 
 BAR_FIELDS: tuple[str, ...] = ("metric", "baseline", "min_delta", "min_seed_wins", "ci_rule")
 TRAINED: tuple[str, ...] = ("rft", "grpo", "ppo", "pappo")
@@ -88,7 +89,7 @@ def read_history(root: Path, seeds: Sequence[int], claims: Sequence[ClaimParams]
     if not any("dvc.lock" in files for _, files in commits):
         return unreadable("no commit of dvc.lock on the current history")
     wanted = [(c, f) for c, files in commits for f in ("dvc.lock", "params.yaml") if f in files]
-    texts = dict(zip(wanted, _blobs(root, [f"{c}:{f}" for c, f in wanted])))
+    texts = dict(zip(wanted, cat_file(root, [f"{c}:{f}" for c, f in wanted])))
     configs: dict[str, set[str]] = {}
     edits = _Edits(claims, seeds)
     versions = 0
@@ -194,38 +195,12 @@ def _stages(text: bytes) -> dict[str, Any]:
         return {}  # a version that does not parse carried no readable configuration
 
 
-def _blobs(root: Path, revs: list[str]) -> list[bytes | None]:
-    """The contents of `REV:path` objects from one `git cat-file --batch` (None: missing)."""
-    if not revs:
-        return []
-    out = subprocess.run(
-        ["git", "cat-file", "--batch"],
-        cwd=root,
-        input="".join(f"{r}\n" for r in revs).encode(),
-        capture_output=True,
-        check=True,
-    ).stdout
-    found: list[bytes | None] = []
-    at = 0
-    for _ in revs:
-        end = out.index(b"\n", at)
-        header = out[at:end].split()  # "<id> <type> <size>" or "<rev> missing"
-        if len(header) != 3:
-            found.append(None)
-            at = end + 1
-            continue
-        start = end + 1
-        found.append(out[start : start + int(header[2])])
-        at = start + int(header[2]) + 1
-    return found
-
-
 def _git(root: Path, *args: str) -> str | None:
     try:
-        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        out = git(root, *args)
     except OSError:
         return None
-    return out.stdout if out.returncode == 0 else None
+    return out.stdout.decode() if out.returncode == 0 else None
 
 
 def claim_history(

@@ -24,7 +24,7 @@ from pappo.evidence.bundle import checked, refuse
 from pappo.evidence.bundle_check import bundled_name, bundled_out, read_entries
 from pappo.evidence.dvc_cache import LockedOut, locked_outs, out_md5, store
 from pappo.evidence.release import git_bytes
-from pappo.io import PappoError, atomic_write_bytes
+from pappo.io import PappoError, atomic_write_bytes, git
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,8 @@ def _workspace(root: Path, out: LockedOut) -> dict[str, bytes] | None:
 
 def _head_is_bundle(root: Path, meta: dict[str, object], lock: bytes) -> str:
     """The clone's HEAD, when it is the bundle's commit with the bundle's tree and dvc.lock."""
-    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True)
-    at_top = top.returncode == 0 and Path(top.stdout.strip()).resolve() == root
+    top = git(root, "rev-parse", "--show-toplevel")
+    at_top = top.returncode == 0 and Path(top.stdout.decode().strip()).resolve() == root
     if not at_top or not (root / "dvc.yaml").is_file():
         raise PappoError(
             f"{root} is not the top of a clone of the repository: run `pappo evidence import` "

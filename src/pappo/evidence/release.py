@@ -18,7 +18,6 @@ import io
 import json
 import os
 import re
-import subprocess
 import tarfile
 import tempfile
 import zipfile
@@ -42,7 +41,7 @@ from pappo.evidence.bundle_check import (
     verify_bundle,
 )
 from pappo.evidence.dvc_cache import locked_outs
-from pappo.io import PappoError, sha256_bytes, sha256_file
+from pappo.io import PappoError, git, sha256_bytes, sha256_file
 
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 COMPRESSLEVEL = 9
@@ -67,8 +66,7 @@ class BundleInfo:
 
 # ------------------------------------------------------------------------------- git and gates
 def git_bytes(root: Path, *args: str) -> bytes:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | {"LC_ALL": "C"}
-    out = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, timeout=300)
+    out = git(root, *args)
     if out.returncode != 0:
         why = out.stderr.decode(errors="replace").strip().splitlines()
         raise PappoError(

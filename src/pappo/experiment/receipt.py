@@ -17,7 +17,6 @@ import contextlib
 import fnmatch
 import itertools
 import os
-import subprocess
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from pappo.experiment.privacy import sanitise
-from pappo.io import atomic_write_json, canonical_json, sha256_bytes, sha256_file
+from pappo.io import atomic_write_json, canonical_json, git, sha256_bytes, sha256_file
 from pappo.numerics import NumericsInfo
 
 if TYPE_CHECKING:
@@ -39,7 +38,6 @@ SOURCE_PATHS = (
     "pyproject.toml",
     "requirements.lock",
 )  # the pipeline code a receipt binds
-_GIT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
 OUTPUT_EXCLUDE = (
     "receipt.json",
     "failure.json",
@@ -228,11 +226,6 @@ class Receipt(_Model):
 
 
 # --------------------------------------------------------------------------------- collectors
-def _git(repo_root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV} | {"LC_ALL": "C"}
-    return subprocess.run(["git", *args], cwd=repo_root, env=env, capture_output=True, timeout=60)
-
-
 def collect_source(repo_root: Path, paths: Sequence[str]) -> SourceInfo:
     """Commit, dirtiness and on-disk hash of the tracked files under `paths` (relative to repo_root).
 
@@ -243,17 +236,17 @@ def collect_source(repo_root: Path, paths: Sequence[str]) -> SourceInfo:
     if not paths:
         raise ValueError("collect_source needs at least one source path")
     try:
-        inside = _git(repo_root, "rev-parse", "--is-inside-work-tree").stdout.strip() == b"true"
+        inside = git(repo_root, "rev-parse", "--is-inside-work-tree").stdout.strip() == b"true"
     except FileNotFoundError:
         inside = False
     if inside:
-        head = _git(repo_root, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+        head = git(repo_root, "rev-parse", "--verify", "-q", "HEAD^{commit}")
         commit = head.stdout.decode().strip() if head.returncode == 0 else None
         # Only the source paths: a pipeline run rewrites its own committed outputs meanwhile. A new
         # untracked file there is dirt too (it could be imported yet is not in the tree hash).
-        status = _git(repo_root, "status", "--porcelain", "--untracked-files=normal", "--", *paths)
+        status = git(repo_root, "status", "--porcelain", "--untracked-files=normal", "--", *paths)
         dirty = commit is None or status.returncode != 0 or bool(status.stdout.strip())
-        listed = _git(repo_root, "ls-files", "-z", "--", *paths)
+        listed = git(repo_root, "ls-files", "-z", "--", *paths)
         if listed.returncode != 0:
             raise RuntimeError(f"git ls-files failed: {sanitise(listed.stderr.decode(), repo_root)}")
         files = [f for f in listed.stdout.decode().split("\0") if f]
