@@ -1,8 +1,8 @@
-"""benchmarks/gpu_step.py: the tiny CPU run end to end (receipt contents, printed summary), the
-7B code path at toy size in bf16 with gradient checkpointing, the profile's values and the 152064-id
-vocabulary whose extra ids are never sampled, the receipt outside a git checkout, the precision
-flags, the MFU arithmetic by hand, the 7B architecture's size, and the refusal of --device cuda
-without CUDA."""
+"""benchmarks/gpu_step.py and its gpu_step_record.py: the tiny CPU run end to end (receipt contents,
+printed summary), the 7B code path at toy size in bf16 with gradient checkpointing, the profile's
+values and the 152064-id vocabulary whose extra ids are never sampled, the receipt outside a git
+checkout, the precision flags, the MFU arithmetic by hand, the 7B architecture's size, and the
+refusal of --device cuda without CUDA."""
 
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ def load_bench():
 
 
 gs = load_bench()
+gsr = load_benchmark("gpu_step_record")  # its receipt and printed lines
 
 
 def lora_trainable(m: dict, rank: int) -> int:
@@ -224,8 +225,8 @@ def test_the_receipt_outside_a_git_checkout_has_a_null_commit(tmp_path, monkeypa
     def no_git(*a, **k):
         raise ValueError("no tracked files under ['src/pappo'] in the repository")
 
-    monkeypatch.setattr(gs.rc, "collect_source", no_git)
-    src = gs.source_record()
+    monkeypatch.setattr(gsr.rc, "collect_source", no_git)
+    src = gsr.source_record()
     assert (
         src["git_commit"] is None
         and "not a git checkout" in src["note"]
@@ -233,12 +234,12 @@ def test_the_receipt_outside_a_git_checkout_has_a_null_commit(tmp_path, monkeypa
     )
     copy = tmp_path / "tree"  # a copy of the sources with no .git at all: hashed, commit null, said so
     copy.mkdir()
-    for part in gs.SOURCE_PATHS[2:]:  # pyproject.toml, requirements.lock
-        shutil.copy(gs.ROOT / part, copy / part)
+    for part in gsr.SOURCE_PATHS[2:]:  # pyproject.toml, requirements.lock
+        shutil.copy(gsr.ROOT / part, copy / part)
     monkeypatch.undo()
-    monkeypatch.setattr(gs, "ROOT", copy)
-    monkeypatch.setattr(gs, "SOURCE_PATHS", gs.SOURCE_PATHS[2:])
-    src = gs.source_record()
+    monkeypatch.setattr(gsr, "ROOT", copy)
+    monkeypatch.setattr(gsr, "SOURCE_PATHS", gsr.SOURCE_PATHS[2:])
+    src = gsr.source_record()
     assert (
         src["git_commit"] is None
         and src["note"] == "not a git checkout: commit unknown"
@@ -279,7 +280,7 @@ def test_7b_config_is_qwen25_7b_at_full_vocab_and_flops_count_its_matmuls():
     not_matmul = (
         152064 * h + layers * (h + 512 + 512) + (2 * layers + 1) * h
     )  # embedding, q/k/v biases, norms
-    assert gs.model_flops_per_token(cfg, 0, train=False, lora=False) == 2 * (total - not_matmul)
+    assert gsr.model_flops_per_token(cfg, 0, train=False, lora=False) == 2 * (total - not_matmul)
 
 
 def test_model_flops_per_token_by_hand():
@@ -287,11 +288,11 @@ def test_model_flops_per_token_by_hand():
     n = 3 * (64 * 64 + 2 * 64 * 16 + 64 * 64 + 3 * 64 * 160) + 64 * 1000
     assert n == 186_880
     forward = 2 * n + 2 * 2 * 3 * 64 * 100
-    assert gs.model_flops_per_token(CFG, 100, train=False, lora=False) == forward == 450_560
-    assert gs.model_flops_per_token(CFG, 100, train=True, lora=True) == 2 * forward
-    assert gs.model_flops_per_token(CFG, 100, train=True, lora=False) == 3 * forward
+    assert gsr.model_flops_per_token(CFG, 100, train=False, lora=False) == forward == 450_560
+    assert gsr.model_flops_per_token(CFG, 100, train=True, lora=True) == 2 * forward
+    assert gsr.model_flops_per_token(CFG, 100, train=True, lora=False) == 3 * forward
     assert (
-        gs.model_flops_per_token(CFG, 100, train=False, lora=True, lm_head=False) == forward - 2 * 64 * 1000
+        gsr.model_flops_per_token(CFG, 100, train=False, lora=True, lm_head=False) == forward - 2 * 64 * 1000
     )
 
 
@@ -308,20 +309,20 @@ def test_update_flops_and_mfu_arithmetic():
     }
 
     def f(t, train, head=True):
-        return gs.model_flops_per_token(CFG, t, train, lora=True, lm_head=head)
+        return gsr.model_flops_per_token(CFG, t, train, lora=True, lm_head=head)
 
     update = 2 * sum(
         2 * t * f(t, True, False) + s * (f(t, True) - f(t, True, False)) for t, s in ((100, 30), (40, 10))
     )
-    got = gs.measures(CFG, r, peak=1e9, kl_passes=0)
+    got = gsr.measures(CFG, r, peak=1e9, kl_passes=0)
     assert got["update"]["flops"] == update and got["update"]["mfu"] == pytest.approx(update / 1.0 / 1e9)
     assert got["rollout"]["decode_mfu"] == pytest.approx(40 * 2 * 186_880 / 2.0 / 1e9)
     assert (
         got["update"]["tokens_trained"] == 2 * 2 * 140
-        and gs.measures(CFG, r, None, 0)["update"]["mfu"] is None
+        and gsr.measures(CFG, r, None, 0)["update"]["mfu"] is None
     )
     partial = {k: v for k, v in r.items() if k not in ("update_s", "freeze_s", "steps", "epochs")}
-    assert set(gs.measures(CFG, partial, 1e9, 0)) == {"rollout"}  # the receipt written after the rollout
+    assert set(gsr.measures(CFG, partial, 1e9, 0)) == {"rollout"}  # the receipt written after the rollout
 
 
 @pytest.mark.parametrize(
@@ -337,7 +338,7 @@ def test_update_flops_and_mfu_arithmetic():
     ],
 )
 def test_peak_table(name, peak):
-    assert gs.peak_bf16(name) == peak
+    assert gsr.peak_bf16(name) == peak
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")
