@@ -9,7 +9,7 @@ import pytest
 
 from pappo.evidence.git_trees import GitTrees, cat_file, git_output
 from pappo.experiment.receipt import collect_source
-from pappo.io import git
+from pappo.io import PappoError, git
 
 
 def _repo(path: Path, text: str) -> str:
@@ -65,3 +65,18 @@ def test_a_tree_whose_blob_is_gone_is_an_error_not_a_hash(tmp_path):
     assert trees.at(commit) is not None
     with pytest.raises(subprocess.CalledProcessError):
         GitTrees(tmp_path / "r", ("a.txt",))._read_blobs(["0" * 40])
+
+
+def test_reproduce_takes_the_evidence_commit_of_root_whatever_the_environment_names(tmp_path, monkeypatch):
+    from pappo.evidence import reproduce
+
+    ours, _ = _repo(tmp_path / "ours", "ours\n"), _repo(tmp_path / "other", "other\n")
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "other" / ".git"))
+    assert reproduce._evidence_commit(tmp_path / "ours") == ours
+    assert reproduce._sh(["git", "rev-parse", "HEAD"], tmp_path / "ours").strip() == ours
+    monkeypatch.delenv("GIT_DIR")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    with pytest.raises(PappoError, match="is not a git work tree with a commit"):
+        reproduce._evidence_commit(plain)

@@ -38,7 +38,7 @@ from pappo.evidence.reproduce_compare import (
 )
 from pappo.experiment import receipt as rc
 from pappo.experiment.report import RUN_METHODS, RunReport
-from pappo.io import PappoError, atomic_write_json
+from pappo.io import GIT_LOCAL_ENV, PappoError, atomic_write_json, git
 
 
 def choose_runs(params: Params, runs: str | None, sample: int | None, seed: int = 0) -> list[RunId]:
@@ -63,6 +63,8 @@ def choose_runs(params: Params, runs: str | None, sample: int | None, seed: int 
 
 
 def _sh(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
+    """`cmd` in the scratch clone, never pointed at another repository by the caller's git variables."""
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k not in GIT_LOCAL_ENV}
     out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise PappoError(
@@ -329,9 +331,18 @@ def reproduce_here(
 
 def _evidence_commit(root: Path) -> str:
     """HEAD: the evidence commit (dvc.lock, the summary) whose train code the audit showed is the runs'."""
-    sha = _sh(["git", "rev-parse", "HEAD"], root).strip()
     evidence = ["dvc.lock", "params.yaml", "src"]
-    if _sh(["git", "status", "--porcelain", "--untracked-files=no", "--", *evidence], root):
+    head, status = (
+        git(root, "rev-parse", "HEAD"),
+        git(root, "status", "--porcelain", "--untracked-files=no", "--", *evidence),
+    )
+    if head.returncode != 0 or status.returncode != 0:
+        raise PappoError(
+            f"{root} is not a git work tree with a commit: reproduce in a clone of the repository, or "
+            "pass --bundle ZIP to reproduce from the archive"
+        )
+    sha = head.stdout.decode().strip()
+    if status.stdout.strip():
         raise PappoError(
             "dvc.lock, params.yaml or src/ differ from HEAD: commit them (or restore "
             "them) first; a reproduction re-runs the commit"
