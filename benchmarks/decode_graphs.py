@@ -33,9 +33,10 @@ from pappo.policy.chat import ChatCodec
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.rollout import RolloutEngine, Trajectory
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py, gpu_step.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py, gpu_step*.py
 import gpu_step as gs
 from common import fresh_tokenizer, graph_counts, stand_in_grades, warmup_envs
+from gpu_step_params import DTYPES, QWEN25_VOCAB
 
 # --config -> episodes, turns, tokens per turn, tokens per episode
 SHAPES = {"7b": (64, 4, 512, 2048), "tiny": (4, 3, 24, 1024)}
@@ -45,7 +46,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", choices=sorted(SHAPES), default="tiny")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    ap.add_argument("--dtype", choices=["auto", *gs.DTYPES], default="auto", help="auto: bf16 on cuda")
+    ap.add_argument("--dtype", choices=["auto", *DTYPES], default="auto", help="auto: bf16 on cuda")
     ap.add_argument("--episodes", type=int, help="rows decoded together; default by --config")
     ap.add_argument("--turns", type=int, help="env.max_turns")
     ap.add_argument("--tokens-per-turn", type=int, help="rollout.max_new_tokens_per_turn")
@@ -80,7 +81,7 @@ def setup(
         update={"rollout": rollout, "env": params.env.model_copy(update={"max_turns": args.turns})}
     )
     tokenizer = fresh_tokenizer(params)
-    vocab = gs.QWEN25_VOCAB if args.config == "7b" else None
+    vocab = QWEN25_VOCAB if args.config == "7b" else None
     cfg = gs.model_config(args.config, tokenizer, params, vocab)
     model = gs.build_model(cfg, device, dtype, args.seed, ckpt=False, decodable=len(tokenizer))
     return params, model, ChatCodec(tokenizer, tools_for(params.env.actions))
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         print("decode_graphs: --device cuda, but torch sees no CUDA device here", file=sys.stderr)
         return 2
     device = torch.device("cuda" if cuda else "cpu")
-    dtype = gs.DTYPES.get(args.dtype) or (torch.bfloat16 if cuda else torch.float32)
+    dtype = DTYPES.get(args.dtype) or (torch.bfloat16 if cuda else torch.float32)
     params, model, codec = setup(args, device, dtype)
     rec: dict[str, Any] = {
         "schema": "pappo.decode_graphs/1",

@@ -48,7 +48,6 @@ The last line is `receipt: <path>`.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import tempfile
 import time
@@ -58,9 +57,6 @@ from typing import Any
 import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
-from pappo.config import Params, load_params, profile_mapping
-from pappo.config.policy import ModelParams
-from pappo.config.rl import RLParams
 from pappo.experiment import machine
 from pappo.io import atomic_write_json
 from pappo.policy import decode_graphs, memory
@@ -72,11 +68,11 @@ from pappo.rl.trainer import Trainer
 from pappo.rl.update import optimise
 from pappo.tasks.store import TaskStore
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py, gpu_step_record.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, gpu_step_params.py, gpu_step_record.py
 from common import fresh_tokenizer, padded_tokens, stand_in_grades
-from gpu_step_record import BEYOND_TOKENIZER_BIAS, ROOT, SCHEMA, head_lines, phase_lines, receipt, say
+from gpu_step_params import DEFAULTS, DTYPES, bench_params
+from gpu_step_record import BEYOND_TOKENIZER_BIAS, SCHEMA, head_lines, phase_lines, receipt, say
 
-HUB_PROFILE = ROOT / "profiles" / "qwen2.5-coder-7b.yaml"
 QWEN25_CODER_7B = dict(
     hidden_size=3584,
     intermediate_size=18944,
@@ -89,15 +85,6 @@ QWEN25_CODER_7B = dict(
     tie_word_embeddings=False,
     hidden_act="silu",
 )
-QWEN25_VOCAB = 152064
-DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
-_KEYS = ("episodes", "max_turns", "max_new_tokens_per_turn", "gradient_checkpointing", "profile", "vocab")
-DEFAULTS = {
-    "7b": dict(zip(_KEYS, (None, None, None, True, HUB_PROFILE, QWEN25_VOCAB))),
-    "tiny": dict(zip(_KEYS, ("2x2", 3, 32, False, None, None))),
-}
-# flag -> (params section, field) for the precision sweep; an older checkout's params models may lack it
-KNOBS = {"logits_fp32": ("model", "logits_fp32"), "rollout_is": ("rl", "rollout_is_level")}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -150,75 +137,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for key, value in DEFAULTS[args.config].items():
         setattr(args, key, value if getattr(args, key) is None else getattr(args, key))
     return args
-
-
-def _episodes(args: argparse.Namespace, rl: dict[str, Any]) -> tuple[int, int]:
-    if args.episodes is None:
-        return int(rl["tasks_per_update"]), int(rl["group_size"])
-    tasks, _, group = str(args.episodes).partition("x")
-    if not (tasks.isdigit() and group.isdigit() and int(tasks) > 0 and int(group) > 0):
-        raise SystemExit(f"gpu_step: --episodes {args.episodes!r}: expected TASKSxGROUP, e.g. 16x4")
-    return int(tasks), int(group)
-
-
-def _knobs(args: argparse.Namespace, data: dict[str, Any]) -> None:
-    """The precision sweep's flags, into params sections; refused by name where the params models lack the knob."""
-    wanted = {"logits_fp32": True if args.logits_fp32 else None, "rollout_is": args.rollout_is}
-    for flag, value in wanted.items():
-        if value is None:
-            continue
-        section, field = KNOBS[flag]
-        model = {"model": ModelParams, "rl": RLParams}[section]
-        if field not in model.model_fields:
-            raise SystemExit(
-                f"gpu_step: --{flag.replace('_', '-')} sets {section}.{field}, which this "
-                "checkout's params models (src/pappo/config) do not have; run without the flag or on a "
-                "checkout with it"
-            )
-        data[section][field] = value
-
-
-def bench_params(args: argparse.Namespace, dtype: torch.dtype) -> Params:
-    """params.yaml with the profile's lora, rollout and rl, the benchmark's overrides, validated."""
-    data = load_params(args.params).model_dump(mode="json", by_alias=True)
-    hub = profile_mapping(args.params, args.profile or HUB_PROFILE)
-    if args.profile is not None:
-        for section in ("lora", "rollout", "rl"):
-            data[section] = hub[section]
-    else:  # the hub profile's decode path and loss tokens, whatever params.yaml's CPU tier uses
-        data["rollout"]["calls"] = hub["rollout"]["calls"]
-        data["rl"]["loss_tokens"] = hub["rl"]["loss_tokens"]
-    rl, rollout, env = data["rl"], data["rollout"], data["env"]
-    args.tasks, args.group = _episodes(args, rl)
-    # critic_warmup_steps 0: time a steady-state update, not the first update's extra critic steps
-    rl |= {
-        "tasks_per_update": args.tasks,
-        "group_size": args.group,
-        "target_kl": None,
-        "updates": 1,
-        "critic_warmup_steps": 0,
-    }
-    for key in ("micro_batch_size", "ppo_epochs", "minibatches", "ppo_max_token_len_per_gpu"):
-        rl |= {key: getattr(args, key)} if getattr(args, key) else {}
-    if args.use_dynamic_bsz is not None:
-        rl["use_dynamic_bsz"] = args.use_dynamic_bsz
-    rollout["batch_size"] = args.tasks * args.group  # one lockstep batch
-    for key in ("max_new_tokens_per_turn", "max_tokens_per_episode", "kv_cache"):
-        rollout |= {key: getattr(args, key)} if getattr(args, key) else {}
-    if args.enforce_eager is not None:
-        rollout["enforce_eager"] = args.enforce_eager
-    if args.max_turns is None:  # 7b: every episode can reach the token limit
-        args.max_turns = math.ceil(rollout["max_tokens_per_episode"] / rollout["max_new_tokens_per_turn"]) + 1
-    env["max_turns"] = args.max_turns
-    data["model"] |= {
-        "dtype": str(dtype).removeprefix("torch."),
-        "gradient_checkpointing": args.gradient_checkpointing,
-    }
-    _knobs(args, data)
-    try:
-        return Params.model_validate(data)
-    except ValueError as e:
-        raise SystemExit(f"gpu_step: the benchmark's params are invalid (check the flags): {e}") from None
 
 
 def model_config(name: str, tokenizer: Any, params: Any, vocab: int | None = None) -> Any:

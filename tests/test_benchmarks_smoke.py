@@ -43,6 +43,7 @@ NOT_HERE = {
     "power_design.py": "tests/test_power_design.py runs it on pilot run folders it builds",
     "gpu_step.py": "tests/test_gpu_step.py runs it (--config tiny)",
     "gpu_step_record.py": "a module gpu_step.py imports (its receipt and printed lines), not a command",
+    "gpu_step_params.py": "a module gpu_step.py imports (its defaults and params), not a command",
     "confirmation.py": "tests/test_confirmation.py runs its command on run folders it builds",
     "id_slot.py": "needs `dvc repro` outputs (the manifest lock, models/base); "
     "tests/test_id_slot.py checks its probe",

@@ -47,6 +47,7 @@ def load_bench():
 
 gs = load_bench()
 gsr = load_benchmark("gpu_step_record")  # its receipt and printed lines
+gsp = load_benchmark("gpu_step_params")  # its defaults and params
 
 
 def lora_trainable(m: dict, rank: int) -> int:
@@ -253,12 +254,12 @@ def test_precision_flags_reach_params_or_are_refused_by_name(capsys):
 
     args = gs.parse_args([*SMALL[2:], "--config", "tiny", "--logits-fp32", "--rollout-is", "token"])
     if "logits_fp32" in ModelParams.model_fields and "rollout_is_level" in RLParams.model_fields:
-        params = gs.bench_params(args, torch.float32)
+        params = gsp.bench_params(args, torch.float32)
         assert params.model.logits_fp32 is True and params.rl.rollout_is_level == "token"
     else:
         with pytest.raises(SystemExit, match="do not have; run without the flag"):
-            gs.bench_params(args, torch.float32)
-    params = gs.bench_params(gs.parse_args([*SMALL[2:], "--config", "tiny"]), torch.bfloat16)
+            gsp.bench_params(args, torch.float32)
+    params = gsp.bench_params(gs.parse_args([*SMALL[2:], "--config", "tiny"]), torch.bfloat16)
     assert params.model.dtype == "bfloat16"
 
 
