@@ -26,8 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pappo.config import load_params
 from pappo.config.evidence import ClaimParams
 from pappo.evidence.committed import lock_stages
-from pappo.evidence.git_trees import cat_file
-from pappo.io import git
+from pappo.evidence.git_trees import cat_file, git_output
 
 BAR_FIELDS: tuple[str, ...] = ("metric", "baseline", "min_delta", "min_seed_wins", "ci_rule")
 TRAINED: tuple[str, ...] = ("rft", "grpo", "ppo", "pappo")
@@ -79,12 +78,17 @@ def unreadable(why: str) -> History:
 def read_history(root: Path, seeds: Sequence[int], claims: Sequence[ClaimParams]) -> History:
     """Configurations per (seed, trained method) and claim edits, from `git log` of the repository `root`."""
     root = Path(root)
-    shallow = _git(root, "rev-parse", "--is-shallow-repository")
+    try:
+        shallow = git_output(root, "rev-parse", "--is-shallow-repository")
+    except OSError:  # no git here
+        shallow = None
     if shallow is None:
         return unreadable(f"{root} is not a git repository with commits (a source tree without history)")
-    if shallow.strip() == "true":
+    if shallow == "true":
         return unreadable("a shallow clone holds part of the history only; run `git fetch --unshallow`")
-    log = _git(root, "log", "--reverse", "--format=%x00%H", "--name-only", "--", "dvc.lock", "params.yaml")
+    log = git_output(
+        root, "log", "--reverse", "--format=%x00%H", "--name-only", "--", "dvc.lock", "params.yaml"
+    )
     commits = [(c.split("\n", 1)[0], c.split("\n")[1:]) for c in (log or "").split("\0") if c.strip()]
     if not any("dvc.lock" in files for _, files in commits):
         return unreadable("no commit of dvc.lock on the current history")
@@ -193,14 +197,6 @@ def _stages(text: bytes) -> dict[str, Any]:
         return lock_stages(text)
     except yaml.YAMLError:
         return {}  # a version that does not parse carried no readable configuration
-
-
-def _git(root: Path, *args: str) -> str | None:
-    try:
-        out = git(root, *args)
-    except OSError:
-        return None
-    return out.stdout.decode() if out.returncode == 0 else None
 
 
 def claim_history(
