@@ -95,21 +95,21 @@ def _grading_without_namespaces() -> Iterator[None]:
     if NS_MISSING is None:
         yield
         return
-    from pappo.sandbox import pool
+    from pappo.sandbox import pool, worker
 
-    original = pool._Worker.__init__
+    original = worker.Worker.__init__
 
-    def explicit_rlimits(self: pool._Worker, limits: Params) -> None:
+    def explicit_rlimits(self: worker.Worker, limits: Params) -> None:
         original(
             self, limits.model_copy(update={"isolation": "rlimits"}) if limits.isolation == "auto" else limits
         )
 
-    pool._Worker.__init__ = explicit_rlimits
+    worker.Worker.__init__ = explicit_rlimits
     saved, pool.containment_problem = pool.containment_problem, lambda limits: None
     try:
         yield
     finally:
-        pool._Worker.__init__, pool.containment_problem = original, saved
+        worker.Worker.__init__, pool.containment_problem = original, saved
 
 
 def fixture_params_raw() -> dict:

@@ -10,7 +10,7 @@ import pytest
 
 from pappo.config.data import SandboxParams
 from pappo.io import PappoError
-from pappo.sandbox import pool
+from pappo.sandbox import pool, worker
 
 
 def test_a_worker_that_cannot_import_pydantic_reports_its_traceback(tmp_path: Path, monkeypatch):
@@ -20,13 +20,13 @@ def test_a_worker_that_cannot_import_pydantic_reports_its_traceback(tmp_path: Pa
     (fake / "__init__.py").write_text(
         "raise ModuleNotFoundError(\"No module named 'pydantic' (stand-in)\")\n"
     )
-    real = pool.worker_env
+    real = worker.worker_env
 
     def broken() -> dict[str, str]:
         env = real()
         return env | {"PYTHONPATH": f"{tmp_path}:{env['PYTHONPATH']}"}
 
-    monkeypatch.setattr(pool, "worker_env", broken)
+    monkeypatch.setattr(worker, "worker_env", broken)
     with pytest.raises(PappoError) as err:
         pool.SandboxPool(SandboxParams(isolation="rlimits"), workers=1)
     msg = str(err.value)
@@ -36,5 +36,5 @@ def test_a_worker_that_cannot_import_pydantic_reports_its_traceback(tmp_path: Pa
 
 
 def test_the_message_without_stderr_is_the_answer_alone():
-    assert pool.start_failure_message("no answer", "") == "sandbox worker did not start: no answer"
-    assert "pip install" not in pool.start_failure_message("no answer", "Killed")
+    assert worker.start_failure_message("no answer", "") == "sandbox worker did not start: no answer"
+    assert "pip install" not in worker.start_failure_message("no answer", "Killed")

@@ -10,33 +10,23 @@ from __future__ import annotations
 import atexit
 import base64
 import hashlib
-import itertools
 import json
 import logging
-import os
 import queue
-import select
-import shutil
-import signal
-import struct
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from pappo.config.data import SandboxParams
 from pappo.io import PappoError
 from pappo.sandbox.channel import parse_records
+from pappo.sandbox.worker import Worker, fail_closed_message
 
 log = logging.getLogger("pappo.sandbox")
 Outcome = Literal["passed", "failed", "error", "skipped", "timeout", "missing"]
-_UIDS = itertools.count()  # each worker gets its own unprivileged uid: RLIMIT_NPROC is per uid
-_UID_BASE = 61000
 GRACE_S = 30.0  # beyond a run's own deadline, how long a worker may take to answer
 
 
@@ -68,138 +58,18 @@ class TestRun:
         return sorted(t for t, o in self.outcomes.items() if o == "passed")
 
 
-STDERR_TAIL = 4000  # characters of a worker's stderr kept for the error message of a failed start
-
-
-def worker_env() -> dict[str, str]:
-    """The worker's whole environment: this checkout's src on PYTHONPATH, nothing else inherited
-    but PATH and HOME (packages must be installed in the interpreter, not only on PYTHONPATH)."""
-    src = str(Path(__file__).resolve().parents[2])
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LANG": "C.UTF-8",
-        "PYTHONHASHSEED": "0",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONNOUSERSITE": "1",
-        "PYTHONPATH": src,
-        "HOME": os.path.expanduser("~"),  # the worker hides it from runs wherever it is
-        # Installed plugins (hypothesis, xdist...) are neither needed nor trusted in a run.
-        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-    }
-
-
-class _StderrTail:
-    """Drains a worker's stderr on a thread: passes it on to ours (as when it was inherited) and
-    keeps its tail, so a worker that dies before its hello can say why (e.g. an ImportError)."""
-
-    def __init__(self, stream: Any) -> None:
-        self.tail = b""
-        self.thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
-        self.thread.start()
-
-    def _drain(self, stream: Any) -> None:
-        for chunk in iter(lambda: os.read(stream.fileno(), 65536), b""):
-            self.tail = (self.tail + chunk)[-STDERR_TAIL:]
-            try:
-                os.write(2, chunk)
-            except OSError:
-                pass
-        stream.close()
-
-    def text(self, wait_s: float = 5.0) -> str:
-        self.thread.join(wait_s)  # the process is gone: its stderr reaches EOF
-        return self.tail.decode(errors="replace").strip()
-
-
-class _Worker:
-    """One server process and its pipes."""
-
-    def __init__(self, limits: SandboxParams) -> None:
-        uid = _UID_BASE + next(_UIDS) % 4000
-        self.proc = subprocess.Popen(
-            [sys.executable, "-B", "-m", "pappo.sandbox.server", limits.isolation, str(uid)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=worker_env(),
-            cwd="/",
-        )
-        self.stderr = _StderrTail(self.proc.stderr)
-        hello = self.receive(deadline=time.monotonic() + 120)
-        if not hello or not hello.get("hello"):
-            self.kill()
-            why = (hello or {}).get("error", "no answer")
-            if limits.isolation != "rlimits" and hello is not None:  # could not isolate: fail closed
-                raise PappoError(fail_closed_message(why))
-            raise PappoError(start_failure_message(why, self.stderr.text()))
-        self.specs_sent: set[str] = set()  # hidden-check specs this worker holds (`_spec_ref`)
-        self.isolation: str = hello["isolation"]
-        self.base: str = hello["base"]
-        self.notes: list[str] = hello["notes"]
-
-    def request(self, payload: dict[str, Any], timeout: float) -> dict[str, Any] | None:
-        data = json.dumps(payload).encode()
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(struct.pack(">I", len(data)) + data)
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            return None
-        return self.receive(deadline=time.monotonic() + timeout)
-
-    def receive(self, deadline: float) -> dict[str, Any] | None:
-        head = self._read(4, deadline)
-        body = self._read(struct.unpack(">I", head)[0], deadline) if head else None
-        return json.loads(body) if body else None
-
-    def _read(self, n: int, deadline: float) -> bytes | None:
-        assert self.proc.stdout is not None
-        fd, buf = self.proc.stdout.fileno(), bytearray()
-        while len(buf) < n:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-                return None
-            chunk = os.read(fd, n - len(buf))
-            if not chunk:
-                return None
-            buf += chunk
-        return bytes(buf)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                stream.close() if stream else None
-            except OSError:
-                pass
-        # In rlimits mode the workspace lives on the host; a killed worker cannot remove it.
-        if getattr(self, "isolation", "") == "rlimits" and self.base.startswith("/tmp/pappo-worker-"):
-            shutil.rmtree(self.base, ignore_errors=True)
-
-    def close(self) -> None:
-        try:
-            if self.proc.stdin:
-                self.proc.stdin.close()  # EOF: the worker finishes and removes its workspace
-            self.proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        self.kill()
-
-
 class SandboxPool:
     """`limits.workers` warm workers; `run_many` spreads runs over them and keeps the order."""
 
     def __init__(self, limits: SandboxParams, workers: int | None = None) -> None:
         self.limits = limits
         self.size = workers or limits.workers
-        self._idle: queue.Queue[_Worker] = queue.Queue()
-        self._all: list[_Worker] = []
+        self._idle: queue.Queue[Worker] = queue.Queue()
+        self._all: list[Worker] = []
         self._lock = threading.Lock()
         self._broken: str | None = None  # set when a dead worker could not be replaced
         with ThreadPoolExecutor(self.size) as ex:  # start in parallel: each start imports pytest
-            started = [ex.submit(_Worker, limits) for _ in range(self.size)]
+            started = [ex.submit(Worker, limits) for _ in range(self.size)]
         failed = [f.exception() for f in started if f.exception() is not None]
         self._all = [f.result() for f in started if f.exception() is None]
         if failed:  # never leave the workers that did start running
@@ -264,7 +134,7 @@ class SandboxPool:
         self._idle.put(worker)
         return _to_run(reply, test_ids, time.monotonic() - start)
 
-    def _next_idle(self) -> _Worker:
+    def _next_idle(self) -> Worker:
         while True:
             if self._broken:
                 raise PappoError(self._broken)
@@ -280,9 +150,9 @@ class SandboxPool:
         with ThreadPoolExecutor(self.size) as ex:
             return list(ex.map(lambda job: self.run(*job), jobs))
 
-    def _replace(self, dead: _Worker) -> _Worker:
+    def _replace(self, dead: Worker) -> Worker:
         try:
-            fresh = _Worker(self.limits)
+            fresh = Worker(self.limits)
         except (PappoError, OSError) as e:
             self._broken = f"a sandbox worker died and could not be restarted: {e}"
             raise PappoError(self._broken) from e
@@ -311,7 +181,7 @@ def _spec_ref(hidden: Mapping[str, Any]) -> str:
     return ref
 
 
-def _hidden_fields(worker: _Worker, hidden: Mapping[str, Any] | None, ref: str | None) -> dict[str, Any]:
+def _hidden_fields(worker: Worker, hidden: Mapping[str, Any] | None, ref: str | None) -> dict[str, Any]:
     if hidden is None:
         return {}
     if ref in worker.specs_sent:
@@ -364,32 +234,6 @@ def require_containment(limits: SandboxParams) -> None:
     problem = containment_problem(limits)
     if problem:
         raise PappoError(problem)
-
-
-def start_failure_message(why: str, stderr: str) -> str:
-    """A worker that did not start: its answer and, above all, its own stderr (the traceback)."""
-    msg = f"sandbox worker did not start: {why}"
-    if stderr:
-        msg += f"; its stderr ends:\n{stderr}"
-    if "ModuleNotFoundError" in stderr or "ImportError" in stderr:
-        msg += (
-            f"\nThe worker runs {sys.executable} with only this checkout's src on PYTHONPATH: install "
-            "the packages into that interpreter (e.g. pip install -r requirements.lock), not only on "
-            "PYTHONPATH."
-        )
-    return msg
-
-
-def fail_closed_message(why: str) -> str:
-    """Why no run is contained here, and the two ways forward (the error `auto` stops with)."""
-    return (
-        f"the sandbox cannot contain untrusted code on this machine ({why}); nothing was run. "
-        "Allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0; on Ubuntu 23.10+ "
-        "also kernel.apparmor_restrict_unprivileged_userns=0; in a container, a seccomp profile "
-        "that permits unshare) or run as root. To run without containment of network, files and "
-        "daemons instead, set `sandbox.isolation: rlimits` in params.yaml (the manifest lock and "
-        "every grade record it)."
-    )
 
 
 _DEFAULT: dict[SandboxParams, SandboxPool] = {}
