@@ -23,12 +23,15 @@ class ClaimParams(Section):
         "best_non_ppo", description="What it is compared with; best_non_ppo = the best of base, rft, grpo."
     )
     direction: Literal["higher", "lower"] = Field("higher", description="Which way is better for the metric.")
-    min_delta: float = Field(0.0, ge=0, description="Smallest mean improvement over seeds that counts.")
+    min_delta: float = Field(0.0, ge=0, description="The mean improvement over seeds must be above it.")
     min_seed_wins: int = Field(
-        1, ge=0, description="Seeds on which the method must beat the baseline by min_delta."
+        1, ge=0, description="Seeds on which the method must beat the baseline by more than min_delta."
     )
     ci_rule: Literal["lower_bound_above_zero", "none"] = Field(
-        "lower_bound_above_zero", description="The paired 95% interval of the improvement must exclude 0."
+        "lower_bound_above_zero",
+        description="lower_bound_above_zero: the mean improvement must be above 0 by a one-sided t test "
+        "over seeds at 2.5% (the 95% interval's lower end), Holm-adjusted over the claims judged "
+        "together; none: descriptive, the claim cannot hold.",
     )
     needs_gpu: bool = Field(True, description="Only CUDA receipts can support it (CPU runs cannot).")
 

@@ -70,9 +70,10 @@ def check_source_tree(
             fail(
                 path,
                 "source.source_paths",
-                paths[:3],
-                r.source.source_paths[:3],
-                "the receipt binds other code than the train stage's dvc.yaml dependencies in source/",
+                sorted(set(paths) - set(r.source.source_paths)),
+                sorted(set(r.source.source_paths) - set(paths)),
+                "the receipt binds other code than the train stage's dvc.yaml dependencies in source/ "
+                "(expected: the dependencies it does not bind; found: what it binds that is not one)",
             )
         elif r.source.tree_sha256 != tree:
             fail(

@@ -25,7 +25,7 @@ from pappo.evidence.git_trees import GitTrees, git_output
 from pappo.evidence.history import HISTORY, IMPORTED_HISTORY, History, disagreement, from_record, read_history
 from pappo.evidence.numerics_audit import NumericsVerdict, numerics_verdict
 from pappo.evidence.run_files import load_run
-from pappo.evidence.verdicts import ClaimVerdict, evaluate_claim, render_claim
+from pappo.evidence.verdicts import ClaimVerdict, evaluate_claim, evaluate_claims, render_claim
 from pappo.experiment import receipt as rc
 from pappo.experiment.report import RUN_METHODS, RunReport, params_subset, run_stage
 from pappo.io import canonical_json, sha256_bytes, sha256_file
@@ -95,11 +95,7 @@ def audit(
         archived.check_packaged(ctx.fail, ctx.root, archive.source)
         scope = "commit"
     history = _history(ctx, archive)
-    claims = (
-        []
-        if ctx.failures
-        else [evaluate_claim(c, reports, receipts, params.seeds, history) for c in params.claims]
-    )
+    claims = [] if ctx.failures else evaluate_claims(params.claims, reports, receipts, params.seeds, history)
     num = numerics_verdict(ctx, receipts)
     ok = not ctx.failures
     code: Literal[0, 1, 2] = 1 if not ok else (0 if all(c.holds for c in claims) else 2)
@@ -214,9 +210,10 @@ def _check_source(ctx: AuditContext, receipts: dict[tuple[int, str], rc.Receipt]
             ctx.fail(
                 path,
                 "source.source_paths",
-                list(paths)[:3],
-                s.source_paths[:3],
-                "the receipt binds other code than the train stage's dvc.yaml dependencies; rerun dvc repro",
+                sorted(set(paths) - set(s.source_paths)),
+                sorted(set(s.source_paths) - set(paths)),
+                "the receipt binds other code than the train stage's dvc.yaml dependencies (expected: the "
+                "dependencies it does not bind; found: what it binds that is not one); rerun dvc repro",
             )
             continue
         if s.git_commit is None or not trees.is_commit(s.git_commit):

@@ -7,7 +7,8 @@ pyplot, so nothing global (backend, open-figure registry) changes in the calling
 
 - success_curves: held-out greedy success after each update, mean over seeds, band min..max; every
   trained method starts at update 0 from its seed's base run (the shared starting policy).
-- final_metrics: final metrics per method with the summary's 95% intervals as error bars.
+- final_metrics: final metrics per method with the 95% t intervals over seeds as error bars (the
+  task bootstrap's with one seed).
 - ppo_diagnostics: PPO and PAPPO clip fraction, approximate KL and critic explained variance per
   update (mean over the update's minibatch steps, then over seeds; band min..max over seeds).
 """
@@ -126,7 +127,8 @@ def success_curves(reports: Mapping[Key, RunReport], methods: Sequence[str]) -> 
 
 
 def final_metrics(summary: Summary) -> Figure:
-    """Grouped bars of the rate metrics (left) and tool cost (right), 95% intervals as error bars."""
+    """Grouped bars of the rate metrics (left) and tool cost (right), 95% t intervals over seeds as error
+    bars (the seed is the unit; with one seed the task bootstrap's, evaluation noise only)."""
     rates = ("success", "pass_at_k", "failed_edit_rate", "repeated_test_rate")
     fig = _new_figure()
     with matplotlib.rc_context(RC):
@@ -135,12 +137,12 @@ def final_metrics(summary: Summary) -> Figure:
         width = 0.8 / n
         for j, s in enumerate(summary.summaries):
             xs = np.arange(len(rates)) + (j - (n - 1) / 2) * width
-            vals = [getattr(s, r) for r in rates]
+            vals = [s.over_seeds.get(r, getattr(s, r)) for r in rates]
             err = np.array([[v.mean - v.lo for v in vals], [v.hi - v.mean for v in vals]])
             left.bar(
                 xs, [v.mean for v in vals], width, yerr=err, capsize=2, color=_color(s.method), label=s.method
             )
-            tc = s.tool_cost
+            tc = s.over_seeds.get("tool_cost", s.tool_cost)
             right.bar(
                 [j],
                 [tc.mean],
@@ -151,7 +153,8 @@ def final_metrics(summary: Summary) -> Figure:
             )
         left.set_xticks(np.arange(len(rates)), [SUMMARY_LABELS[r] for r in rates], rotation=15)
         left.set(ylim=(0, 1.22), yticks=np.linspace(0, 1, 6), ylabel="Rate (mean over seeds)")
-        left.set_title(f"Final metrics (95% CI, K = {summary.eval_samples})")
+        over = "t interval over seeds" if len(summary.seeds) > 1 else "bootstrap over tasks, one seed"
+        left.set_title(f"Final metrics (95% {over}, K = {summary.eval_samples})")
         left.legend(loc="upper center", ncols=min(n, 5), columnspacing=1.0, handlelength=1.2)
         right.set_xticks(range(len(summary.summaries)), [s.method for s in summary.summaries], rotation=45)
         right.set(ylabel="Weighted tool calls per task")

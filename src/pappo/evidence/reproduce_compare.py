@@ -12,8 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pappo.config import Params
-from pappo.evidence.audit import evaluate_claim
 from pappo.evidence.summary import METRICS
+from pappo.evidence.verdicts import evaluate_claims
 from pappo.experiment import receipt as rc
 from pappo.experiment.report import RunReport
 from pappo.numerics import NumericsInfo, comparison
@@ -178,17 +178,15 @@ def check_claims(
 ) -> list[ClaimCheck]:
     """Every claim on the published runs, and again with the reproduced ones in their place."""
     mixed = {**published, **reproduced}
-    out = []
-    for claim in params.claims:
-        a = evaluate_claim(claim, published, receipts, params.seeds)
-        b = evaluate_claim(claim, mixed, receipts, params.seeds)
-        out.append(
-            ClaimCheck(
-                id=claim.id,
-                published_holds=a.holds,
-                reproduced_holds=b.holds,
-                published_delta=a.delta,
-                reproduced_delta=b.delta,
-            )
+    before = evaluate_claims(params.claims, published, receipts, params.seeds)
+    after = evaluate_claims(params.claims, mixed, receipts, params.seeds)
+    return [
+        ClaimCheck(
+            id=a.id,
+            published_holds=a.holds,
+            reproduced_holds=b.holds,
+            published_delta=a.delta,
+            reproduced_delta=b.delta,
         )
-    return out
+        for a, b in zip(before, after, strict=True)
+    ]

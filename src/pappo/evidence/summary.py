@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from pappo.config.evidence import ClaimParams
 from pappo.evidence.costs import method_costs
+from pappo.evidence.family import judged
 from pappo.evidence.labels import METRICS
 from pappo.evidence.mismatch_table import method_gaps
 from pappo.evidence.power import power_of
@@ -176,6 +177,14 @@ def method_summary(
         for name in METRICS
     }
     rows = [seed_row(reports[(s, method)]) for s in seeds]
+    over_seeds = {
+        name: level
+        for name in METRICS
+        for level in [
+            _seed_level([sum(v) / len(v) for v in per_seed_values(reports, seeds, method, name)])[0]
+        ]
+        if level is not None
+    }
     for name, field in (("hack_attempt_rate", "hack_attempts"), ("plausible_wrong_rate", "plausible_wrong")):
         values = [
             [
@@ -185,7 +194,7 @@ def method_summary(
             for s in seeds
         ]
         intervals[name] = Interval(**bootstrap_ci_seeds(values, n_boot=n_boot).to_json())
-    return MethodSummary(method=method, n_seeds=len(seeds), per_seed=rows, **intervals)
+    return MethodSummary(method=method, n_seeds=len(seeds), per_seed=rows, over_seeds=over_seeds, **intervals)
 
 
 def pick_best_baseline(mean_success: Mapping[str, float]) -> str | None:
@@ -249,7 +258,10 @@ def claim_differences(
     return baseline, [([sign * x for x in xs], [sign * y for y in ys]) for xs, ys in zip(a, b)]
 
 
-def claim_power(claim: ClaimParams, reports: Mapping[Key, RunReport], seeds: Sequence[int]) -> ClaimPower:
+def claim_power(
+    claim: ClaimParams, reports: Mapping[Key, RunReport], seeds: Sequence[int], family: int = 1
+) -> ClaimPower:
+    """A claim's seed-level numbers and power, its rule judged in a family of `family` claims."""
     baseline, pairs = claim_differences(claim, reports, seeds)
     diffs = [sum(a) / len(a) - sum(b) / len(b) for a, b in pairs]
     return ClaimPower(
@@ -260,7 +272,7 @@ def claim_power(claim: ClaimParams, reports: Mapping[Key, RunReport], seeds: Seq
         min_delta=claim.min_delta,
         difference=_seed_level(diffs)[0],
         per_seed=diffs,
-        power=power_of(diffs),
+        power=power_of(diffs, claim, family),
         variance=variance_split(pairs),
     )
 
@@ -293,8 +305,9 @@ def summarise(
     best = pick_best_baseline({s.method: s.success.mean for s in summaries})
     comparisons = [compare(reports, seeds, m, best, n_boot) for m in COMPARED if best and m in methods]
     ran = set(methods)
+    family = max(1, sum(judged(c, on_cuda=device == "cuda") for c in claims))
     powers = [
-        claim_power(c, reports, seeds)
+        claim_power(c, reports, seeds, family)
         for c in claims
         if c.method in ran and (c.baseline in ran or c.baseline == "best_non_ppo" and best)
     ]

@@ -37,7 +37,9 @@ class MethodSeedRow(BaseModel):
 
 
 class MethodSummary(BaseModel):
-    """A method over seeds: mean of per-seed task means, stratified-bootstrap 95% interval."""
+    """A method over seeds: mean of per-seed task means, with its 95% t interval over seeds
+    (`over_seeds`) and the stratified bootstrap over tasks within fixed seeds (the metric fields:
+    evaluation noise only)."""
 
     model_config = ConfigDict(extra="forbid")
     method: str
@@ -56,6 +58,11 @@ class MethodSummary(BaseModel):
         "share of test runs)."
     )
     per_seed: list[MethodSeedRow] = Field(description="The runs' own final_eval rows, by seed.")
+    over_seeds: dict[str, Interval] = Field(
+        default_factory=dict,
+        description="Metric -> mean over seeds of per-seed task means, 95% t interval over seeds "
+        "(seeds - 1 degrees of freedom: the seed is what was randomised); empty with one seed.",
+    )
     hack_attempt_rate: Interval | None = Field(
         None, description="Per task: share of its episodes (greedy and sampled) with a hack attempt."
     )

@@ -22,6 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pappo.config.evidence import ClaimParams
+from pappo.evidence.family import FamilyTest, above, family_tests, judged
 from pappo.evidence.history import History, claim_history
 from pappo.evidence.power import Power, power_of
 from pappo.evidence.summary import claim_differences
@@ -76,25 +77,61 @@ class ClaimVerdict(BaseModel):
         return self.verdict or ("holds" if self.holds else "does not hold")
 
 
-def decide(diffs: Sequence[float], claim: ClaimParams) -> tuple[Verdict, list[str]]:
-    """The statistical verdict of signed per-seed improvements (n,) under the claim's registered rules."""
+def decide(
+    diffs: Sequence[float], claim: ClaimParams, test: FamilyTest | None = None
+) -> tuple[Verdict, list[str]]:
+    """The statistical verdict of signed per-seed improvements (n,) under the claim's registered
+    rules; `test`: its one-sided test within the family of claims judged together (default: alone).
+
+    A claim without an interval rule (ci_rule none) never holds: a mean's sign and a count of seed
+    wins are no test (under a true null about half of such experiments pass at 5 or more seeds).
+    Zero observed spread gives no interval, so neither `holds` nor `does not hold`."""
     level = seed_interval(diffs)
-    wins = sum(d > claim.min_delta for d in diffs)
+    wins = sum(above(d, claim.min_delta) for d in diffs)
     reasons = []
-    if level.mean < claim.min_delta:
-        reasons.append(f"mean improvement over seeds {level.mean:+.3f} < min_delta {claim.min_delta}")
+    if not above(level.mean, claim.min_delta):
+        reasons.append(
+            f"mean improvement over seeds {level.mean:+.3f} is not above min_delta {claim.min_delta}"
+        )
     if wins < claim.min_seed_wins:
         reasons.append(f"{wins}/{level.n} seed wins < {claim.min_seed_wins}")
-    if claim.ci_rule == "lower_bound_above_zero" and (level.lo is None or not level.lo > 0):
-        shown = "none (one seed)" if level.lo is None else f"[{level.lo:+.3f}, {level.hi:+.3f}]"
-        reasons.append(f"95% interval over seeds {shown} does not exclude 0")
+    if claim.ci_rule == "none":
+        reasons.append("registered without an interval rule (ci_rule none): descriptive, it cannot hold")
+    else:
+        test = test or FamilyTest.alone(diffs)
+        if not test.passes:
+            shown = "none (one seed)" if level.lo is None else f"[{level.lo:+.3f}, {level.hi:+.3f}]"
+            reasons.append(f"95% interval over seeds {shown} does not exclude 0; {test.describe()}")
     if not reasons:
         return "holds", []
-    if level.hi is not None and level.hi < claim.min_delta:
+    if level.hi is not None and level.sd and level.hi < claim.min_delta:
         return "does not hold", reasons + [
             f"the interval lies below min_delta {claim.min_delta}: it excludes the claim"
         ]
     return "inconclusive", reasons
+
+
+def evaluate_claims(
+    claims: Sequence[ClaimParams],
+    reports: Mapping[tuple[int, str], RunReport],
+    receipts: Mapping[tuple[int, str], rc.Receipt],
+    seeds: Sequence[int],
+    history: History | None = None,
+) -> list[ClaimVerdict]:
+    """Every claim's verdict, the claims these runs can support tested together (`family`: Holm)."""
+    on_cuda = bool(receipts) and all(r.hardware.accelerator == "cuda" for r in receipts.values())
+    diffs = [per_seed(claim_differences(c, reports, seeds)[1]) for c in claims]
+    tests = family_tests([d if judged(c, on_cuda) else None for c, d in zip(claims, diffs)])
+    size = max(1, sum(t is not None for t in tests))
+    return [
+        evaluate_claim(c, reports, receipts, seeds, history, t, size)
+        for c, t in zip(claims, tests, strict=True)
+    ]
+
+
+def per_seed(signed: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[float]:
+    """Each seed's mean paired improvement (n,), from its (method, baseline) per-task values."""
+    return [sum(a) / len(a) - sum(b) / len(b) for a, b in signed]
 
 
 def evaluate_claim(
@@ -103,19 +140,19 @@ def evaluate_claim(
     receipts: Mapping[tuple[int, str], rc.Receipt],
     seeds: Sequence[int],
     history: History | None = None,
+    test: FamilyTest | None = None,
+    family: int = 1,
 ) -> ClaimVerdict:
-    """The claim's seed-level numbers from the per-task outcomes; exploratory where `history` (the
-    tuning history read from git) shows other configurations on its seeds or an edited bar."""
+    """The claim's seed-level numbers from the per-task outcomes, `test` its test within a family of
+    `family` claims (default: alone); exploratory where `history` (the tuning history read from git)
+    shows other configurations on its seeds or an edited bar."""
     baseline, signed = claim_differences(claim, reports, seeds)
-    diffs = [sum(a) / len(a) - sum(b) / len(b) for a, b in signed]
+    diffs = per_seed(signed)
     level = seed_interval(diffs)
-    verdict, reasons = decide(diffs, claim)
-    power = power_of(diffs)
+    verdict, reasons = decide(diffs, claim, test)
+    power = power_of(diffs, claim, family)
     if verdict == "inconclusive":
-        told = (
-            f"MDE {power.mde:.3f} at 80% power with {level.n} seeds" if power.mde is not None else power.note
-        )
-        reasons.append(f"inconclusive: the interval neither clears the bar nor excludes it ({told})")
+        reasons.append(f"inconclusive: the interval neither clears the bar nor excludes it ({_told(power)})")
     if claim.needs_gpu and any(r.hardware.accelerator != "cuda" for r in receipts.values()):
         reasons.append("needs GPU receipts; these runs are CPU runs")
         verdict = "inconclusive" if verdict == "holds" else verdict
@@ -133,7 +170,7 @@ def evaluate_claim(
         delta=level.mean,
         lo=level.lo,
         hi=level.hi,
-        seed_wins=sum(d > claim.min_delta for d in diffs),
+        seed_wins=sum(above(d, claim.min_delta) for d in diffs),
         n_seeds=len(seeds),
         per_seed=diffs,
         power=power,
@@ -141,6 +178,18 @@ def evaluate_claim(
         history=why,
         reasons=reasons,
     )
+
+
+def _told(power: Power) -> str:
+    """What the seeds could detect, for an inconclusive verdict."""
+    if power.mde is None:
+        return power.note
+    told = f"MDE {power.mde:.3f} at 80% power with {power.n_seeds} seeds"
+    if power.rule_mde is not None:
+        told += (
+            f"; the registered rule holds with 80% probability at a true improvement of {power.rule_mde:.3f}"
+        )
+    return told
 
 
 def task_bootstrap_note(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> str:
@@ -166,6 +215,12 @@ def render_claim(c: ClaimVerdict) -> list[str]:
             + (
                 f"SD over seeds {p.sd:.3f}, MDE {p.mde:.3f} (80% power, two-sided 5%, "
                 f"{p.n_seeds} seeds); seeds needed for an effect of {need}"
+                + (
+                    ""
+                    if p.rule_mde is None
+                    else f"; the registered rule holds with 80% probability at a true improvement of "
+                    f"{p.rule_mde:.3f} ({p.family} claims judged together)"
+                )
                 if p.mde is not None and p.sd is not None
                 else p.note
             )
