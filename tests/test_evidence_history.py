@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -26,16 +27,20 @@ SEEDS = [0, 1]
 
 
 def lock(
-    lr: float, base_md5: str = "b" * 32 + ".dir", seeds: list[int] = SEEDS, one_file: bool = False
+    lr: float,
+    base_md5: str = "b" * 32 + ".dir",
+    seeds: list[int] = SEEDS,
+    one_file: bool = False,
+    methods: tuple[str, ...] = ("ppo", "pappo"),
 ) -> dict[str, Any]:
-    """A dvc.lock with the train stages of `seeds` (ppo and pappo) run with actor_lr `lr`; `rl` read
+    """A dvc.lock with the train stages of `seeds` (of `methods`) run with actor_lr `lr`; `rl` read
     from matrix.yaml as before 2026-12-04, or from params.yaml with `one_file`."""
     recorded = {"params.yaml": {"seeds": SEEDS}, "matrix.yaml": {"rl": {"actor_lr": lr}}}
     if one_file:
         recorded = {"params.yaml": {"seeds": SEEDS, "rl": {"actor_lr": lr}}}
     stages = {}
     for s in seeds:
-        for m in ("ppo", "pappo"):
+        for m in methods:
             stages[f"train@{s}-{m}"] = {
                 "cmd": f"pappo train --seed {s} --method {m}",
                 "deps": [{"path": "models/base", "hash": "md5", "md5": base_md5}],
@@ -46,26 +51,40 @@ def lock(
 
 
 def params(min_delta: float) -> dict[str, Any]:
-    return {
-        "seeds": SEEDS,
-        "claims": [CLAIM.model_copy(update={"min_delta": min_delta}).model_dump(mode="json")],
-    }
+    return registry(bar(min_delta=min_delta))
 
 
-def commit(repo: Path, files: dict[str, dict[str, Any]], message: str) -> None:
+def bar(**update: Any) -> ClaimParams:
+    """CLAIM with some of its fields changed."""
+    return CLAIM.model_copy(update=update)
+
+
+def registry(*claims: ClaimParams, seeds: list[int] = SEEDS) -> dict[str, Any]:
+    """A params.yaml publishing `seeds` and registering `claims`."""
+    return {"seeds": seeds, "claims": [c.model_dump(mode="json") for c in claims]}
+
+
+def commit(repo: Path, files: dict[str, Any], message: str) -> None:
+    """Commits `files`: data as YAML, or text as it is (to keep its comments)."""
     for name, data in files.items():
-        (repo / name).write_text(yaml.safe_dump(data))
+        (repo / name).write_text(data if isinstance(data, str) else yaml.safe_dump(data))
     subprocess.run(["git", "add", *files], cwd=repo, check=True)
     subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message], cwd=repo, check=True
     )
 
 
-def repo_with(tmp_path: Path, *commits: dict[str, dict[str, Any]]) -> Path:
+def repo_with(tmp_path: Path, *commits: dict[str, Any]) -> Path:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     for i, files in enumerate(commits):
         commit(tmp_path, files, f"commit {i}")
     return tmp_path
+
+
+def rev(repo: Path, name: str) -> str:
+    return subprocess.run(
+        ["git", "rev-parse", name], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def test_a_second_configuration_on_the_published_seeds_makes_the_claim_exploratory(tmp_path: Path):
@@ -80,9 +99,7 @@ def test_a_second_configuration_on_the_published_seeds_makes_the_claim_explorato
 
 
 def test_a_new_base_checkpoint_is_another_configuration_and_a_rerun_of_the_same_is_not(tmp_path: Path):
-    same = repo_with(
-        tmp_path / "same", {"dvc.lock": lock(0.003)}, {"dvc.lock": lock(0.003), "params.yaml": params(0.15)}
-    )
+    same = repo_with(tmp_path / "same", {"params.yaml": params(0.15)}, {"dvc.lock": lock(0.003)})
     history = read_history(same, SEEDS, [CLAIM])
     assert set(history.configurations.values()) == {1}
     assert claim_history(history, CLAIM, "ppo", SEEDS) == (
@@ -123,6 +140,139 @@ def test_a_bar_changed_before_any_run_report_existed_is_not_flagged(tmp_path: Pa
     assert history.edits == [] and not claim_history(history, edited, "ppo", SEEDS)[0]
 
 
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [({}, {"direction": "lower"}), ({}, {"method": "grpo"}), ({"needs_gpu": True}, {"needs_gpu": False})],
+    ids=["direction", "method", "needs_gpu"],
+)
+def test_any_field_of_the_bar_changed_after_the_runs_is_flagged(
+    tmp_path: Path, before: dict[str, Any], after: dict[str, Any]
+):
+    registered, now = bar(**before), bar(**{**before, **after})
+    repo = repo_with(
+        tmp_path,
+        {"params.yaml": registry(registered)},
+        {"dvc.lock": lock(0.003)},
+        {"params.yaml": registry(now)},
+    )
+    history = read_history(repo, SEEDS, [now])
+    [edit] = history.edits
+    [field] = after
+    assert (edit.registered[field], edit.now[field]) == (getattr(registered, field), after[field])
+    exploratory, why = claim_history(history, now, "ppo", SEEDS)
+    assert (
+        exploratory
+        and f"bar edited after run reports of its seeds were committed (at {rev(repo, 'HEAD')[:12]})" in why
+    )
+
+
+def test_editing_a_claims_comment_is_no_edit_and_flipping_its_direction_is(tmp_path: Path):
+    text = yaml.safe_dump(registry(CLAIM))
+    commented = text.replace("direction: higher", "direction: higher  # success: more is better")
+    flipped = text.replace("direction: higher", "direction: lower")
+    assert commented != text != flipped
+    quiet = repo_with(
+        tmp_path / "comment", {"params.yaml": text}, {"dvc.lock": lock(0.003)}, {"params.yaml": commented}
+    )
+    history = read_history(quiet, SEEDS, [CLAIM])
+    assert history.edits == [] and not claim_history(history, CLAIM, "ppo", SEEDS)[0]
+    lower = bar(direction="lower")
+    loud = repo_with(
+        tmp_path / "flip", {"params.yaml": text}, {"dvc.lock": lock(0.003)}, {"params.yaml": flipped}
+    )
+    assert claim_history(read_history(loud, SEEDS, [lower]), lower, "ppo", SEEDS)[0]
+
+
+def test_a_claim_first_registered_after_its_runs_is_exploratory_one_registered_before_is_not(tmp_path: Path):
+    before = repo_with(tmp_path / "before", {"params.yaml": registry(CLAIM)}, {"dvc.lock": lock(0.003)})
+    history = read_history(before, SEEDS, [CLAIM])
+    assert claim_history(history, CLAIM, "ppo", SEEDS) == (
+        False,
+        "configurations in history per seed: seed 0: 1, seed 1: 1",
+    )
+    after = repo_with(
+        tmp_path / "after",
+        {"params.yaml": registry()},
+        {"dvc.lock": lock(0.003)},
+        {"params.yaml": registry(CLAIM)},
+    )
+    exploratory, why = claim_history(read_history(after, SEEDS, [CLAIM]), CLAIM, "ppo", SEEDS)
+    assert exploratory and f"registered at {rev(after, 'HEAD')[:12]}, after run reports of its seeds" in why
+    assert f"(the first at {rev(after, 'HEAD~1')[:12]})" in why
+    together = repo_with(tmp_path / "together", {"params.yaml": registry(CLAIM), "dvc.lock": lock(0.003)})
+    exploratory, why = claim_history(read_history(together, SEEDS, [CLAIM]), CLAIM, "ppo", SEEDS)
+    assert exploratory and "in the commit that brought the first run reports of its seeds" in why
+    # never committed: only the params.yaml being audited has it
+    uncommitted = repo_with(tmp_path / "uncommitted", {"params.yaml": registry()}, {"dvc.lock": lock(0.003)})
+    exploratory, why = claim_history(read_history(uncommitted, SEEDS, [CLAIM]), CLAIM, "ppo", SEEDS)
+    assert exploratory and "registered in no commit, after run reports of its seeds" in why
+
+
+def test_a_claim_renamed_with_an_easier_bar_is_exploratory_a_plain_rename_is_not(tmp_path: Path):
+    easier = bar(id="cpu-pappo-edges-ppo", min_delta=0.05)
+    repo = repo_with(
+        tmp_path / "easier",
+        {"params.yaml": registry(CLAIM)},
+        {"dvc.lock": lock(0.003)},
+        {"params.yaml": registry(easier)},
+    )
+    history = read_history(repo, SEEDS, [easier])
+    exploratory, why = claim_history(history, easier, "ppo", SEEDS)
+    assert exploratory and f"that commit removed {CLAIM.id}" in why
+    renamed = bar(id="cpu-pappo-edges-ppo")
+    plain = repo_with(
+        tmp_path / "plain",
+        {"params.yaml": registry(CLAIM)},
+        {"dvc.lock": lock(0.003)},
+        {"params.yaml": registry(renamed)},
+    )
+    assert not claim_history(read_history(plain, SEEDS, [renamed]), renamed, "ppo", SEEDS)[0]
+
+
+def test_a_bar_lowered_once_some_seeds_of_the_method_or_baseline_ran_is_flagged(tmp_path: Path):
+    seeds, lowered = [0, 1, 2], bar(min_delta=0.05)
+    for name, first in {
+        "two-of-three": lock(0.003, seeds=[0, 1]),
+        "baseline": lock(0.003, methods=("ppo",)),
+    }.items():
+        repo = repo_with(
+            tmp_path / name,
+            {"params.yaml": registry(CLAIM, seeds=seeds)},
+            {"dvc.lock": first},
+            {"params.yaml": registry(lowered, seeds=seeds)},
+            {"dvc.lock": lock(0.003, seeds=seeds)},
+        )
+        history = read_history(repo, seeds, [lowered])
+        assert [(e.registered["min_delta"], e.now["min_delta"], e.commit) for e in history.edits] == [
+            (0.15, 0.05, rev(repo, "HEAD~1"))
+        ], name
+        assert claim_history(history, lowered, "ppo", seeds)[0], name
+
+
+def test_seeds_added_or_dropped_after_their_runs_make_claims_exploratory_a_fresh_list_does_not(
+    tmp_path: Path,
+):
+    def judged(name: str, first: list[int], then: list[int], **last: Any) -> tuple[bool, str, Path]:
+        repo = repo_with(
+            tmp_path / name,
+            {"params.yaml": registry(CLAIM, seeds=first)},
+            {"dvc.lock": lock(0.003, seeds=first)},
+            {"params.yaml": registry(CLAIM, seeds=then), **last},
+        )
+        return (*claim_history(read_history(repo, then, [CLAIM]), CLAIM, "ppo", then), repo)
+
+    for name, first, then in (("added", [0, 1], [0, 1, 2]), ("dropped", [0, 1, 2], [0, 1])):
+        exploratory, why, repo = judged(name, first, then)
+        assert exploratory, name
+        assert f"published seeds changed at {rev(repo, 'HEAD')[:12]} from {first} to {then}" in why, name
+    # the move from tuning seeds to fresh ones, alone or in the commit that brings their runs
+    assert judged("fresh", [0, 1, 2], [100, 101])[:2] == (
+        False,
+        "configurations in history per seed: seed 100: 0, seed 101: 0",
+    )
+    assert not judged("fresh-run", [0, 1, 2], [100, 101], **{"dvc.lock": lock(0.003, seeds=[100, 101])})[0]
+
+
 def test_without_git_history_the_audit_says_so_and_does_not_guess(tmp_path: Path):
     (tmp_path / "dvc.lock").write_text(yaml.safe_dump(lock(0.003)))
     history = read_history(tmp_path, SEEDS, [CLAIM])
@@ -139,16 +289,19 @@ def test_a_shallow_clone_is_named_as_such(tmp_path: Path):
     assert not history.readable and "git fetch --unshallow" in history.reason
 
 
-def test_a_claim_that_holds_on_its_numbers_is_exploratory_when_its_seeds_were_tuned(tmp_path: Path):
+def test_a_claim_that_holds_on_its_numbers_is_exploratory_when_its_seeds_were_tuned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import test_evidence_summary as fixture
     from pappo.evidence.verdicts import evaluate_claim
-    from test_evidence_summary import SEEDS as RUN_SEEDS
-    from test_evidence_summary import run_report
 
-    reports = {(s, m): run_report(m, s) for s in RUN_SEEDS for m in ("ppo", "pappo")}
-    # the summary fixture's pappo beats ppo by +0.2, +0.2, 0.0: with ci_rule none and 2 seed wins it holds
-    claim = CLAIM.model_copy(update={"min_delta": 0.0, "ci_rule": "none"})
+    RUN_SEEDS = fixture.SEEDS
+    # pappo beats the fixture's ppo by +0.2, +0.4, +0.4: t = 5.0 with 2 df, one-sided p 0.019, it holds
+    monkeypatch.setitem(fixture.SUCCESS, "pappo", [[1, 1, 1, 1, 0], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0]])
+    reports = {(s, m): fixture.run_report(m, s) for s in RUN_SEEDS for m in ("ppo", "pappo")}
+    claim = CLAIM.model_copy(update={"min_delta": 0.0})
     clean = evaluate_claim(claim, reports, {}, list(RUN_SEEDS))
-    assert clean.verdict == "holds" and clean.holds and clean.per_seed == pytest.approx([0.2, 0.2, 0.0])
+    assert clean.verdict == "holds" and clean.holds and clean.per_seed == pytest.approx([0.2, 0.4, 0.4])
     tuned = repo_with(
         tmp_path,
         {"dvc.lock": lock(0.003, seeds=list(RUN_SEEDS))},
@@ -176,3 +329,18 @@ def test_a_release_record_is_labelled_and_compared_with_the_clone_history() -> N
     missing = from_record(None, "the bundle")
     assert not missing.readable and "carries no history.json" in missing.reason
     assert not from_record(b"{not json", "the bundle").readable
+
+
+def test_an_older_record_without_late_claims_or_seed_changes_reads_and_agrees() -> None:
+    from pappo.evidence.history import History, LateClaim, disagreement, from_record
+
+    here = History(
+        readable=True, reason="read", lock_versions=3, configurations={"0/ppo": 1, "0/pappo": 1}, edits=[]
+    )
+    older = here.model_dump(exclude={"late", "seed_changes"})
+    record = from_record(json.dumps(older).encode(), "the bundle")
+    assert record.readable and record.late == [] and disagreement(record, here) is None
+    late = LateClaim(claim=CLAIM.id, commit="a" * 40, evidence="b" * 40)
+    posthoc = here.model_copy(update={"late": [late]})
+    why = disagreement(from_record(posthoc.model_dump_json().encode(), "the bundle"), here)
+    assert why is not None and "late claims differ" in why and CLAIM.id in why

@@ -8,9 +8,15 @@ seed that carried more than one is a tuning seed, and a claim judged on it is ex
 of N configurations shows an effect by chance (Dodge et al. 2019, "Show your work": report how many
 configurations were tried; Eimer, Lindauer & Raileanu 2023: tuning and test seeds separate).
 
-The same history shows claims whose registered bar changed after run reports of their seeds were
-committed (`git log -- params.yaml`). Without git history (a source tree from a zip, a shallow
-clone) the audit says the history could not be read; it never guesses.
+The same history (`git log -- params.yaml`) shows post-hoc claims. Evidence for a claim exists from
+the first committed run report of any published seed of its method or its baseline (best_non_ppo:
+base, rft and grpo). A claim is exploratory when its bar (every field but its id) changed after
+that, when it was first registered after that (a claim registered in the commit that brings the
+run reports counts: git cannot show it came first; a renamed claim is a new one unless its bar is
+the old id's unchanged), or when the published seeds list was chosen after runs of its seeds were
+seen (history_seeds.py). The params audited (possibly not committed) are the last version read.
+Without git history (a source tree from a zip, a shallow clone) the audit says the history could
+not be read; it never guesses.
 """
 
 from __future__ import annotations
@@ -27,9 +33,22 @@ from pappo.config import load_params
 from pappo.config.evidence import ClaimParams
 from pappo.evidence.committed import lock_stages
 from pappo.evidence.git_trees import cat_file, git_output
+from pappo.evidence.history_seeds import SeedChange, SeedLists, describe, published_seeds
 
-BAR_FIELDS: tuple[str, ...] = ("metric", "baseline", "min_delta", "min_seed_wins", "ci_rule")
+# Every field of a claim but its id: any of them changed after the evidence changes what is tested
+BAR_FIELDS: tuple[str, ...] = (
+    "metric",
+    "baseline",
+    "min_delta",
+    "min_seed_wins",
+    "ci_rule",
+    "method",
+    "direction",
+    "needs_gpu",
+)
 TRAINED: tuple[str, ...] = ("rft", "grpo", "ppo", "pappo")
+NON_PPO: tuple[str, ...] = ("base", "rft", "grpo")  # what best_non_ppo may be
+WORKSPACE = ""  # the "commit" of the params and dvc.lock audited, not committed
 # The release's record of this history, at the bundle's top (a bundle's audit has no git to read it from)
 HISTORY = "history.json"
 # Where `pappo evidence import` keeps the bundle's history.json in a clone (git-ignored); the clone's
@@ -43,11 +62,29 @@ class ClaimEdit(BaseModel):
     model_config = ConfigDict(extra="forbid")
     claim: str
     registered: dict[str, Any] = Field(
-        description="The bar in force when its seeds' run reports were first "
+        description="The bar in force when the first run report of its seeds was "
         "committed (or its first committed form, if registered later)."
     )
     now: dict[str, Any] = Field(description="The bar as params.yaml has it now.")
-    commit: str = Field(description="The first commit that changed it after the evidence existed.")
+    commit: str = Field(
+        description="The first commit that changed it after the evidence existed ('': not committed)."
+    )
+
+
+class LateClaim(BaseModel):
+    """A claim first registered when run reports of its seeds were already committed: post hoc."""
+
+    model_config = ConfigDict(extra="forbid")
+    claim: str
+    commit: str = Field(
+        description="The commit that first registered it ('': none, only the params audited)."
+    )
+    evidence: str = Field(
+        description="The commit of the first run report of a published seed of its method or baseline."
+    )
+    dropped: list[str] = Field(
+        default_factory=list, description="Claims that commit removed (the old id of a renamed claim)."
+    )
 
 
 class History(BaseModel):
@@ -63,6 +100,15 @@ class History(BaseModel):
         description="'<seed>/<method>' -> distinct configurations its train stage ran with over the history."
     )
     edits: list[ClaimEdit] = Field(description="Claims edited after evidence for their seeds existed.")
+    late: list[LateClaim] = Field(
+        default_factory=list,
+        description="Claims first registered after evidence for their seeds existed (absent from older records).",
+    )
+    seed_changes: list[SeedChange] = Field(
+        default_factory=list,
+        description="Post-hoc changes of the published seeds list since it was last set to seeds none "
+        "of which had run (absent from older records).",
+    )
 
 
 def unreadable(why: str) -> History:
@@ -76,7 +122,9 @@ def unreadable(why: str) -> History:
 
 
 def read_history(root: Path, seeds: Sequence[int], claims: Sequence[ClaimParams]) -> History:
-    """Configurations per (seed, trained method) and claim edits, from `git log` of the repository `root`."""
+    """Configurations per (seed, trained method), claim edits, late claims and post-hoc changes of the
+    seeds list, from `git log` of the repository `root`; `seeds` and `claims` (the params audited)
+    are read as its last version, after the workspace's dvc.lock."""
     root = Path(root)
     try:
         shallow = git_output(root, "rev-parse", "--is-shallow-repository")
@@ -94,28 +142,35 @@ def read_history(root: Path, seeds: Sequence[int], claims: Sequence[ClaimParams]
         return unreadable("no commit of dvc.lock on the current history")
     wanted = [(c, f) for c, files in commits for f in ("dvc.lock", "params.yaml") if f in files]
     texts = dict(zip(wanted, cat_file(root, [f"{c}:{f}" for c, f in wanted])))
-    configs: dict[str, set[str]] = {}
-    edits = _Edits(claims, seeds)
-    versions = 0
-    for commit, files in commits:
-        if "dvc.lock" in files and texts[commit, "dvc.lock"] is not None:
-            stages = _stages(texts[commit, "dvc.lock"])
-            versions += 1
-            _add_configs(configs, stages, seeds)
-            edits.see_lock(stages)
-        if "params.yaml" in files and texts[commit, "params.yaml"] is not None:
-            edits.see_params(commit, texts[commit, "params.yaml"])
     workspace = root / "dvc.lock"
-    if workspace.is_file():  # the audit stage audits a lock not committed yet
-        versions += 1
-        _add_configs(configs, _stages(workspace.read_bytes()), seeds)
+    versions: list[tuple[str, bytes | None, dict[str, Any] | None]] = [
+        (c, texts.get((c, "dvc.lock")), _params(texts.get((c, "params.yaml")))) for c, _ in commits
+    ]
+    audited = {"seeds": list(seeds), "claims": {c.id: _bar(c) for c in claims}}
+    versions.append((WORKSPACE, workspace.read_bytes() if workspace.is_file() else None, audited))
+    configs: dict[str, set[str]] = {}
+    edits, lists = _Edits(seeds), SeedLists()
+    read = 0
+    for commit, lock_text, params in versions:
+        if params is not None:  # before this commit's runs: they follow from its seeds list
+            lists.see_params(commit, params["seeds"])
+        if lock_text is not None:
+            stages = _stages(lock_text)
+            read += 1
+            _add_configs(configs, stages, seeds)
+            edits.see_lock(commit, stages)
+            lists.see_lock(commit, stages)
+        if params is not None:  # after this commit's runs: a claim must come before its evidence
+            edits.see_params(commit, params["claims"])
     counts = {key: len(found) for key, found in sorted(configs.items())}
     return History(
         readable=True,
-        reason=f"{versions} versions of dvc.lock read from git",
-        lock_versions=versions,
+        reason=f"{read} versions of dvc.lock read from git",
+        lock_versions=read,
         configurations=counts,
         edits=edits.found(claims),
+        late=[edits.late[c.id] for c in claims if c.id in edits.late],
+        seed_changes=lists.changes,
     )
 
 
@@ -138,37 +193,74 @@ def _add_configs(configs: dict[str, set[str]], stages: dict[str, Any], seeds: Se
 
 
 class _Edits:
-    """Follows each claim's bar through params.yaml's versions and notes edits after evidence."""
+    """Follows each claim's bar through params.yaml's versions and notes edits and registrations made
+    after its evidence: a run report of a published seed of any method a version of it compares."""
 
-    def __init__(self, claims: Sequence[ClaimParams], seeds: Sequence[int]) -> None:
+    def __init__(self, seeds: Sequence[int]) -> None:
         self.seeds = list(seeds)
-        self.methods = {c.id: c.method for c in claims}
-        self.evidence: set[str] = set()  # claims whose seeds had run reports committed
+        self.reported: dict[str, tuple[int, str]] = {}  # method -> (order, commit) of its first report
+        self.locks = 0
+        self.methods: dict[str, set[str]] = {}  # claim -> what any version of it compares
         self.registered: dict[str, dict[str, Any]] = {}
-        self.current: dict[str, dict[str, Any]] = {}
         self.changed_at: dict[str, str] = {}
+        self.late: dict[str, LateClaim] = {}
+        self.previous: dict[str, dict[str, Any]] = {}  # the last version's bars
 
-    def see_lock(self, stages: dict[str, Any]) -> None:
-        for cid, method in self.methods.items():
-            if cid not in self.evidence and all(_locked(stages, s, method) for s in self.seeds):
-                self.evidence.add(cid)
+    def see_lock(self, commit: str, stages: dict[str, Any]) -> None:
+        self.locks += 1
+        for m in ("base", *TRAINED):
+            if m not in self.reported and any(_locked(stages, s, m) for s in self.seeds):
+                self.reported[m] = (self.locks, commit)
 
-    def see_params(self, commit: str, text: bytes) -> None:
-        for cid, bar in _bars(text).items():
-            if cid not in self.registered or cid not in self.evidence:
+    def evidence(self, cid: str) -> str | None:
+        """The commit of the claim's first evidence (None: none yet)."""
+        found = sorted(self.reported[m] for m in self.methods.get(cid, ()) if m in self.reported)
+        return found[0][1] if found else None
+
+    def see_params(self, commit: str, bars: dict[str, dict[str, Any]]) -> None:
+        dropped = [cid for cid in self.previous if cid not in bars]
+        for cid, bar in bars.items():
+            self.methods.setdefault(cid, set()).update(_compared(bar))
+            if cid not in self.registered:
+                self._register(commit, cid, bar, dropped)
+            elif self.evidence(cid) is None:
                 self.registered[cid] = bar  # before the evidence existed a bar may still change
             elif bar != self.registered[cid] and cid not in self.changed_at:
                 self.changed_at[cid] = commit
-            self.current[cid] = bar
+        self.previous = bars
+
+    def _register(self, commit: str, cid: str, bar: dict[str, Any], dropped: list[str]) -> None:
+        old = next((d for d in dropped if self.previous[d] == bar), None)
+        if old is not None:  # a rename, its bar as it was: the old id's record goes on
+            self.registered[cid] = self.registered[old]
+            self.methods[cid] |= self.methods[old]
+            if old in self.changed_at:
+                self.changed_at[cid] = self.changed_at[old]
+            if old in self.late:
+                self.late[cid] = self.late[old].model_copy(update={"claim": cid})
+            return
+        self.registered[cid] = bar
+        evidence = self.evidence(cid)
+        if evidence is not None:
+            self.late[cid] = LateClaim(claim=cid, commit=commit, evidence=evidence, dropped=dropped)
 
     def found(self, claims: Sequence[ClaimParams]) -> list[ClaimEdit]:
         out = []
         for c in claims:
-            now = c.model_dump(mode="json", include=set(BAR_FIELDS))
-            first = self.registered.get(c.id)
+            now, first = _bar(c), self.registered.get(c.id)
             if first is not None and c.id in self.changed_at and now != first:
                 out.append(ClaimEdit(claim=c.id, registered=first, now=now, commit=self.changed_at[c.id]))
         return out
+
+
+def _compared(bar: dict[str, Any]) -> set[str]:
+    """The methods whose run reports are evidence for a claim with this bar."""
+    baseline = bar.get("baseline")
+    return {str(bar.get("method"))} | (set(NON_PPO) if baseline == "best_non_ppo" else {str(baseline)})
+
+
+def _bar(claim: ClaimParams) -> dict[str, Any]:
+    return claim.model_dump(mode="json", include=set(BAR_FIELDS))
 
 
 def _locked(stages: dict[str, Any], seed: int, method: str) -> bool:
@@ -177,19 +269,21 @@ def _locked(stages: dict[str, Any], seed: int, method: str) -> bool:
     return isinstance(stage, dict) and bool(stage.get("outs"))
 
 
-def _bars(text: bytes) -> dict[str, dict[str, Any]]:
-    """{claim id: its bar} of one params.yaml version ({} when it has none or does not parse)."""
+def _params(text: bytes | None) -> dict[str, Any] | None:
+    """{"seeds": published seeds or None, "claims": {claim id: its bar}} of one params.yaml version
+    (None: absent or does not parse)."""
     try:
-        data = yaml.safe_load(text) or {}
+        data = yaml.safe_load(text) if text is not None else None
     except yaml.YAMLError:
-        return {}
-    claims = data.get("claims") if isinstance(data, dict) else None
-    bars = {}
+        return None
+    if not isinstance(data, dict):
+        return None
+    claims = data.get("claims")
+    bars, defaults = {}, ClaimParams.model_fields
     for c in claims if isinstance(claims, list) else []:
         if isinstance(c, dict) and "id" in c:
-            defaults = ClaimParams.model_fields
             bars[str(c["id"])] = {f: c.get(f, defaults[f].default) for f in BAR_FIELDS}
-    return bars
+    return {"seeds": published_seeds(data), "claims": bars}
 
 
 def _stages(text: bytes) -> dict[str, Any]:
@@ -216,13 +310,36 @@ def claim_history(
         parts.append(
             f"{max(counts.values())} configurations were evaluated on seeds {', '.join(map(str, tuned))}"
         )
+    late = next((e for e in history.late if e.claim == claim.id), None)
+    if late is not None:
+        exploratory = True
+        parts.append(_late(late))
     if edit is not None:
         exploratory = True
         parts.append(
-            f"bar edited after run reports of its seeds were committed (at {edit.commit[:12]}): "
+            f"bar edited after run reports of its seeds were committed ({_at(edit.commit)}): "
             f"registered {_show(edit.registered)}, now {_show(edit.now)}"
         )
+    if history.seed_changes:
+        exploratory = True
+        parts.extend(describe(c) for c in history.seed_changes)
     return exploratory, "; ".join(parts)
+
+
+def _at(commit: str) -> str:
+    return f"at {commit[:12]}" if commit else "in the params audited, not committed"
+
+
+def _late(late: LateClaim) -> str:
+    if late.commit and late.commit == late.evidence:
+        said = (
+            f"registered at {late.commit[:12]}, in the commit that brought the first run reports of its seeds"
+        )
+    else:
+        where = f"at {late.commit[:12]}" if late.commit else "in no commit"
+        first = f"at {late.evidence[:12]}" if late.evidence else "in the workspace's dvc.lock"
+        said = f"registered {where}, after run reports of its seeds (the first {first})"
+    return said + (f"; that commit removed {', '.join(late.dropped)}" if late.dropped else "")
 
 
 def _show(bar: dict[str, Any]) -> str:
@@ -263,4 +380,10 @@ def disagreement(record: History, here: History) -> str | None:
         )
     if [e.claim for e in record.edits] != [e.claim for e in here.edits]:
         return f"claim edits differ: record {[e.claim for e in record.edits]}, here {[e.claim for e in here.edits]}"
+    # records made before late claims and seed changes were read carry neither: nothing to compare
+    if "late" in record.model_fields_set and [e.claim for e in record.late] != [e.claim for e in here.late]:
+        return f"late claims differ: record {[e.claim for e in record.late]}, here {[e.claim for e in here.late]}"
+    ours, theirs = ([c.commit for c in h.seed_changes] for h in (here, record))
+    if "seed_changes" in record.model_fields_set and theirs != ours:
+        return f"post-hoc changes of the seeds list differ: record {theirs}, here {ours}"
     return None
