@@ -110,6 +110,8 @@ def test_str_replace_failures_leave_the_tree_unchanged_and_say_why():
             "occurs 2 times in pkg/core.py (lines 2, 6)",
         ),
         (("pkg/core.py", "def add(a, b):", "def add(a, b)"), "SyntaxError at line 1"),
+        # deeper than the parser holds: a RecursionError, which must not escape into the trainer
+        (("pkg/core.py", "def add(a, b):", "X = " + "-" * 5000 + "1\ndef add(a, b):"), "nested too deeply"),
     ]
     for args, reason in cases:
         r = w.str_replace(*args)

@@ -44,6 +44,12 @@ def test_scan_flags_only_what_the_patch_adds():
         (b"raise SystemExit\n", "name SystemExit"),
         (b"import importlib\n", "import importlib"),
         (b"f.__globals__\n", "attribute .__globals__"),
+        (b"from sys import modules\n", "import of .modules"),  # the attribute without a dot
+        (b"from os import _exit as leave\n", "import of ._exit"),
+        (b"from operator import attrgetter\n", "import of .attrgetter"),  # getattr by a built string
+        (b"import operator\noperator.attrgetter('mod' + 'ules')\n", "attribute .attrgetter"),
+        (b"import operator\noperator.methodcaller('ex' + 'it')\n", "attribute .methodcaller"),
+        (b"x = 2 + " + b"-" * 5000 + b"1\n", "nested too deeply"),  # the parser's RecursionError
     ]:
         reasons = scan(base, {**base, "pkg/a.py": base["pkg/a.py"] + snippet})
         assert reasons and all(r.startswith("pkg/a.py: patch adds") for r in reasons), snippet
@@ -59,6 +65,14 @@ def test_scan_flags_test_and_config_changes():
     assert scan(base, {**base, "pkg/conftest.py": b""}) == ["pkg/conftest.py: patch adds a test file"]
     for name in ("pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml", "sitecustomize.py", "x.pth"):
         assert "configuration" in scan(base, {**base, name: b""})[0]
+
+
+def test_scan_flags_compiled_code_run_instead_of_the_scanned_source():
+    base = {"pkg/a.py": SRC, "tests/test_a.py": b"def test(): pass\n"}
+    for path in ("pkg/__pycache__/a.cpython-311.pyc", "pkg/a.pyc", "pkg/fast.so", "pkg/lib.zip"):
+        assert scan(base, {**base, path: b"\x00compiled"}) == [
+            f"{path}: patch adds or changes compiled code (run instead of the scanned source)"
+        ]
 
 
 def test_unparsable_candidate_is_not_a_hack():

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pappo.io import PappoError
-from pappo.tasks.patches import apply_patch, changed_lines, make_patch
+from pappo.tasks.patches import apply_git_patch, apply_patch, changed_lines, make_patch
+from pappo.tasks.run_tests import apply_patch_file
 
 lines = st.lists(st.sampled_from(["a", "b", "c", "x = 1", "", "  pass", "return y"]), max_size=30)
 
@@ -43,3 +46,50 @@ def test_unknown_file_and_garbage_are_refused():
 def test_changed_lines_excludes_headers():
     patch = make_patch({"m.py": b"x = 1\n"}, {"m.py": b"x = 2\n"})
     assert changed_lines(patch) == ["x = 1", "x = 2"]
+
+
+# `pappo run-tests --patch FILE` (src/pappo/tasks/run_tests.py): the file is read as bytes, and bad
+# files are named with the fix.
+
+
+def test_a_crlf_diff_file_applies_to_a_crlf_tree(tmp_path: Path):
+    old = {"pkg/m.py": b"a = 1\r\nb = 2\r\nc = 3\r\n"}
+    new = {"pkg/m.py": b"a = 1\r\nb = 4\r\nc = 3\r\n"}
+    diff = tmp_path / "fix.diff"
+    diff.write_bytes(make_patch(old, new).encode())
+    assert b"\r\n" in diff.read_bytes()
+    assert apply_patch_file(old, diff) == new
+
+
+def test_bad_patch_files_are_named_with_the_fix(tmp_path: Path):
+    tree = {"pkg/m.py": b"a = 1\n"}
+    binary = tmp_path / "bin.diff"
+    binary.write_bytes(b"--- a/pkg/m.py\n\xff\xfe\x00")
+    stale = tmp_path / "stale.diff"
+    stale.write_text("--- a/pkg/m.py\n+++ b/pkg/m.py\n@@ -1 +1 @@\n-a = 2\n+a = 3\n")
+    for path, needles in [
+        (binary, ["not a UTF-8 text diff (byte 15); pass a git diff"]),
+        (tmp_path, ["is a directory; pass a diff file"]),
+        (stale, ["patch does not apply", "make the diff against the task's buggy tree"]),
+    ]:
+        with pytest.raises(PappoError) as e:
+            apply_patch_file(tree, path)
+        assert str(e.value).startswith(f"--patch {path}: ") and all(n in str(e.value) for n in needles)
+
+
+def test_a_diff_that_creates_a_symbolic_link_is_refused(tmp_path: Path):
+    """The applied tree is read outside the sandbox: a link would bring in any file of the machine
+    (a host secret in a failure message, or the reference source in place of a fix)."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host secret\n")
+    link = (
+        "diff --git a/pkg/leak.txt b/pkg/leak.txt\n"
+        "new file mode 120000\n"
+        "--- /dev/null\n"
+        "+++ b/pkg/leak.txt\n"
+        "@@ -0,0 +1 @@\n"
+        f"+{secret}\n"
+        "\\ No newline at end of file\n"
+    )
+    with pytest.raises(PappoError, match="creates symbolic links \\(pkg/leak.txt\\)"):
+        apply_git_patch({"pkg/a.py": b"x = 1\n"}, link)

@@ -431,3 +431,22 @@ def test_prefault_keeps_memory_as_it_was_and_yields_to_the_run():
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_a_run_cannot_reach_code_the_worker_compiled_for_another_tree():
+    """The worker compiles every tree it serves, the clean reference tree of the hidden checks among
+    them, into a cache its children inherit; each child keeps only its own run's modules, so code
+    under test cannot run the reference in place of a fix (`rewrite_cache.keep_only`)."""
+    probe = (
+        "import sys\n"
+        "import pkg.mod\n"
+        "def test_only_this_trees_code_is_cached():\n"
+        "    cache = sys.modules['pappo.sandbox.rewrite_cache']._SOURCE\n"
+        "    assert cache, 'the probe must see the cache it checks'\n"
+        "    assert not [k for k, code in cache.items() if 'reference-answer' in code.co_consts]\n"
+    )
+    with SandboxPool(FAST, workers=1) as one:  # one worker: it served the reference tree first
+        reference = {**PKG, "pkg/mod.py": b"VALUE = 'reference-answer'\n", "tests/test_pkg.py": b""}
+        one.run(reference)
+        run = one.run({**PKG, "pkg/mod.py": b"VALUE = 'buggy'\n", "tests/test_pkg.py": probe.encode()})
+    assert run.outcomes == {"tests/test_pkg.py::test_only_this_trees_code_is_cached": "passed"}, run.failures

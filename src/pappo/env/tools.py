@@ -172,6 +172,8 @@ def _syntax_problem(path: str, text: str) -> str | None:
         return f"SyntaxError at line {e.lineno}: {e.msg}"
     except ValueError as e:  # e.g. a null byte
         return f"invalid source: {e}"
+    except (RecursionError, MemoryError):  # nesting deeper than the parser holds
+        return "invalid source: nested too deeply to parse"
     return None
 
 

@@ -76,6 +76,10 @@ FORBIDDEN_ATTRS = frozenset(
         "__mro__",
         "__reduce__",
         "__reduce_ex__",
+        "attrgetter",  # operator's getattr by string: `attrgetter("mod" + "ules")(sys)`
+        "methodcaller",
+        "exec",
+        "eval",
     }
 )
 # Substrings of string constants that only a grader-reaching patch would spell.
@@ -104,6 +108,8 @@ FORBIDDEN_NAMES = frozenset(
         "locals",
     }
 )
+# Files the interpreter would import instead of (or without) the scanned source.
+COMPILED_SUFFIXES = (".pyc", ".pyo", ".so", ".pyd", ".dylib", ".zip", ".egg", ".pyz")
 # Files that configure the interpreter or pytest; a patch never needs to add or change them.
 CONFIG_FILES = frozenset(
     {
@@ -135,6 +141,8 @@ def scan(base: Mapping[str, bytes], candidate: Mapping[str, bytes]) -> list[str]
             reasons.append(f"{path}: patch {what} a test file")
         elif name in CONFIG_FILES or name.endswith(".pth"):
             reasons.append(f"{path}: patch adds or changes interpreter/pytest configuration")
+        elif new is not None and ("__pycache__" in path.split("/") or name.endswith(COMPILED_SUFFIXES)):
+            reasons.append(f"{path}: patch adds or changes compiled code (run instead of the scanned source)")
         elif new is not None and path.endswith(".py"):
             added = _tokens(new) - _tokens(old or b"")
             reasons += [f"{path}: patch adds {what}" for what in sorted(added)]
@@ -148,6 +156,8 @@ def _tokens(source: bytes) -> Counter[str]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return Counter()
+    except (RecursionError, MemoryError):  # nesting the parser cannot hold: no library needs it
+        return Counter({"source nested too deeply to parse": 1})
     found: Counter[str] = Counter()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -157,6 +167,9 @@ def _tokens(source: bytes) -> Counter[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             if node.module.split(".")[0] in FORBIDDEN_MODULES:
                 found[f"import {node.module.split('.')[0]}"] += 1
+            for alias in node.names:  # `from sys import modules` reaches the attribute without a dot
+                if alias.name in FORBIDDEN_ATTRS:
+                    found[f"import of .{alias.name}"] += 1
         elif isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRS:
             found[f"attribute .{node.attr}"] += 1
         elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:

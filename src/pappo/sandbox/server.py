@@ -215,16 +215,18 @@ class Worker:
             return {"unknown_hidden_ref": ref}
         files = {p: base64.b64decode(d) for p, d in req["files"].items()}
         trusted = self._materialise(files)
+        own = []  # the run's own modules: the child keeps only these compiled (`keep_only`)
         for rel, data in files.items():  # fill the caches in the worker: every child inherits them
             path = Path(self.workspace, rel)
             try:
                 if rel in trusted and path.name.startswith("test_"):
                     rewrite_cache.cached_rewrite(path, self.config)
                 elif rel.endswith(".py") and rel not in trusted:
+                    own.append(rewrite_cache.source_key(path, data))
                     rewrite_cache.cached_source_to_code(None, data, str(path))
             except (SyntaxError, ValueError, OSError):
                 pass  # reported by the child's collection
-        return self._run(req, trusted)
+        return self._run(req | {"own": own}, trusted)
 
     def _finish(self, limits: dict[str, Any] | None) -> None:
         """After the reply: reap the killed child, empty the workspace, fork the next child."""
@@ -263,6 +265,7 @@ class Worker:
                 "hidden": hidden,
                 "hidden_ref": ref,
                 "trace": req.get("trace"),
+                "own": req["own"],
             }
         ).encode()
         try:
@@ -355,6 +358,8 @@ class Worker:
                 if go["hidden_ref"] is None or go["hidden"] is not None
                 else self.specs[go["hidden_ref"]]
             )
+            rewrite_cache.keep_only(go["own"])  # no other tree's code, no other task's check inputs
+            self.specs.clear()
             pytest_plugin.begin_run(
                 3, bytes.fromhex(go["key"]), go["test_timeout"], go["trusted"], hidden, go["trace"]
             )

@@ -125,13 +125,14 @@ def apply_git_patch(files: dict[str, bytes], patch: str) -> dict[str, bytes]:
     """Apply a `git apply`-format diff (a/ b/ prefixes; may add, delete or rename files).
 
     Runs the real `git apply` on a temporary copy, so every form git accepts works the same here;
-    git also refuses paths that leave the tree. Raises PappoError with git's own message.
+    git also refuses paths that leave the tree, and a diff that creates a symbolic link is refused.
+    Raises PappoError with git's own message.
     """
     with tempfile.TemporaryDirectory(prefix="pappo-patch-") as tmp:
         root = Path(tmp) / "tree"
         root.mkdir()
         write_tree(root, files)
-        (Path(tmp) / "change.diff").write_text(patch)
+        (Path(tmp) / "change.diff").write_bytes(patch.encode())  # as is: no newline translation
         proc = subprocess.run(
             ["git", "apply", "--whitespace=nowarn", str(Path(tmp) / "change.diff")],
             cwd=root,
@@ -141,6 +142,9 @@ def apply_git_patch(files: dict[str, bytes], patch: str) -> dict[str, bytes]:
         )
         if proc.returncode != 0:
             raise PappoError(f"patch does not apply: {proc.stderr.strip() or proc.stdout.strip()}")
+        links = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_symlink())
+        if links:  # read through here, outside the sandbox, a link brings in any file of this machine
+            raise PappoError(f"patch does not apply: it creates symbolic links ({', '.join(links[:5])})")
         return {
             p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
         }
