@@ -268,9 +268,8 @@ def test_headroom_measures_the_agents_on_the_eval_split(fx_params):
 
 
 def test_headroom_overrides_replace_only_what_is_given_and_are_checked_again():
-    from pydantic import ValidationError
-
     from pappo.env.headroom import env_with
+    from pappo.io import PappoError
 
     assert env_with(CP) == CP
     changed = env_with(CP, k=3, max_turns=5)
@@ -278,5 +277,7 @@ def test_headroom_overrides_replace_only_what_is_given_and_are_checked_again():
     assert changed.model_dump(exclude={"candidates", "max_turns"}) == CP.model_dump(
         exclude={"candidates", "max_turns"}
     )
-    with pytest.raises(ValidationError, match="k"):
+    with pytest.raises(PappoError, match="^--k 13: Input should be less than or equal to 12"):
         env_with(CP, k=13)  # model_copy alone would not check: 12 edits are stored per task
+    with pytest.raises(PappoError, match="^--max-turns 0: "):  # the flag, not the params field
+        env_with(CP, max_turns=0)

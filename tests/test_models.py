@@ -26,6 +26,12 @@ def test_parametrised_test_ids_with_spaces_are_accepted():
     assert "tests/test_core.py::test_x[1, 5]" in task.PASS_TO_PASS
 
 
+def test_class_based_test_ids_are_accepted():
+    """unittest.TestCase methods and pytest classes (nested too) are collected as File::Class::test."""
+    ids = ["tests/test_core.py::TestMean::test_empty", "tests/test_core.py::TestA::TestB::test_x[1]"]
+    assert set(ids) <= set(make(PASS_TO_PASS=[*BASE["PASS_TO_PASS"], *ids]).PASS_TO_PASS)
+
+
 @pytest.mark.parametrize(
     "changes,needle",
     [
@@ -35,6 +41,8 @@ def test_parametrised_test_ids_with_spaces_are_accepted():
         ({"FAIL_TO_PASS": []}, "at least 1 item"),
         ({"PASS_TO_PASS": [BASE["FAIL_TO_PASS"][0]]}, "both FAIL_TO_PASS and PASS_TO_PASS"),
         ({"FAIL_TO_PASS": ["test_core.py::test_mean"]}, "is not of the form"),
+        ({"FAIL_TO_PASS": ["tests/test_core.py::"]}, "is not of the form"),
+        ({"FAIL_TO_PASS": ["tests/test_core.py::TestA::"]}, "is not of the form"),
         ({"operator": "typo"}, "operator"),
         ({"difficulty": "trivial"}, "difficulty"),
         ({"files_sha256": {"/abs/path.py": "0" * 64}}, "relative path"),

@@ -27,6 +27,7 @@ from pappo.policy.checkpoint import (
     CheckpointRecord,
     build_tiny_model,
     content_revision,
+    read_record,
     resolve_hub,
     save_checkpoint,
     verify_against,
@@ -282,3 +283,13 @@ def test_missing_snapshot_names_the_path_and_how_to_fetch(hub):
     message = str(e.value)
     assert str(hub / "snapshots" / other) in message
     assert f"hf download {HUB_ID} --revision {other} --cache-dir {hub.parent}" in message
+
+
+def test_a_missing_or_non_utf8_record_is_named_with_the_fix(tmp_path: Path):
+    with pytest.raises(PappoError, match=r"is not a saved checkpoint; build it with `pappo base-model`"):
+        read_record(tmp_path)
+    (tmp_path / RECORD_NAME).write_bytes(b'{"model_id": "\xff\xfe"}')
+    with pytest.raises(
+        PappoError, match="(?s)is not a valid checkpoint record: .*invalid unicode.*rebuild the checkpoint"
+    ):
+        read_record(tmp_path)

@@ -3,6 +3,7 @@ once, here, for every command, so commands just call the library and let it rise
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -44,3 +45,37 @@ def task_sets(task_set: str) -> list[str]:
     if task_set not in ("repofix", "warmup", "all"):
         raise PappoError(f"--set {task_set!r}: choose repofix, warmup or all")
     return ["repofix", "warmup"] if task_set == "all" else [task_set]
+
+
+def out_folder(path: Path, flag: str = "--out") -> Path:
+    """`path` if a run can make and write the folder there; checked before any work, so that a long
+    run does not fail at its end. Creates nothing."""
+    if path.exists() and not path.is_dir():
+        raise PappoError(f"{flag} {path}: is a file, not a folder; pass a folder path (or remove the file)")
+    _writable_above(path, flag)
+    return path
+
+
+def out_file(path: Path, flag: str = "--out") -> Path:
+    """`path` if a file can be written there (see out_folder). Creates nothing."""
+    if path.is_dir():
+        raise PappoError(f"{flag} {path}: is a folder; pass a file path, e.g. {path / 'result.json'}")
+    _writable_above(path.parent, flag)
+    return path
+
+
+def _writable_above(path: Path, flag: str) -> None:
+    here = path.absolute()
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    if not here.is_dir():
+        raise PappoError(
+            f"{flag} {path}: {here} is a file, so no folder can be made there; choose another path"
+        )
+    try:  # a real write, not os.access: root passes access checks on read-only mounts too
+        with tempfile.TemporaryFile(dir=here):
+            pass
+    except OSError as e:
+        raise PappoError(
+            f"{flag} {path}: cannot write in {here} ({e.strerror}); choose a writable folder or fix its permissions"
+        ) from None

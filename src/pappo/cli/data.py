@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from pappo.cli.app import ParamsOpt, SetOpt, app, task_sets
+from pappo.cli.app import ParamsOpt, SetOpt, app, out_file, task_sets
 from pappo.config import load_params
 from pappo.io import PappoError
 
@@ -139,9 +139,15 @@ def headroom(
     from pappo.io import atomic_write_json
     from pappo.sandbox.pool import require_containment
 
+    if out is not None:
+        out_file(out)
+    if episodes < 1:
+        raise PappoError(
+            f"--episodes {episodes}: play at least 1 episode per task; pass --episodes 1 or more"
+        )
     params = load_params(params_path)
-    require_containment(params.sandbox)
     env = env_with(params.env, k, max_turns)
+    require_containment(params.sandbox)
     result = measure(params, env, seed, episodes, progress=lambda line: typer.echo(line, err=True))
     if out is not None:
         atomic_write_json(out, result)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from pappo.cli.app import ParamsOpt, app
+from pappo.cli.app import ParamsOpt, app, out_folder
 from pappo.config import Params, load_params
 from pappo.io import PappoError
 
@@ -49,6 +49,11 @@ def profile(
     A profile predicted not to fit in the GPU's memory (pappo.policy.memory) is refused."""
     from pappo.policy.profile import write_profile
 
+    if gpu_memory_gib is not None and not gpu_memory_gib > 0:  # `not >`: NaN is refused too
+        raise PappoError(
+            f"--gpu-memory-gib {gpu_memory_gib}: a GPU's memory is a positive size; pass it in GiB "
+            "(e.g. 80) or leave it out to read the CUDA device's"
+        )
     merged = write_profile(params_path, overlay, revision, gpu_memory_gib)
     typer.echo(
         f"wrote {params_path}: model {merged.model.id}@{merged.model.revision or '(unpinned)'} "
@@ -90,6 +95,7 @@ def train(
     params_path: Path = ParamsOpt,
 ) -> None:
     """Train one method on one seed from the base checkpoint and evaluate it on the held-out families."""
+    out_folder(out)
     params = pinned(params_path)
     from pappo.experiment.report import RUN_METHODS
     from pappo.experiment.run import run_method
@@ -118,6 +124,7 @@ def experiment(
 ) -> None:
     """Every method on params `seed`, a dev seed, with `rl` and the try `tune.rl` merged over it
     (`dvc exp run -S seed=4 -S +tune.rl.actor_lr=0.002 experiment`)."""
+    out_folder(out)
     params = pinned(params_path)
     from pappo.experiment.single_seed import run_experiment
 

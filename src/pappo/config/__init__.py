@@ -124,7 +124,8 @@ def apply_profile(params_path: Path, profile_path: Path, revision: str | None = 
     `model.revision` set if given; validated, so an unpinned hub revision is refused here."""
     merged = profile_mapping(params_path, profile_path)
     if revision is not None:
-        merged.setdefault("model", {})["revision"] = revision
+        _require_section(merged.setdefault("model", {}), "model", profile_path)
+        merged["model"]["revision"] = revision
     try:
         return Params.model_validate(merged)
     except ValidationError as e:
@@ -134,7 +135,19 @@ def apply_profile(params_path: Path, profile_path: Path, revision: str | None = 
 def profile_mapping(params_path: Path, profile_path: Path) -> dict[str, Any]:
     """params.yaml with a profile overlay merged in, not yet validated: a caller that needs some
     sections of a profile (a benchmark with random weights, no revision to pin) validates those."""
-    return deep_merge(_yaml_mapping(params_path), _yaml_mapping(profile_path))
+    base, overlay = _yaml_mapping(params_path), _yaml_mapping(profile_path)
+    for key, value in overlay.items():
+        if isinstance(base.get(key), dict):  # else the merge would replace a whole section by a scalar
+            _require_section(value, key, profile_path)
+    return deep_merge(base, overlay)
+
+
+def _require_section(value: Any, key: str, path: Path) -> None:
+    if not isinstance(value, dict):
+        raise PappoError(
+            f"{path}: {key} is {value!r}, not a mapping of {key} fields; write it as `{key}:` followed "
+            "by indented `field: value` lines (e.g. `model:` then `  device: cuda`)"
+        )
 
 
 def _yaml_mapping(path: Path, missing: str = "") -> dict[str, Any]:

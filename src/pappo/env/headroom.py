@@ -14,12 +14,15 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import ValidationError
+
 from pappo.config import Params
 from pappo.config.env import EnvParams
 from pappo.env.agents import play_all
 from pappo.env.candidate_agents import make_candidate_agent
 from pappo.env.episode import RepairEnv
 from pappo.env.vec import VecEnv, table_grader
+from pappo.io import PappoError
 from pappo.sandbox.pool import SandboxPool
 from pappo.tasks.splits import make_split
 from pappo.tasks.store import TaskStore
@@ -103,7 +106,13 @@ def env_with(env: EnvParams, k: int | None = None, max_turns: int | None = None)
         env = env.model_copy(update={"candidates": env.candidates.model_copy(update={"k": k})})
     if max_turns is not None:
         env = env.model_copy(update={"max_turns": max_turns})
-    return type(env).model_validate(env.model_dump())
+    try:
+        return type(env).model_validate(env.model_dump())
+    except ValidationError as e:
+        flags = {("candidates", "k"): f"--k {k}", ("max_turns",): f"--max-turns {max_turns}"}
+        named = [flags.get(tuple(err["loc"]), ".".join(map(str, err["loc"]))) for err in e.errors()]
+        why = "; ".join(err["msg"] for err in e.errors())
+        raise PappoError(f"{', '.join(named)}: {why}; pass another value or leave it out") from None
 
 
 def without_per_task(result: dict[str, Any]) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from pappo.experiment.report import (
 from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes
 from pappo.policy.adapters import POLICY, ActorCritic
 from pappo.policy.chat import ChatCodec
-from pappo.policy.checkpoint import CheckpointRecord, hash_files
+from pappo.policy.checkpoint import CheckpointRecord, hash_files, read_record
 from pappo.policy.decoder import Qwen2Decoder
 from pappo.policy.loading import load_checkpoint
 from pappo.policy.memory import Dims, refusal
@@ -79,7 +79,8 @@ def run_method(
     """Train (unless `base`), evaluate, write the run's files and its receipt; returns the report
     (None on ranks other than 0).
 
-    A run that fails writes `failure.json` (or failure-2.json, ...: never replaced) and re-raises.
+    A run that fails writes `failure.json` (or failure-2.json, ...: never replaced) and re-raises;
+    bad input found before any work (no split for the seed, no base checkpoint) writes nothing.
     Under a multi-process launcher (accelerate launch, torchrun) the ranks share the work and
     rank 0 alone writes; the receipt records the world size and every rank's device."""
     clock, out_dir = machine.Clock.start(), Path(out_dir)
@@ -97,16 +98,13 @@ def run_method(
         numerics=numerics.collect(params.numerics),
     )
     devices = [str(d) for d in dist.gather(dist.device)]
+    split = _preflight(params, seed, base_dir)  # outside the try: bad input is no failed run
     try:
-        report = _run(params, seed, method, out_dir, base_dir, log, dist)
+        report = _run(params, seed, method, out_dir, base_dir, log, dist, split)
         dist.barrier()  # rank 0 has written
     except BaseException as e:
         if dist.is_main:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            failure = receipt_build.new_receipt(
-                **receipt_args, run_dir=out_dir, checkpoint=None, inputs=None, error=e, ranks_devices=devices
-            )
-            log(f"run failed; receipt in {rc.write_failure(out_dir, failure)}")
+            _write_failure(out_dir, e, receipt_args, devices, log)
         raise
     if report is None:  # not rank 0
         return None
@@ -121,6 +119,29 @@ def run_method(
     )
     rc.write_receipt(out_dir, receipt)
     return report
+
+
+def _preflight(params: Params, seed: int, base_dir: Path) -> tuple[str, list[str], list[str]]:
+    """The seed's split (lock sha256, train ids, eval ids), after checking the inputs a run reads
+    first, so that their errors come before any work and leave no run folder behind."""
+    split = read_split(params, seed)
+    read_record(Path(base_dir))
+    return split
+
+
+def _write_failure(
+    out_dir: Path, error: BaseException, receipt_args: dict[str, Any], devices: list[str], log: Callable
+) -> None:
+    """Write the failure receipt of `error`; a receipt that cannot be written (an unwritable
+    --out) is logged, so that the caller re-raises the run's own error, not this one."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        failure = receipt_build.new_receipt(
+            **receipt_args, run_dir=out_dir, checkpoint=None, inputs=None, error=error, ranks_devices=devices
+        )
+        log(f"run failed; receipt in {rc.write_failure(out_dir, failure)}")
+    except Exception as e:  # the run's own error matters more than its receipt's
+        log(f"run failed; its failure receipt could not be written in {out_dir}: {e}")
 
 
 @dataclass(frozen=True)
@@ -150,11 +171,12 @@ def _run(
     base_dir: Path,
     log: Callable[[str], None],
     dist: Dist,
+    split: tuple[str, list[str], list[str]],
 ) -> RunReport | None:
     usage.reset_peak_rss()
     started, t0, cpu0 = datetime.now(UTC), time.perf_counter(), usage.tree_cpu_s()
     torch.manual_seed(seed)
-    lock_sha, train_ids, eval_ids = read_split(params, seed)
+    lock_sha, train_ids, eval_ids = split
     model, tokenizer, record = load_checkpoint(params.model, base_dir)
     model = place(model, params, dist)
     codec, store = (

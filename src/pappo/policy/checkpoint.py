@@ -217,10 +217,11 @@ def read_record(folder: Path) -> CheckpointRecord:
     path = Path(folder) / RECORD_NAME
     if not path.is_file():
         raise PappoError(
-            f"{path} is missing: {folder} is not a saved checkpoint; build it with save_checkpoint"
+            f"{path} is missing: {folder} is not a saved checkpoint; build it with `pappo base-model` "
+            "(or `dvc repro base_model`), or pass --base with the folder of one"
         )
-    try:
-        record = CheckpointRecord.model_validate_json(path.read_text())
+    try:  # bytes: pydantic reports bad UTF-8 as a validation error, read_text() would raise
+        record = CheckpointRecord.model_validate_json(path.read_bytes())
     except ValidationError as e:
         raise PappoError(f"{path} is not a valid checkpoint record: {e}; rebuild the checkpoint") from e
     if record.profile == "tiny" and content_revision(record.files) != record.revision:

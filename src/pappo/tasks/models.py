@@ -24,9 +24,9 @@ Difficulty = Literal["easy", "medium", "hard"]
 
 _NAME = r"^[a-z][a-z0-9_]*$"
 _SHA = r"^[0-9a-f]{64}$"
-_TEST_ID = (
-    r"^tests/[A-Za-z0-9_/]+\.py::[A-Za-z_][A-Za-z0-9_]*(\[[^\n]*\])?$"  # parametrised ids may hold spaces
-)
+# `file.py::test_x`, or in a class (unittest.TestCase or a pytest class, maybe nested):
+# `file.py::TestX::test_y`; parametrised ids may hold spaces.
+_TEST_ID = r"^tests/[A-Za-z0-9_/]+\.py(::[A-Za-z_][A-Za-z0-9_]*)+(\[[^\n]*\])?$"
 
 
 class Task(BaseModel):
@@ -61,7 +61,7 @@ class Task(BaseModel):
             raise ValueError("test_patch must be empty: RepoFix tasks never change tests")
         for tid in [*self.FAIL_TO_PASS, *self.PASS_TO_PASS]:
             if not re.match(_TEST_ID, tid):
-                raise ValueError(f"test id {tid!r} is not of the form tests/<file>.py::<name>")
+                raise ValueError(f"test id {tid!r} is not of the form tests/<file>.py::[<Class>::]<name>")
         overlap = set(self.FAIL_TO_PASS) & set(self.PASS_TO_PASS)
         if overlap:
             raise ValueError(f"tests in both FAIL_TO_PASS and PASS_TO_PASS: {sorted(overlap)}")

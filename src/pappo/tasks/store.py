@@ -92,7 +92,15 @@ class TaskStore:
 
     def buggy(self, task: Task) -> dict[str, bytes]:
         """The tree an episode starts from: the clean tree with `bug_patch` applied."""
-        return apply_patch(self.clean(task), task.bug_patch)
+        clean = self.clean(task)
+        try:
+            return apply_patch(clean, task.bug_patch)
+        except PappoError as e:
+            raise PappoError(
+                f"{self.manifest}: task {task.instance_id}: bug_patch does not apply to "
+                f"{self.repos / task.family} ({e}); restore the manifest (git checkout) or re-run "
+                "`pappo synthesize`"
+            ) from None
 
 
 def find_task(params: Params, instance_id: str) -> tuple[TaskStore, Task]:

@@ -17,7 +17,14 @@ from pappo.config import Params
 from pappo.config.data import SandboxParams, SynthesisParams
 from pappo.io import PappoError
 from pappo.sandbox.runner import TestRun, run_many
-from pappo.tasks.families import files_sha256, is_test_file, list_families, load_tree, source_files
+from pappo.tasks.families import (
+    check_family,
+    files_sha256,
+    is_test_file,
+    list_families,
+    load_tree,
+    source_files,
+)
 from pappo.tasks.manifest import write_manifest
 from pappo.tasks.models import OPERATORS, Task
 from pappo.tasks.mutations import Mutant, enumerate_mutants
@@ -205,7 +212,10 @@ def synthesize_set(params: Params, task_set: str, log: Callable[[str], None]) ->
     sp = getattr(params.tasks, task_set)
     usage: Counter[str] = Counter()
     tasks: list[Task] = []
-    for family in list_families(sp.repos):
+    families = list_families(sp.repos)
+    for family in families:  # every family's layout first: a bad one fails before any sandbox run
+        check_family(Path(sp.repos) / family, load_tree(Path(sp.repos) / family))
+    for family in families:
         new = synthesize_family(
             sp.repos, family, params.synthesis, params.sandbox, params.tasks.tasks_per_family, usage
         )

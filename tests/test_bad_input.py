@@ -1,0 +1,119 @@
+"""Bad input to the task and config commands: an error naming the file or flag, the field and the
+fix, exit code 1, no traceback, and nothing written (the red-team's reproductions, made small)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import FIXTURES, ROOT, write_params
+from pappo.cli import app
+from pappo.config import Params, apply_profile
+from pappo.io import PappoError
+from pappo.tasks import synthesize
+from pappo.tasks.families import family_problems, list_families, load_tree
+from pappo.tasks.store import TaskStore
+
+
+def pappo(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_headroom_checks_its_flags_before_any_work(fx_params: Params, tmp_path: Path):
+    params = str(write_params(fx_params, tmp_path / "params.yaml"))
+    r = pappo("headroom", "--params", params, "--out", str(tmp_path))
+    assert r.exit_code == 1 and r.stderr.startswith(f"error: --out {tmp_path}: is a folder; pass a file")
+    (tmp_path / "afile").write_text("x")
+    r = pappo("headroom", "--params", params, "--out", str(tmp_path / "afile" / "h.json"))
+    assert r.exit_code == 1 and "afile is a file, so no folder can be made there" in r.stderr
+    r = pappo("headroom", "--params", params, "--episodes", "-3")
+    assert r.exit_code == 1 and r.stderr.startswith("error: --episodes -3: play at least 1 episode")
+    r = pappo("headroom", "--params", params, "--k", "0")
+    assert r.exit_code == 1 and r.stderr.startswith("error: --k 0: Input should be greater than or equal")
+
+
+def test_profile_refuses_a_gpu_size_that_is_not_positive(tmp_path: Path):
+    target = tmp_path / "params.yaml"
+    shutil.copy(ROOT / "params.yaml", target)
+    before = target.read_bytes()
+    for size in ("0", "-8"):
+        r = pappo("profile", str(ROOT / "profiles" / "qwen2.5-coder-7b.yaml"), "--params", str(target),
+                  "--gpu-memory-gib", size)  # fmt: skip
+        assert r.exit_code == 1 and r.stderr.startswith(f"error: --gpu-memory-gib {float(size)}: a GPU's")
+    assert target.read_bytes() == before
+
+
+@pytest.mark.parametrize("revision", [None, "0123456789abcdef0123456789abcdef01234567"])
+def test_a_profile_section_written_as_a_scalar_is_named(tmp_path: Path, revision: str | None):
+    overlay = tmp_path / "scalar.yaml"
+    overlay.write_text("model: cuda\n")
+    with pytest.raises(PappoError, match=r"scalar.yaml: model is 'cuda', not a mapping of model fields"):
+        apply_profile(ROOT / "params.yaml", overlay, revision)
+
+
+def test_a_manifest_whose_bug_patch_does_not_apply_is_named(tmp_path: Path):
+    lines = (FIXTURES / "repofix" / "manifest.jsonl").read_text().splitlines()
+    task = json.loads(lines[0])
+    task["bug_patch"] = task["bug_patch"].replace("\n-", "\n-#", 1)  # a removed line the tree lacks
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text("\n".join([json.dumps(task), *lines[1:]]) + "\n")
+    store = TaskStore(manifest, FIXTURES / "repofix" / "repos")
+    with pytest.raises(PappoError) as e:
+        store.buggy(store.task(task["instance_id"]))
+    assert str(e.value).startswith(f"{manifest}: task {task['instance_id']}: bug_patch does not apply")
+    assert "re-run `pappo synthesize`" in str(e.value)
+
+
+def test_every_committed_family_passes_the_layout_check():
+    for repos in (ROOT / "data" / "repofix" / "repos", ROOT / "data" / "warmup" / "repos"):
+        for family in list_families(repos):
+            assert family_problems(repos / family, load_tree(repos / family)) == [], family
+
+
+def _bad_family(repos: Path) -> Path:
+    root = repos / "Tally-kit"
+    for rel, data in {
+        "src/tally/__init__.py": b"",
+        "src/tally/stats.py": b"NAME = 'caf\xe9'\n",  # latin-1
+        "test/test_stats.py": b"def test_x():\n    assert True\n",
+        "tests/conftest.py": b"",
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    return root
+
+
+def test_synthesize_names_every_layout_problem_before_any_sandbox_run(fx_params: Params, tmp_path: Path,
+                                                                     monkeypatch):  # fmt: skip
+    repos = tmp_path / "repos"
+    shutil.copytree(FIXTURES / "repofix" / "repos", repos)
+    root = _bad_family(repos)
+
+    def no_sandbox(*_):
+        raise AssertionError("a sandbox run started before the layout check")
+
+    monkeypatch.setattr(synthesize, "check_clean_tree", no_sandbox)
+    tasks = fx_params.tasks.model_copy(
+        update={
+            "repofix": fx_params.tasks.repofix.model_copy(
+                update={"repos": repos, "manifest": tmp_path / "manifest.jsonl"}
+            )
+        }
+    )
+    with pytest.raises(PappoError) as e:
+        synthesize.synthesize_set(fx_params.model_copy(update={"tasks": tasks}), "repofix", log=print)
+    message = str(e.value)
+    assert message.startswith(f"{root}: not a valid family:")
+    for needle in (
+        "folder name 'Tally-kit': a family name is lower-case",
+        "src/tally/stats.py: not UTF-8 (byte 11); re-save it as UTF-8",
+        "no tests/test_*.py: the sandbox collects tests from tests/ only (found test/test_stats.py)",
+        "move src/tally/ to tally/ (a src/ layout is not supported)",
+        "tests/conftest.py: the sandbox runs pytest with --noconftest",
+    ):
+        assert needle in message
+    assert not (tmp_path / "manifest.jsonl").exists()
