@@ -572,6 +572,46 @@ def check_published_numbers(repo: Path) -> None:
         "(expected cpu, found cuda)",
         "dvc.lock [git status]",
     )
+    adapter = repo / run / "adapters/policy/adapter_model.safetensors"
+    saved[adapter] = adapter.read_bytes()
+
+    def swap_adapter() -> None:  # other weights, the receipt's hash of them rewritten and relocked
+        data = bytearray(saved[adapter])
+        data[len(data) // 2] ^= 1
+        adapter.write_bytes(bytes(data))
+        digest = hashlib.sha256(bytes(data)).hexdigest()
+        name = "policy/adapter_model.safetensors"
+        edit_json(f"{run}/receipt.json", lambda d: d["checkpoint"]["adapters"].update({name: digest}))
+        rehash(repo, run, "receipt.json")
+
+    case(
+        swap_adapter,
+        f"{run}/adapters [dvc.lock train@0-pappo md5]",
+        f"{run}/receipt.json [checkpoint.adapters]",
+    )
+    # a commit with the very same code, off HEAD's history (here a child of HEAD no branch holds)
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    side = subprocess.run(
+        ["git", "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "side"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        check=True,
+    ).stdout.strip()
+    case(
+        lambda: (
+            edit_json(f"{run}/receipt.json", lambda d: d["source"].update(git_commit=side)),
+            rehash(repo, run, "receipt.json"),
+        ),
+        f"{run}/receipt.json [source.git_commit]",
+        "not an ancestor of HEAD",
+    )
     # committed tampering is still a tampering: the summary's numbers are re-derived, not trusted
     edit_json("reports/summary.json", lambda d: d["comparisons"][0]["difference"].update(mean=0.333))
     sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "a better number", cwd=repo)

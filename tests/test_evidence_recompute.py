@@ -8,6 +8,7 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from pappo.evidence.audit_context import AuditFailure
 from pappo.evidence.summary_md import write_summary
 from pappo.experiment.receipt import HardwareInfo
 from pappo.experiment.report import RUN_METHODS, RunReport, budget_used, flat_metrics
+from pappo.experiment.run import write_curves
 from pappo.rl.results import aggregate
 from test_evidence_summary import IDS, N_BOOT, SEEDS, K, run_report
 
@@ -63,6 +65,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
             report = sorted_report(run_report(m, s))
             (run / "report.json").write_text(report.model_dump_json(indent=2))
             (run / "metrics.json").write_text(json.dumps(flat_metrics(report)))
+            write_curves(run / "dvclive", report)  # as the trainer writes them
     out = root / "reports"
     claims = Params.model_validate(fixture_params_raw()).claims  # the report stage summarises params' claims
     files = (out / "summary.json", out / "summary.md", out / "summary")
@@ -193,6 +196,19 @@ def test_reordered_tasks_a_changed_budget_and_final_eval_are_caught(root: Path, 
     assert any(f.startswith("final_eval.") for f in fields)
 
 
+def test_the_dvclive_curves_must_be_the_reports(root: Path, params: Params):
+    run = root / "reports/runs/seed_0/pappo"
+    report = RunReport.model_validate_json((run / "report.json").read_text())
+    curve = run / "dvclive/plots/metrics/eval/success.tsv"
+    last = report.evals[-1]
+    curve.write_text(curve.read_text().replace(f"\t{last.result.success.mean}", "\t0.9"))
+    [hit] = report_failures(root, params, report)
+    assert (hit.file, hit.field) == ("success.tsv", "eval/success") and "0.9" in hit.found
+    curve.unlink()
+    [hit] = report_failures(root, params, report)
+    assert (hit.file, hit.found) == ("success.tsv", "unreadable")
+
+
 def test_metrics_json_must_be_the_reports(root: Path, params: Params):
     path = root / "reports/runs/seed_1/grpo/metrics.json"
     edit_json(path, lambda d: d.update(success_hi=1.0))
@@ -217,10 +233,45 @@ def test_a_receipt_that_says_gpu_for_a_cpu_run_is_caught():
         host_memory_capacity_gb=16.0,
     )
     receipt.ranks_devices = ["cuda:0"]
+    receipt.checkpoint = SimpleNamespace(adapters=dict(report.adapters_sha256))
     fail = Failures()
     recompute.check_receipt(fail, Path("runs/seed_0/ppo"), report, receipt)
     assert {(f.field, f.expected, f.found) for f in fail} >= {("hardware.accelerator", "cpu", "cuda")}
     assert any(f.field == "ranks_devices" for f in fail)
+
+
+def test_adapters_swapped_under_a_rehashed_receipt_are_caught():
+    """Another run's weights copied in, the receipt's hashes rewritten to match them: the report
+    still names the weights its evaluation used."""
+    report = run_report("ppo", 0).model_copy(
+        update={"adapters_sha256": {"policy/adapter_model.safetensors": "a" * 64}}
+    )
+    swapped = {**report.adapters_sha256, "policy/adapter_model.safetensors": "b" * 64}
+    receipt = SimpleNamespace(
+        hardware=HardwareInfo(
+            accelerator="cpu",
+            accelerator_model_name=None,
+            accelerators_per_node=0,
+            accelerator_memory_capacity_gb=None,
+            nvidia_driver_version=None,
+            cuda_runtime_version=None,
+            cudnn_version=None,
+            host_processor_model_name=None,
+            host_processor_core_count=2,
+            host_memory_capacity_gb=8.0,
+        ),
+        ranks_devices=["cpu"],
+        checkpoint=SimpleNamespace(adapters=swapped),
+    )
+    fail = Failures()
+    recompute.check_receipt(fail, Path("runs/seed_0/ppo"), report, receipt)
+    [hit] = list(fail)
+    assert hit.field == "checkpoint.adapters" and "swapped" in hit.message
+    assert hit.found == str({"policy/adapter_model.safetensors": "b" * 64})
+    receipt.checkpoint.adapters = dict(report.adapters_sha256)
+    fail = Failures()
+    recompute.check_receipt(fail, Path("runs/seed_0/ppo"), report, receipt)
+    assert list(fail) == []
 
 
 def base_model_report(root: Path, record: dict[str, Any]) -> Path:

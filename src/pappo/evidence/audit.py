@@ -21,6 +21,7 @@ from pappo.config import Params
 from pappo.evidence import archived, recompute
 from pappo.evidence.audit_context import AuditContext, AuditFailure
 from pappo.evidence.committed import check_committed, describe, lock_stages
+from pappo.evidence.dvc_cache import out_md5
 from pappo.evidence.git_trees import GitTrees, git_output
 from pappo.evidence.history import HISTORY, IMPORTED_HISTORY, History, disagreement, from_record, read_history
 from pappo.evidence.numerics_audit import NumericsVerdict, numerics_verdict
@@ -159,8 +160,9 @@ def _check_recomputed(
 
 
 def _check_lock(ctx: AuditContext) -> None:
-    """dvc.lock binds every file a run's stage wrote (md5): an edited or swapped report or receipt
-    no longer matches, even where no receipt hash covers it."""
+    """dvc.lock binds every output a run's stage wrote (md5, a folder's `.dir` manifest): an edited
+    or swapped report, receipt, adapter or curve no longer matches, even where no receipt hash
+    covers it, and a missing output fails."""
     path = ctx.root / "dvc.lock"
     if not path.is_file():
         ctx.fail(path, "-", "a file", "missing", "run dvc repro; the lock binds the outputs")
@@ -172,14 +174,28 @@ def _check_lock(ctx: AuditContext) -> None:
             ctx.fail(path, f"stages.{name}", "a locked stage", "missing", f"run `dvc repro {name}`")
             continue
         for out in stages[name].get("outs", []):
-            file = ctx.root / out["path"]
-            if out.get("md5", "").endswith(".dir") or not file.is_file():
-                continue  # directories: their files are in the receipt's hashes or recomputed
-            found = hashlib.md5(file.read_bytes()).hexdigest()
-            if found != out.get("md5"):
+            file, want = ctx.root / out["path"], str(out.get("md5", ""))
+            found = _out_md5(file, want.endswith(".dir"))
+            if found is None:
+                ctx.fail(
+                    file, f"dvc.lock {name} md5", want, "missing", "a locked output is missing; dvc checkout"
+                )
+            elif found != want:
                 ctx.fail(
                     file, f"dvc.lock {name} md5", out.get("md5"), found, "edited after dvc repro wrote it"
                 )
+
+
+def _out_md5(path: Path, is_dir: bool) -> str | None:
+    """What dvc.lock would record for the output at `path` now (dvc_cache.out_md5); None: absent."""
+    if is_dir:
+        if not path.is_dir():
+            return None
+        files = {
+            p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()
+        }
+        return out_md5(files, is_dir=True)
+    return hashlib.md5(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
 def _check_source(ctx: AuditContext, receipts: dict[tuple[int, str], rc.Receipt]) -> None:
@@ -218,6 +234,15 @@ def _check_source(ctx: AuditContext, receipts: dict[tuple[int, str], rc.Receipt]
             continue
         if s.git_commit is None or not trees.is_commit(s.git_commit):
             ctx.fail(path, "source.git_commit", "a commit of this repository", s.git_commit, "unknown commit")
+            continue
+        if git_output(ctx.root, "merge-base", "--is-ancestor", s.git_commit, "HEAD") is None:
+            ctx.fail(
+                path,
+                "source.git_commit",
+                "a commit in HEAD's history",
+                s.git_commit,
+                "the run's commit is not an ancestor of HEAD (another branch's code); rerun dvc repro here",
+            )
             continue
         at_commit = trees.at(s.git_commit)
         if at_commit != s.tree_sha256:

@@ -125,6 +125,28 @@ def check_report(fail: Fail, run_dir: Path, report: RunReport, params: Params) -
         found_metrics,
         "not the report's final_eval; rerun its train stage",
     )
+    _check_curves(fail, run_dir / "dvclive", report)
+
+
+def _check_curves(fail: Fail, folder: Path, report: RunReport) -> None:
+    """The run's dvclive held-out curves say what its report's evaluations say: outcomes rewritten
+    in the report alone (its aggregates, metrics and hashes made to match) still disagree here."""
+    why = "not the report's evaluations; rerun its train stage"
+    for name in ("success", "pass_at_k"):
+        path = folder / "plots" / "metrics" / "eval" / f"{name}.tsv"
+        want = {e.update: getattr(e.result, name).mean for e in report.evals}
+        try:
+            rows = [line.split("\t") for line in path.read_text().splitlines()[1:] if line.strip()]
+            found = {int(step): float(value) for step, value in rows}
+        except (OSError, ValueError) as e:
+            fail(
+                path, "-", "the run's eval curve", "unreadable", f"{type(e).__name__}; rerun its train stage"
+            )
+            continue
+        if found.keys() != want.keys() or any(
+            not math.isclose(found[k], want[k], abs_tol=1e-12) for k in want
+        ):
+            fail(path, f"eval/{name}", want, found, why)
 
 
 def _check_evals(fail: Fail, path: Path, report: RunReport, params: Params, why: str) -> None:
@@ -156,8 +178,23 @@ def _check_evals(fail: Fail, path: Path, report: RunReport, params: Params, why:
 
 
 def check_receipt(fail: Fail, run_dir: Path, report: RunReport, receipt: Receipt) -> None:
-    """The receipt's hardware says the device the run reports it ran on, and nothing else."""
+    """The receipt's adapters are the report's, and its hardware says the device the run reports it
+    ran on, and nothing else."""
     path = run_dir / "receipt.json"
+    adapters = receipt.checkpoint.adapters if receipt.checkpoint else {}
+    if adapters != report.adapters_sha256:
+        changed = sorted(
+            k
+            for k in set(adapters) | set(report.adapters_sha256)
+            if adapters.get(k) != report.adapters_sha256.get(k)
+        )
+        fail(
+            path,
+            "checkpoint.adapters",
+            {k: report.adapters_sha256.get(k) for k in changed},
+            {k: adapters.get(k) for k in changed},
+            "not the adapters the run's report names (swapped weights)",
+        )
     hw = receipt.hardware
     if hw.accelerator != report.device:
         fail(

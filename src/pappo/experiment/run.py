@@ -326,10 +326,10 @@ def _write(out_dir: Path, report: RunReport) -> None:
     data = report.model_dump(mode="json")
     atomic_write_json(out_dir / "report.json", data)
     atomic_write_json(out_dir / "metrics.json", flat_metrics(report))
-    _write_curves(out_dir / "dvclive", report)
+    write_curves(out_dir / "dvclive", report)
 
 
-def _write_curves(folder: Path, report: RunReport) -> None:
+def write_curves(folder: Path, report: RunReport) -> None:
     """Per-update held-out curves and training means through dvclive (no dvc.yaml edits)."""
     from dvclive import Live
 
