@@ -228,6 +228,10 @@ def write(root: Path, rel: str, data: str | bytes) -> Path:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path)
+
+
+def make_repo(tmp_path: Path) -> Path:
     """A committed repository with every file a release packages; receipts/audit.json untracked, of HEAD."""
     root = tmp_path / "repo"
     root.mkdir()
@@ -295,7 +299,9 @@ def rewrite(
             if info.filename != drop:
                 zout.writestr(info, data + b"#" if info.filename == change else data)
         for name, data in (add or {}).items():
-            zout.writestr(name, data)
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.create_system, info.external_attr = 3, 0o100644 << 16  # a mode bundles use
+            zout.writestr(info, data)
     return dst
 
 

@@ -158,11 +158,24 @@ def release(
 
 
 @app.command("verify-bundle")
-def verify_bundle_cmd(zip_path: Path = typer.Argument(..., help="pappo-evidence-<version>.zip")) -> None:
+def verify_bundle_cmd(
+    zip_path: Path = typer.Argument(..., help="pappo-evidence-<version>.zip"),
+    sha256: str = typer.Option(
+        None,
+        "--sha256",
+        help="The zip's expected sha256 (Zenodo's checksum, or release/bundle.json in git): "
+        "SHA256SUMS inside the zip is not authenticated, this is.",
+    ),
+) -> None:
     """Check a bundle offline: SHA256SUMS, SWHIDs, run receipts, dvc.lock md5s, the audit verdict."""
     from pappo.evidence.bundle_check import verify_bundle
+    from pappo.io import sha256_file
 
     problems = verify_bundle(zip_path)
+    if sha256 is not None and zip_path.is_file() and (found := sha256_file(zip_path)) != sha256.lower():
+        problems.insert(0, f"{zip_path}: sha256 {found}, expected {sha256} (not the published zip)")
+    elif sha256 is not None and not zip_path.is_file():
+        problems.insert(0, f"{zip_path}: --sha256 checks a zip, not a folder")
     for p in problems:
         typer.echo(f"  - {p}", err=True)
     if problems:

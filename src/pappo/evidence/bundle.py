@@ -66,21 +66,42 @@ def refuse(path: Path, problems: list[str]) -> None:
     )
 
 
+def _folder(base: str, into: Path, name: str) -> Path:
+    """The real folder an entry goes into, made here: a symlink, a file or anything that resolves
+    outside `into` on the way is refused, so nothing is written through a link."""
+    folder = into
+    for part in name.split("/")[:-1]:
+        folder = folder / part
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            raise PappoError(f"{name}: {folder} is a symlink or a file; the bundle is unsafe, not unpacked")
+        folder.mkdir(exist_ok=True)
+    if os.path.realpath(folder) != os.path.join(base, *name.split("/")[:-1]):
+        raise PappoError(f"{name}: its folder resolves outside {into}; the bundle is unsafe, not unpacked")
+    return folder
+
+
 def unpack(zip_path: Path, into: Path) -> Path:
-    """Extract a verified bundle into `into` (verify_bundle checked the names); modes and symlinks kept."""
+    """Extract a verified bundle into `into` (verify_bundle checked names, modes and links); modes
+    and symlinks kept. Never writes through a link or over an existing file."""
     into = Path(into)
+    into.mkdir(parents=True, exist_ok=True)
+    base = os.path.realpath(into)
     with zipfile.ZipFile(zip_path) as zf:
         for info in zf.infolist():
             if info.is_dir():
                 continue
-            target = into / info.filename
-            target.parent.mkdir(parents=True, exist_ok=True)
+            target = _folder(base, into, info.filename) / info.filename.split("/")[-1]
+            if os.path.lexists(target):
+                raise PappoError(f"{info.filename}: written twice; the bundle is unsafe, not unpacked")
             mode = info.external_attr >> 16
             if stat.S_ISLNK(mode):
                 os.symlink(zf.read(info).decode(), target)
-            else:
-                target.write_bytes(zf.read(info))
-                target.chmod(0o755 if mode & 0o111 else 0o644)
+                continue
+            # O_EXCL | O_NOFOLLOW: a link or file that appeared meanwhile is not written through
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(zf.read(info))
+            target.chmod(0o755 if mode & 0o111 else 0o644)
     return into
 
 
@@ -123,7 +144,7 @@ def audit_bundle(folder: Path) -> Any:
     archive = Archive(source=folder / SOURCE, commit=str(meta(folder).get("commit")))
     with contextlib.chdir(folder):
         params = load_params(folder / "params.yaml")
-        return audit(
+        verdict = audit(
             params,
             folder,
             folder / "reports" / "runs",
@@ -131,6 +152,36 @@ def audit_bundle(folder: Path) -> Any:
             folder / SOURCE / "schemas",
             archive=archive,
         )
+    return _as_released(verdict, meta(folder))
+
+
+def _as_released(verdict: Any, bundle: dict[str, Any]) -> Any:
+    """The verdict, its integrity failed when its claims' labels differ from those the release
+    stated (BUNDLE.json): the same evidence and history must give the same labels."""
+    from pappo.evidence.audit_context import AuditFailure
+
+    stated = (bundle.get("audit") or {}).get("verdicts")
+    found = {c.id: c.label for c in verdict.claims}
+    if not verdict.integrity_ok or stated is None or stated == found:
+        return verdict
+    failure = AuditFailure(
+        file="BUNDLE.json",
+        field="audit.verdicts",
+        expected=str(stated),
+        found=str(found),
+        message="the claims re-derived here differ from the release's: the bundle (history.json?) was altered",
+    )
+    head, _, rest = verdict.verdict.partition("\n")  # "integrity: OK", then the rest as rendered
+    line = f"  - {failure.file} [{failure.field}]: {failure.message} (expected {stated}, found {found})"
+    text = f"integrity: FAILED (1 problems)\n{rest}\n{line}" if head == "integrity: OK" else verdict.verdict
+    return verdict.model_copy(
+        update={
+            "integrity_ok": False,
+            "exit_code": 1,
+            "failures": [*verdict.failures, failure],
+            "verdict": text,
+        }
+    )
 
 
 def audit_here(

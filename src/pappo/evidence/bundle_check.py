@@ -21,7 +21,8 @@ from typing import Any
 
 import yaml
 
-from pappo.evidence.dvc_cache import LockedOut, locked_outs, out_md5
+from pappo.evidence.defined_stages import current_outs
+from pappo.evidence.dvc_cache import LockedOut, out_md5
 from pappo.experiment.receipt import Receipt, verify_receipt
 from pappo.io import sha256_bytes
 
@@ -34,6 +35,11 @@ REQUIRED = (*TOP_FILES, "BUNDLE.json", "RELEASE_NOTES.md", "receipts/audit.json"
 # the bundle, receipts/audit.json is the release's verdict of the commit (scope "commit").
 STAGE_VERDICT = "receipts/audit.stage.json"
 _HEX40 = re.compile(r"[0-9a-f]{40}")
+MODES = (REGULAR, EXECUTABLE, SYMLINK)
+# What a bundle may unpack to: its largest entry today is the tiny base checkpoint (~5 MB) and the
+# whole bundle ~70 MB; a zip bomb (GiBs of zeros in a few MB) is refused before it is read.
+MAX_ENTRY = 256 << 20
+MAX_TOTAL = 2 << 30
 
 
 # ------------------------------------------------------------------------------ SWH / git trees
@@ -85,31 +91,105 @@ def bundled_out(entries: dict[str, tuple[int, bytes]], out: LockedOut) -> dict[s
 
 
 # ----------------------------------------------------------------------------------- verifying
-def _read_bundle(zip_path: Path, problems: list[str]) -> dict[str, tuple[int, bytes]]:
-    """Every entry {name: (mode, bytes)}; unsafe or repeated names are problems and left out."""
+def _link_stays_inside(name: str, target: bytes) -> bool:
+    """A symlink entry's target is relative and, resolved from its folder, stays inside source/."""
+    text = target.decode("utf-8", "replace")
+    if not text or text.startswith("/") or "\\" in text or "\0" in text or "\ufffd" in text:
+        return False
+    depth = name.count("/") - 1  # folders below source/ that hold the link
+    for part in text.split("/"):
+        depth += -1 if part == ".." else 0 if part in ("", ".") else 1
+        if depth < 0:
+            return False
+    return True
+
+
+def _refused(name: str, mode: int, size: int, total: int) -> str | None:
+    """Why an entry may not be read (None: it may): its name, mode or unpacked size."""
+    parts = name.split("/")
+    if name.startswith("/") or "\\" in name or {"..", ".", ""} & set(parts):
+        return f"{name}: unsafe path in the archive; left out"
+    if mode not in MODES:
+        return f"{name}: mode {oct(mode)} is not one a bundle uses (0644, 0755, symlink); left out"
+    if stat.S_ISLNK(mode) and not name.startswith(SOURCE):
+        return f"{name}: a symlink outside source/; left out"
+    if size > MAX_ENTRY or total + size > MAX_TOTAL:
+        return (
+            f"{name}: unpacks to {size} bytes, over the bundle's limits ({MAX_ENTRY} per entry, "
+            f"{MAX_TOTAL} in all); left out"
+        )
+    return None
+
+
+def _admit(entries: dict[str, tuple[int, bytes]], name: str, mode: int, data: bytes) -> str | None:
+    """Keep an entry read in full, or say why not (a second copy, a link leaving source/)."""
+    if name in entries:
+        return f"{name}: appears twice in the archive"
+    if stat.S_ISLNK(mode) and not _link_stays_inside(name, data):
+        return f"{name}: symlink to {data[:80]!r} leaves source/; left out"
+    entries[name] = (mode, data)
+    return None
+
+
+def _nested(entries: dict[str, tuple[int, bytes]], names: set[str], problems: list[str]) -> None:
+    """An entry inside another of the archive's `names` (a file or a symlink used as a folder, kept
+    or refused) would be written through it when unpacked: left out."""
+    for name in sorted(entries):
+        parts = name.split("/")
+        under = next(
+            ("/".join(parts[:i]) for i in range(1, len(parts)) if "/".join(parts[:i]) in names), None
+        )
+        if under is not None:
+            problems.append(f"{name}: inside {under}, which is a file or symlink in the archive; left out")
+            del entries[name]
+
+
+def _read_folder(folder: Path, problems: list[str]) -> dict[str, tuple[int, bytes]]:
+    """An unpacked bundle's files (a symlink holds its target, as in the zip), with the zip's rules."""
     entries: dict[str, tuple[int, bytes]] = {}
-    if Path(zip_path).is_dir():  # an unpacked bundle: its files (a symlink holds its target, as in the zip)
-        for path in sorted(Path(zip_path).rglob("*")):
-            rel = path.relative_to(zip_path).as_posix()
-            if path.is_symlink():
-                entries[rel] = (SYMLINK, os.readlink(path).encode())
-            elif path.is_file() and "__pycache__" not in rel.split("/"):
-                entries[rel] = (EXECUTABLE if path.stat().st_mode & 0o111 else REGULAR, path.read_bytes())
+    total = 0
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if path.is_symlink():
+            mode, size = SYMLINK, len(os.readlink(path))
+        elif path.is_file() and "__pycache__" not in rel.split("/"):
+            mode, size = EXECUTABLE if path.stat().st_mode & 0o111 else REGULAR, path.stat().st_size
+        else:
+            continue
+        why = _refused(rel, mode, size, total)
+        data = b"" if why else os.readlink(path).encode() if mode == SYMLINK else path.read_bytes()
+        total += 0 if why else size
+        if why or (why := _admit(entries, rel, mode, data)):
+            problems.append(why)
+    return entries
+
+
+def _read_bundle(zip_path: Path, problems: list[str]) -> dict[str, tuple[int, bytes]]:
+    """Every entry {name: (mode, bytes)}; unsafe, oversized or repeated entries are problems and
+    left out. Sizes are checked before reading: zipfile stops at the declared size."""
+    if Path(zip_path).is_dir():
+        entries = _read_folder(Path(zip_path), problems)
+        _nested(entries, set(entries), problems)
         return entries
+    entries = {}
+    total = 0
     with zipfile.ZipFile(zip_path) as zf:
         for info in zf.infolist():
-            name, parts = info.filename, info.filename.split("/")
             if info.is_dir():
                 continue
-            if name.startswith("/") or "\\" in name or ".." in parts or "" in parts:
-                problems.append(f"{name}: unsafe path in the archive; left out")
-            elif name in entries:
-                problems.append(f"{name}: appears twice in the archive")
-            else:
-                try:
-                    entries[name] = (info.external_attr >> 16 or REGULAR, zf.read(info))
-                except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as e:
-                    problems.append(f"{name}: unreadable in the archive ({e})")
+            name, mode = info.filename, info.external_attr >> 16 or REGULAR
+            if why := _refused(name, mode, info.file_size, total):
+                problems.append(why)
+                continue
+            total += info.file_size
+            try:
+                data = zf.read(info)
+            except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as e:
+                problems.append(f"{name}: unreadable in the archive ({e})")
+                continue
+            if why := _admit(entries, name, mode, data):
+                problems.append(why)
+    _nested(entries, {i.filename for i in zf.infolist() if not i.is_dir()}, problems)
     return entries
 
 
@@ -182,7 +262,11 @@ def _check_runs(entries: dict[str, tuple[int, bytes]], problems: list[str]) -> N
                 continue
             problems += [f"{run}: {p}" for p in verify_receipt(path.parent, receipt)]
     try:
-        outs = locked_outs(entries.get("dvc.lock", (0, b""))[1])
+        outs = current_outs(
+            entries.get("dvc.lock", (0, b""))[1],
+            entries.get(f"{SOURCE}dvc.yaml", (0, b""))[1],
+            entries.get("params.yaml", (0, b""))[1],
+        )
     except (yaml.YAMLError, AttributeError) as e:
         problems.append(f"dvc.lock: not a DVC lock file ({str(e).splitlines()[0]})")
         return
@@ -193,6 +277,24 @@ def _check_runs(entries: dict[str, tuple[int, bytes]], problems: list[str]) -> N
             problems.append(f"{name}: md5 {found}, dvc.lock stage {out.stage} says {out.md5}")
 
 
+def _check_agree(
+    entries: dict[str, tuple[int, bytes]], bundle: dict[str, Any], verdict: Any, problems: list[str]
+) -> None:
+    """history.json, the packaged verdict's history and claims, and BUNDLE.json's claims are one
+    release's: SHA256SUMS is recomputed as easily as any of them is edited, so they must agree."""
+    from pappo.evidence.history import HISTORY, disagreement, from_record
+
+    if verdict.history is not None:
+        entry = entries.get(HISTORY)
+        why = disagreement(from_record(entry[1] if entry else None, "the bundle"), verdict.history)
+        if why is not None:
+            problems.append(f"{HISTORY} disagrees with receipts/audit.json's history ({why})")
+    labels = {c.id: c.label for c in verdict.claims}
+    stated = (bundle.get("audit") or {}).get("verdicts") if bundle else None
+    if stated is not None and stated != labels:
+        problems.append(f"BUNDLE.json's claim verdicts {stated} differ from receipts/audit.json's {labels}")
+
+
 def _check_audit(entries: dict[str, tuple[int, bytes]], bundle: dict[str, Any], problems: list[str]) -> None:
     from pappo.evidence.audit import AuditVerdict  # numpy, jsonschema: only when needed
 
@@ -201,6 +303,7 @@ def _check_audit(entries: dict[str, tuple[int, bytes]], bundle: dict[str, Any], 
     except ValueError as e:
         problems.append(f"receipts/audit.json: not a valid audit verdict ({str(e).splitlines()[0]})")
         return
+    _check_agree(entries, bundle, verdict, problems)
     if not verdict.integrity_ok:
         problems.append("receipts/audit.json: integrity_ok is false")
     if bundle and verdict.head != bundle.get("commit"):

@@ -21,8 +21,14 @@ from pathlib import Path
 from pappo.config import load_params
 from pappo.evidence import history
 from pappo.evidence.bundle import checked, refuse
-from pappo.evidence.bundle_check import bundled_name, bundled_out, read_entries
-from pappo.evidence.dvc_cache import LockedOut, locked_outs, out_md5, store
+from pappo.evidence.bundle_check import (
+    SOURCE,
+    bundled_name,
+    bundled_out,
+    read_entries,
+)
+from pappo.evidence.defined_stages import current_outs, stale, stale_note
+from pappo.evidence.dvc_cache import LockedOut, out_md5, store
 from pappo.evidence.release import git_bytes
 from pappo.io import PappoError, atomic_write_bytes, git
 
@@ -112,15 +118,21 @@ def _history_agrees(root: Path, entries: dict[str, tuple[int, bytes]]) -> None:
         )
 
 
+def lock_texts(entries: dict[str, tuple[int, bytes]]) -> tuple[bytes, bytes, bytes]:
+    """The bundle's dvc.lock, dvc.yaml (the commit's, in source/) and params.yaml."""
+    return tuple(entries.get(n, (0, b""))[1] for n in ("dvc.lock", f"{SOURCE}dvc.yaml", "params.yaml"))
+
+
 def plan(root: Path, zip_path: Path, force: bool) -> tuple[str, Todo, int]:
-    """Every check, nothing written: (HEAD, the cached outputs with their files, tracked outputs)."""
+    """Every check, nothing written: (HEAD, the cached outputs with their files, tracked outputs).
+    Only the stages the commit's dvc.yaml defines count: stale lock entries are ignored."""
     problems = checked(zip_path)
     if problems:
         refuse(zip_path, problems)
     entries = read_entries(zip_path)
     head = _head_is_bundle(root, json.loads(entries["BUNDLE.json"][1]), entries["dvc.lock"][1])
     _history_agrees(root, entries)
-    outs = locked_outs(entries["dvc.lock"][1])
+    outs = current_outs(*lock_texts(entries))
     tracked = _tracked(root, outs)
     todo, missing, bad, conflicts = [], [], [], []
     for out in outs:
@@ -163,7 +175,10 @@ def import_bundle(
     cache = _cache_dir(root)
     for out, files in todo:
         store(cache, files, out.is_dir)
-    entry = read_entries(Path(zip_path)).get(history.HISTORY)
+    entries = read_entries(Path(zip_path))
+    if old := stale(*lock_texts(entries)):
+        log(stale_note(old))
+    entry = entries.get(history.HISTORY)
     if entry is not None:  # the clone's audit checks it against the clone's history
         atomic_write_bytes(root / history.IMPORTED_HISTORY, entry[1])
     log(f"wrote {len(todo)} outputs ({sum(len(f) for _, f in todo)} files) into the DVC cache {cache}")

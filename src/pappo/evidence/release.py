@@ -40,7 +40,7 @@ from pappo.evidence.bundle_check import (
     git_tree_id,
     verify_bundle,
 )
-from pappo.evidence.dvc_cache import locked_outs
+from pappo.evidence.defined_stages import current_outs, lock_files, stale_note, stale_stages
 from pappo.io import PappoError, git, sha256_bytes, sha256_file
 
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
@@ -265,9 +265,10 @@ def _notes_check(bundle: dict[str, Any]) -> list[str]:
     ]
 
 
-def release_notes(bundle: dict[str, Any], summary: Any, verdict: Any) -> str:
-    """RELEASE_NOTES.md from BUNDLE.json's fields, a `Summary` and an `AuditVerdict`."""
-    lines = _notes_head(bundle, summary, verdict)
+def release_notes(bundle: dict[str, Any], summary: Any, verdict: Any, stale: list[str] | None = None) -> str:
+    """RELEASE_NOTES.md from BUNDLE.json's fields, a `Summary` and an `AuditVerdict` (and the
+    stale dvc.lock stages the release ignored, if any)."""
+    lines = _notes_head(bundle, summary, verdict) + ([f"- {stale_note(stale)}"] if stale else [])
     lines += _notes_results(summary)
     lines += _notes_claims(verdict)
     lines += _notes_check(bundle)
@@ -306,8 +307,10 @@ def _disk_entries(repo_root: Path, audit_path: Path) -> dict[str, tuple[int, byt
             out[rel] = (REGULAR, path)
     if not any(k.startswith("reports/runs/") for k in out):
         raise PappoError(f"{reports / 'runs'} holds no run: run dvc repro before a release")
-    for locked in locked_outs((repo_root / "dvc.lock").read_bytes()):  # the base checkpoint, the other
-        disk = repo_root / locked.path  # lock files, the audit stage's verdict: a clone's import needs them
+    for locked in current_outs(
+        *lock_files(repo_root)
+    ):  # the base checkpoint, the other lock files, the audit
+        disk = repo_root / locked.path  # stage's verdict: a clone's import needs them
         found = [disk] * disk.is_file() + sorted(p for p in disk.rglob("*") if p.is_file())
         for path in found:
             rel = path.relative_to(repo_root).as_posix()
@@ -372,7 +375,7 @@ def build_bundle(repo_root: Path, out_dir: Path, audit_path: Path) -> BundleInfo
         },
     }
     entries["BUNDLE.json"] = (REGULAR, (json.dumps(bundle, indent=2, sort_keys=True) + "\n").encode())
-    notes = release_notes(bundle, _load_summary(repo_root), verdict)
+    notes = release_notes(bundle, _load_summary(repo_root), verdict, stale_stages(repo_root))
     entries["RELEASE_NOTES.md"] = (REGULAR, notes.encode())
     sums = "".join(f"{sha256_bytes(_read(d))}  {name}\n" for name, (_, d) in sorted(entries.items()))
     entries[SUMS] = (REGULAR, sums.encode())

@@ -1,0 +1,221 @@
+"""A hostile bundle: symlinks that lead out, odd modes, repeated entries, zip bombs, an edited
+history with recomputed sums, and stale dvc.lock stages a release must not need.
+
+Bundles are built from test_release.py's tiny repository; every symlink target is under tmp_path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pappo.evidence import bundle as bd
+from pappo.evidence import bundle_check as bc
+from pappo.evidence import defined_stages as ds
+from pappo.evidence.history import History
+from pappo.evidence.importer import plan
+from pappo.evidence.release import build_bundle
+from pappo.io import PappoError
+from test_release import entries, git, make_repo, verdict, write
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path)
+
+
+@pytest.fixture
+def bundle(repo: Path, tmp_path: Path) -> Path:
+    return build_bundle(repo, tmp_path / "dist", repo / "receipts" / "audit.json").path
+
+
+LINK, FILE = 0o120777, 0o100644
+
+
+def forged(
+    src: Path, dst: Path, extra: list[tuple[str, int, bytes]], change: dict[str, bytes] | None = None
+) -> Path:
+    """`src` with `extra` entries (name, mode, bytes) appended and `change`d ones replaced, and
+    SHA256SUMS recomputed, as an attacker would: only the new checks can tell."""
+    change = change or {}
+    with zipfile.ZipFile(src) as zin:
+        files = [
+            (i.filename, i.external_attr >> 16, change.get(i.filename, zin.read(i))) for i in zin.infolist()
+        ]
+    files = [f for f in files if f[0] != "SHA256SUMS"] + extra
+    sums = "".join(
+        f"{hashlib.sha256(d).hexdigest()}  {n}\n" for n, _, d in sorted(files) if n != "SHA256SUMS"
+    )
+    with zipfile.ZipFile(dst, "w") as zout:
+        for name, mode, data in [*files, ("SHA256SUMS", FILE, sums.encode())]:
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.create_system, info.external_attr = 3, mode << 16
+            zout.writestr(info, data)
+    return dst
+
+
+# ------------------------------------------------------------------------------------ 1. zip slip
+@pytest.mark.parametrize("where", ["absolute", "relative"])
+def test_a_symlinked_folder_cannot_carry_a_write_out(bundle: Path, tmp_path: Path, where: str) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    into = tmp_path / "scratch" / "bundle"
+    link = str(victim) if where == "absolute" else "../" * 3 + "victim"  # from into/source/d
+    name = "evil/d" if where == "absolute" else "source/d"
+    evil = forged(
+        bundle, tmp_path / "evil.zip", [(name, LINK, link.encode()), (f"{name}/victim.txt", FILE, b"pwned")]
+    )
+    problems = bc.verify_bundle(evil)
+    assert any(name in p and ("symlink" in p or "leaves source" in p) for p in problems), problems
+    assert any(f"{name}/victim.txt" in p and "inside" in p for p in problems), problems
+    with pytest.raises(PappoError, match="verification"):
+        bd.open_bundle(evil, tmp_path / "scratch")
+    with pytest.raises(PappoError, match="unsafe"):  # unpack alone (no verification) refuses too
+        bd.unpack(evil, into)
+    assert list(victim.iterdir()) == []
+
+
+def test_odd_modes_and_repeated_entries_are_refused(bundle: Path, tmp_path: Path) -> None:
+    setuid = forged(bundle, tmp_path / "m.zip", [("reports/x.sh", 0o104755, b"#!/bin/sh\n")])
+    assert any("reports/x.sh" in p and "mode" in p for p in bc.verify_bundle(setuid))
+    link = forged(bundle, tmp_path / "l.zip", [("reports/l", LINK, b"summary.json")])
+    assert any("reports/l" in p and "outside source/" in p for p in bc.verify_bundle(link))
+    with pytest.warns(UserWarning, match="Duplicate name"):  # zipfile writes it, and says so
+        twice = forged(bundle, tmp_path / "t.zip", [("README.txt", FILE, b"a"), ("README.txt", FILE, b"b")])
+    assert any("README.txt" in p and "twice" in p for p in bc.verify_bundle(twice))
+    with pytest.raises(PappoError, match="written twice"):
+        bd.unpack(twice, tmp_path / "u")
+
+
+def test_an_unpacked_bundle_is_the_zip_as_it_verified(bundle: Path, tmp_path: Path) -> None:
+    folder = bd.unpack(bundle, tmp_path / "u")
+    assert bc.verify_bundle(folder) == [] and (folder / "source" / "link").is_symlink()
+    with pytest.raises(PappoError, match="written twice"):
+        bd.unpack(bundle, folder)  # never over existing files
+
+
+# ------------------------------------------------------------------------------------ 2. zip bomb
+def _declared(src: Path, name: str, size: int) -> bytes:
+    """The zip's bytes with `name`'s central-directory uncompressed size set to `size` (a bomb's
+    header, without GiBs of zeros to compress here)."""
+    raw = bytearray(src.read_bytes())
+    with zipfile.ZipFile(src) as zf:
+        start = zf.start_dir
+    at = raw.index(b"PK\x01\x02", start)
+    while raw[at + 46 : at + 46 + int.from_bytes(raw[at + 28 : at + 30], "little")] != name.encode():
+        at = raw.index(b"PK\x01\x02", at + 4)
+    raw[at + 24 : at + 28] = size.to_bytes(4, "little")
+    return bytes(raw)
+
+
+def test_a_zip_bomb_is_refused_before_it_is_read(bundle: Path, tmp_path: Path) -> None:
+    largest = max(i.file_size for i in zipfile.ZipFile(bundle).infolist())
+    assert largest < bc.MAX_ENTRY // 1000  # the real bundle's largest entry (~5 MB base weights) too
+    bomb = write(tmp_path, "bomb.zip", _declared(bundle, "reports/summary.json", 3 << 30))
+    problems = bc.verify_bundle(bomb)
+    assert any("reports/summary.json" in p and "limits" in p for p in problems), problems
+    with pytest.MonkeyPatch.context() as mp:  # the total too, entry by entry
+        mp.setattr(bc, "MAX_TOTAL", 4096)
+        assert any("limits" in p for p in bc.verify_bundle(bundle))
+
+
+# ------------------------------------------------------------------------------ 3. edited history
+def test_an_edited_history_with_recomputed_sums_is_caught(repo: Path, tmp_path: Path) -> None:
+    from pappo.evidence.history import read_history
+
+    seeds = yaml.safe_load((repo / "params.yaml").read_text())["seeds"]
+    stated = verdict(git(repo, "rev-parse", "HEAD")).model_copy(
+        update={"history": read_history(repo, seeds, [])}
+    )
+    write(repo, "receipts/audit.json", stated.model_dump_json(indent=2))
+    made = build_bundle(repo, tmp_path / "dist", repo / "receipts/audit.json").path
+    assert bc.verify_bundle(made) == []
+    record = History.model_validate_json(entries(made)["history.json"])
+    edited = record.model_copy(update={"configurations": {**record.configurations, "100": 1}})
+    changed = {"history.json": edited.model_dump_json(indent=2).encode()}
+    problems = bc.verify_bundle(forged(made, tmp_path / "h.zip", [], changed))
+    assert any("history.json disagrees with receipts/audit.json" in p for p in problems), problems
+    meta = json.loads(entries(made)["BUNDLE.json"])
+    meta["audit"]["verdicts"]["pappo-beats-best-baseline"] = "holds"
+    problems = bc.verify_bundle(
+        forged(made, tmp_path / "b.zip", [], {"BUNDLE.json": json.dumps(meta).encode()})
+    )
+    assert any("BUNDLE.json's claim verdicts" in p for p in problems), problems
+
+
+def test_a_bundle_audit_whose_labels_differ_from_the_release_fails_integrity() -> None:
+    found = verdict("a" * 40)
+    labels = {c.id: c.label for c in found.claims}
+    assert bd._as_released(found, {"audit": {"verdicts": labels}}) == found
+    claimed = {**labels, "pappo-beats-best-baseline": "exploratory"}
+    out = bd._as_released(found, {"audit": {"verdicts": claimed}})
+    assert not out.integrity_ok and out.exit_code == 1 and out.verdict.startswith("integrity: FAILED")
+    assert "exploratory" in out.failures[-1].expected and "inconclusive" in out.failures[-1].found
+
+
+# -------------------------------------------------------------------------------- 4. stale stages
+DVC_YAML = """stages:
+  train:
+    matrix:
+      seed: ${seeds}
+      method: [grpo, pappo]
+    cmd: pappo train --seed ${item.seed} --method ${item.method}
+  report:
+    cmd: pappo report
+"""
+
+
+def test_stale_stages_are_the_lock_stages_dvc_yaml_no_longer_defines() -> None:
+    lock = {
+        "schema": "2.0",
+        "stages": {
+            n: {"cmd": "x", "outs": [{"path": f"o/{n}", "md5": "0" * 32}]}
+            for n in ("train@5-pappo", "train@0-grpo", "report", "base_run@0")
+        },
+    }
+    text = yaml.safe_dump(lock)
+    assert ds.stale(text, DVC_YAML, "seeds: [5, 6]\n") == ["base_run@0", "train@0-grpo"]
+    assert [o.stage for o in ds.current_outs(text, DVC_YAML, "seeds: [5, 6]\n")] == [
+        "report",
+        "train@5-pappo",
+    ]
+    assert ds.stale(text, "", "") == []  # no dvc.yaml to read: nothing is called stale
+
+
+def test_a_release_with_stale_lock_stages_imports(repo: Path, tmp_path: Path) -> None:
+    lock = yaml.safe_load((repo / "dvc.lock").read_text())
+    lock["stages"]["train@9-pappo"] = {
+        "cmd": "x",
+        "outs": [{"path": "reports/runs/seed_9/pappo/report.json", "md5": "1" * 32}],
+    }
+    write(repo, "dvc.lock", yaml.safe_dump(lock))
+    write(
+        repo,
+        "dvc.yaml",
+        "stages:\n  train:\n    matrix:\n      seed: [0]\n      method: [pappo]\n    cmd: x\n",
+    )
+    git(repo, "add", "dvc.lock", "dvc.yaml")
+    git(repo, "commit", "-q", "-m", "stale")
+    write(repo, "receipts/audit.json", verdict(git(repo, "rev-parse", "HEAD")).model_dump_json(indent=2))
+    made = build_bundle(repo, tmp_path / "dist", repo / "receipts/audit.json").path
+    head, todo, _ = plan(repo, made, force=False)  # the import's checks: no "not in the bundle"
+    assert head == git(repo, "rev-parse", "HEAD") and {o.stage for o, _ in todo} == {"train@0-pappo"}
+    assert "train@9-pappo" in entries(made)["RELEASE_NOTES.md"].decode()
+    assert ds.stale_stages(repo) == ["train@9-pappo"]
+
+
+def test_verify_bundle_checks_the_published_sha256(bundle: Path) -> None:
+    from typer.testing import CliRunner
+
+    from pappo.cli import app
+
+    good = hashlib.sha256(bundle.read_bytes()).hexdigest()
+    ok = CliRunner().invoke(app, ["verify-bundle", str(bundle), "--sha256", good])
+    assert ok.exit_code == 0, ok.output
+    bad = CliRunner().invoke(app, ["verify-bundle", str(bundle), "--sha256", "0" * 64])
+    assert bad.exit_code != 0 and "not the published zip" in bad.output, bad.output
