@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -64,14 +65,25 @@ def registry(*claims: ClaimParams, seeds: list[int] = SEEDS) -> dict[str, Any]:
     return {"seeds": seeds, "claims": [c.model_dump(mode="json") for c in claims]}
 
 
-def commit(repo: Path, files: dict[str, Any], message: str) -> None:
-    """Commits `files`: data as YAML, or text as it is (to keep its comments)."""
+def commit(repo: Path, files: dict[str, Any], message: str, date: str | None = None) -> None:
+    """Commits `files`: data as YAML, or text as it is (to keep its comments); dated `date` if given."""
     for name, data in files.items():
         (repo / name).write_text(data if isinstance(data, str) else yaml.safe_dump(data))
     subprocess.run(["git", "add", *files], cwd=repo, check=True)
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message], cwd=repo, check=True
-    )
+    git(repo, "commit", "-qm", message, date=date)
+
+
+def git(repo: Path, *args: str, date: str | None = None) -> str:
+    """`git ARGS` in `repo` as a fixed author, both dates set to `date` if given (a backdated commit)."""
+    env = dict(os.environ, **({"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else {}))
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout.strip()
 
 
 def repo_with(tmp_path: Path, *commits: dict[str, Any]) -> Path:
@@ -79,6 +91,10 @@ def repo_with(tmp_path: Path, *commits: dict[str, Any]) -> Path:
     for i, files in enumerate(commits):
         commit(tmp_path, files, f"commit {i}")
     return tmp_path
+
+
+def load_params_claims(repo: Path) -> list[ClaimParams]:
+    return [ClaimParams(**c) for c in yaml.safe_load((repo / "params.yaml").read_text())["claims"]]
 
 
 def rev(repo: Path, name: str) -> str:
@@ -271,6 +287,125 @@ def test_seeds_added_or_dropped_after_their_runs_make_claims_exploratory_a_fresh
         "configurations in history per seed: seed 100: 0, seed 101: 0",
     )
     assert not judged("fresh-run", [0, 1, 2], [100, 101], **{"dvc.lock": lock(0.003, seeds=[100, 101])})[0]
+
+
+def branched(
+    tmp_path: Path,
+    main: list[dict[str, Any]],
+    side: dict[str, Any],
+    side_date: str = "01T12:00:00",
+    **merge: Any,
+) -> Path:
+    """A repository: `main`'s commits a day apart from 2026-01-01, a branch off the first of them
+    with one commit of `side` at `side_date` (by default backdated to the first commit's time), merged
+    into main the day after main's last commit with git merge `merge` options."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    for i, files in enumerate(main):
+        commit(tmp_path, files, f"main {i}", date=f"2026-01-{i + 1:02d}T12:00:00")
+    trunk = git(tmp_path, "rev-parse", "--abbrev-ref", "HEAD")
+    git(tmp_path, "checkout", "-qb", "side", f"{trunk}~{len(main) - 1}")
+    commit(tmp_path, side, "side", date=f"2026-01-{side_date}")
+    git(tmp_path, "checkout", "-q", trunk)
+    options = [f"--{k}={v}" for k, v in merge.items()]
+    git(
+        tmp_path,
+        "merge",
+        "-q",
+        "--no-ff",
+        *options,
+        "-m",
+        "merge",
+        "side",
+        date=f"2026-01-{len(main) + 1:02d}T12:00:00",
+    )
+    return tmp_path
+
+
+def test_a_configuration_tried_on_a_branch_merged_with_strategy_ours_is_counted(tmp_path: Path):
+    # F6: the merge keeps main's dvc.lock, git log's simplified history never walks the side branch
+    repo = branched(
+        tmp_path,
+        [{"dvc.lock": lock(0.003), "params.yaml": params(0.15)}, {"README.md": "runs\n"}],
+        {"dvc.lock": lock(0.01)},
+        strategy="ours",
+    )
+    assert yaml.safe_load((repo / "dvc.lock").read_text()) == lock(0.003)
+    history = read_history(repo, SEEDS, [CLAIM])
+    assert history.configurations == {"0/pappo": 2, "0/ppo": 2, "1/pappo": 2, "1/ppo": 2}
+    exploratory, why = claim_history(history, CLAIM, "ppo", SEEDS)
+    assert exploratory and "2 configurations were evaluated on seeds 0, 1" in why
+
+
+def test_a_bar_edited_on_a_backdated_branch_and_merged_after_the_runs_is_flagged(tmp_path: Path):
+    # F7: the edit's date says before the evidence; the graph says its merge came after it
+    lowered = bar(min_delta=0.05)
+    repo = branched(
+        tmp_path,
+        [{"params.yaml": registry(CLAIM)}, {"dvc.lock": lock(0.003)}],
+        {"params.yaml": registry(lowered)},
+    )
+    assert load_params_claims(repo) == [lowered]
+    history = read_history(repo, SEEDS, [lowered])
+    assert [(e.registered["min_delta"], e.now["min_delta"], e.commit) for e in history.edits] == [
+        (0.15, 0.05, rev(repo, "HEAD"))
+    ]
+    exploratory, why = claim_history(history, lowered, "ppo", SEEDS)
+    assert exploratory and "bar edited after run reports of its seeds were committed" in why
+    assert history.late == []
+
+
+def test_a_claim_registered_or_seeds_dropped_on_a_backdated_branch_merged_after_the_runs_are_post_hoc(
+    tmp_path: Path,
+):
+    # the registration and the seeds list: before the evidence means an ancestor of it, not an earlier date
+    late = branched(
+        tmp_path / "late",
+        [{"params.yaml": registry()}, {"dvc.lock": lock(0.003)}],
+        {"params.yaml": registry(CLAIM)},
+    )
+    exploratory, why = claim_history(read_history(late, SEEDS, [CLAIM]), CLAIM, "ppo", SEEDS)
+    assert exploratory and f"registered at {rev(late, 'HEAD')[:12]}, after run reports of its seeds" in why
+    dropped = branched(
+        tmp_path / "dropped",
+        [{"params.yaml": registry(CLAIM, seeds=[0, 1, 2])}, {"dvc.lock": lock(0.003, seeds=[0, 1, 2])}],
+        {"params.yaml": registry(CLAIM, seeds=[0, 1])},
+    )
+    history = read_history(dropped, SEEDS, [CLAIM])
+    assert [(c.commit, c.before, c.after, c.seen) for c in history.seed_changes] == [
+        (rev(dropped, "HEAD"), [0, 1, 2], [0, 1], [0, 1])
+    ]
+    assert claim_history(history, CLAIM, "ppo", SEEDS)[0]
+
+
+def test_an_honest_merge_of_a_branch_that_changed_nothing_relevant_flags_nothing(tmp_path: Path):
+    # The branch left main before the fresh seeds, the bar and the runs, and was made after them
+    # (dated so): its params.yaml (the old seeds, no claim) was never in force beside the evidence,
+    # the merge keeps main's. Its only change: a line at the end of params.yaml, or a README.
+    def padded(data: dict[str, Any]) -> str:  # room between the seeds and the branch's line
+        return yaml.safe_dump(data) + "#\n" * 4
+
+    fresh, first = [100, 101], {"seeds": [0, 1], "claims": []}
+    main = [
+        {"params.yaml": padded(first), "dvc.lock": lock(0.02, seeds=[0, 1])},
+        {"params.yaml": padded(registry(bar(min_delta=0.1), seeds=fresh))},
+        {"params.yaml": padded(registry(CLAIM, seeds=fresh))},
+        {"dvc.lock": lock(0.003, seeds=fresh)},
+    ]
+    sides = {"readme": {"README.md": "notes\n"}, "params": {"params.yaml": padded(first) + "note: x\n"}}
+    for name, side in sides.items():
+        repo = branched(tmp_path / name, main, side, side_date="04T18:00:00")
+        merged = yaml.safe_load((repo / "params.yaml").read_text())
+        assert (merged["seeds"], merged.get("note"), merged["claims"][0]["min_delta"]) == (
+            fresh,
+            "x" if name == "params" else None,
+            0.15,
+        )
+        history = read_history(repo, fresh, [CLAIM])
+        assert (history.edits, history.late, history.seed_changes) == ([], [], []), name
+        assert claim_history(history, CLAIM, "ppo", fresh) == (
+            False,
+            "configurations in history per seed: seed 100: 1, seed 101: 1",
+        ), name
 
 
 def test_without_git_history_the_audit_says_so_and_does_not_guess(tmp_path: Path):

@@ -1,22 +1,25 @@
 """The tuning history, read from the repository itself: how many configurations met each seed.
 
-Every committed version of `dvc.lock` on the current history (`git log -- dvc.lock`) records, per
-run stage `train@<seed>-<method>`, the params it ran with (every params section the stage lists,
-whichever file held it: before 2026-12-04 `rl` was read from matrix.yaml) and the md5 of its base
-checkpoint. A configuration is that pair; a
-seed that carried more than one is a tuning seed, and a claim judged on it is exploratory: the best
-of N configurations shows an effect by chance (Dodge et al. 2019, "Show your work": report how many
-configurations were tried; Eimer, Lindauer & Raileanu 2023: tuning and test seeds separate).
+Every version of `dvc.lock` in a commit reachable from HEAD (history_walk.py: both sides of every
+merge, ordered by the commit graph, not by dates) records, per run stage `train@<seed>-<method>`,
+the params it ran with (every params section the stage lists, whichever file held it: before
+2026-12-04 `rl` was read from matrix.yaml) and the md5 of its base checkpoint. A configuration is
+that pair; a seed that carried more than one is a tuning seed, and a claim judged on it is
+exploratory: the best of N configurations shows an effect by chance (Dodge et al. 2019, "Show your
+work": report how many configurations were tried; Eimer, Lindauer & Raileanu 2023: tuning and test
+seeds separate). A configuration tried on a branch merged with `-s ours` counts: it was tried.
 
-The same history (`git log -- params.yaml`) shows post-hoc claims. Evidence for a claim exists from
-the first committed run report of any published seed of its method or its baseline (best_non_ppo:
-base, rft and grpo). A claim is exploratory when its bar (every field but its id) changed after
-that, when it was first registered after that (a claim registered in the commit that brings the
-run reports counts: git cannot show it came first; a renamed claim is a new one unless its bar is
-the old id's unchanged), or when the published seeds list was chosen after runs of its seeds were
-seen (history_seeds.py). The params audited (possibly not committed) are the last version read.
-Without git history (a source tree from a zip, a shallow clone) the audit says the history could
-not be read; it never guesses.
+The same commits' params.yaml show post-hoc claims. Evidence for a claim exists at a commit when it
+or an ancestor holds a committed run report of any published seed of its method or its baseline
+(best_non_ppo: base, rft and grpo). A claim is exploratory when its bar (every field but its id)
+differs from the one its evidence's first commits' parents carried and a commit holding the evidence
+changed it (a merge that takes a bar edited on a branch, however dated, is such a commit), when it
+was first registered where the evidence already was (a claim registered in the commit that brings
+the run reports counts: git cannot show it came first; a renamed claim is a new one unless its bar
+is the old id's unchanged), or when the published seeds list was chosen after runs of its seeds were
+seen (history_seeds.py). The params audited (possibly not committed) are the last version read, a
+child of HEAD. Without git history (a source tree from a zip, a shallow clone) the audit says the
+history could not be read; it never guesses.
 """
 
 from __future__ import annotations
@@ -32,9 +35,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from pappo.config import load_params
 from pappo.config.evidence import ClaimParams
 from pappo.evidence.committed import lock_stages
-from pappo.evidence.git_trees import cat_file, git_output
-from pappo.evidence.history_seeds import SeedChange, SeedLists, describe, published_seeds
+from pappo.evidence.git_trees import git_output
+from pappo.evidence.history_seeds import SeedChange, describe, published_seeds, ran_seeds, seed_changes
+from pappo.evidence.history_walk import WORKSPACE, Version, first, reach, read_versions, walk
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # params.yaml of every commit: C parses it
 # Every field of a claim but its id: any of them changed after the evidence changes what is tested
 BAR_FIELDS: tuple[str, ...] = (
     "metric",
@@ -48,7 +53,6 @@ BAR_FIELDS: tuple[str, ...] = (
 )
 TRAINED: tuple[str, ...] = ("rft", "grpo", "ppo", "pappo")
 NON_PPO: tuple[str, ...] = ("base", "rft", "grpo")  # what best_non_ppo may be
-WORKSPACE = ""  # the "commit" of the params and dvc.lock audited, not committed
 # The release's record of this history, at the bundle's top (a bundle's audit has no git to read it from)
 HISTORY = "history.json"
 # Where `pappo evidence import` keeps the bundle's history.json in a clone (git-ignored); the clone's
@@ -123,8 +127,9 @@ def unreadable(why: str) -> History:
 
 def read_history(root: Path, seeds: Sequence[int], claims: Sequence[ClaimParams]) -> History:
     """Configurations per (seed, trained method), claim edits, late claims and post-hoc changes of the
-    seeds list, from `git log` of the repository `root`; `seeds` and `claims` (the params audited)
-    are read as its last version, after the workspace's dvc.lock."""
+    seeds list, from every commit reachable from HEAD in the repository `root` (history_walk.py);
+    `seeds` and `claims` (the params audited) are read as a last version, a child of HEAD, with the
+    workspace's dvc.lock."""
     root = Path(root)
     try:
         shallow = git_output(root, "rev-parse", "--is-shallow-repository")
@@ -134,44 +139,34 @@ def read_history(root: Path, seeds: Sequence[int], claims: Sequence[ClaimParams]
         return unreadable(f"{root} is not a git repository with commits (a source tree without history)")
     if shallow == "true":
         return unreadable("a shallow clone holds part of the history only; run `git fetch --unshallow`")
-    log = git_output(
-        root, "log", "--reverse", "--format=%x00%H", "--name-only", "--", "dvc.lock", "params.yaml"
-    )
-    commits = [(c.split("\n", 1)[0], c.split("\n")[1:]) for c in (log or "").split("\0") if c.strip()]
-    if not any("dvc.lock" in files for _, files in commits):
+    walked = walk(root)
+    if walked is None or not any(c.lock for c in walked[0]):
         return unreadable("no commit of dvc.lock on the current history")
-    wanted = [(c, f) for c, files in commits for f in ("dvc.lock", "params.yaml") if f in files]
-    texts = dict(zip(wanted, cat_file(root, [f"{c}:{f}" for c, f in wanted])))
-    workspace = root / "dvc.lock"
-    versions: list[tuple[str, bytes | None, dict[str, Any] | None]] = [
-        (c, texts.get((c, "dvc.lock")), _params(texts.get((c, "params.yaml")))) for c, _ in commits
-    ]
-    audited = {"seeds": list(seeds), "claims": {c.id: _bar(c) for c in claims}}
-    versions.append((WORKSPACE, workspace.read_bytes() if workspace.is_file() else None, audited))
+    commits = walked[0]
+    audited = {"seeds": sorted(set(seeds)), "claims": {c.id: _bar(c) for c in claims}}
+    versions, stages = read_versions(root, walked, audited, _stages, _params)
     configs: dict[str, set[str]] = {}
-    edits, lists = _Edits(seeds), SeedLists()
-    read = 0
-    for commit, lock_text, params in versions:
-        if params is not None:  # before this commit's runs: they follow from its seeds list
-            lists.see_params(commit, params["seeds"])
-        if lock_text is not None:
-            stages = _stages(lock_text)
-            read += 1
-            _add_configs(configs, stages, seeds)
-            edits.see_lock(commit, stages)
-            lists.see_lock(commit, stages)
-        if params is not None:  # after this commit's runs: a claim must come before its evidence
-            edits.see_params(commit, params["claims"])
-    counts = {key: len(found) for key, found in sorted(configs.items())}
+    for found in stages.values():
+        _add_configs(configs, found, seeds)
+    runs = {k: (_reported(found, seeds), ran_seeds(found)) for k, found in stages.items()}
+    reported = reach(versions, lambda v: runs[v.lock][0] if v.lock else frozenset())
+    ran = reach(versions, lambda v: runs[v.lock][1] if v.lock else frozenset())
+    graph = _Claims(versions, reported)
+    judged = [graph.judge(c.id) for c in claims]
     return History(
         readable=True,
-        reason=f"{read} versions of dvc.lock read from git",
-        lock_versions=read,
-        configurations=counts,
-        edits=edits.found(claims),
-        late=[edits.late[c.id] for c in claims if c.id in edits.late],
-        seed_changes=lists.changes,
+        reason=f"{len(stages)} versions of dvc.lock read from git ({len(commits)} commits walked)",
+        lock_versions=len(stages),
+        configurations={key: len(found) for key, found in sorted(configs.items())},
+        edits=[j[0] for j in judged if j[0] is not None],
+        late=[j[1] for j in judged if j[1] is not None],
+        seed_changes=seed_changes(versions, ran),
     )
+
+
+def _reported(stages: dict[str, Any], seeds: Sequence[int]) -> frozenset[str]:
+    """The methods with a run report of a published seed in one dvc.lock."""
+    return frozenset(m for m in ("base", *TRAINED) if any(_locked(stages, s, m) for s in seeds))
 
 
 def configuration(stage: dict[str, Any]) -> str:
@@ -192,65 +187,70 @@ def _add_configs(configs: dict[str, set[str]], stages: dict[str, Any], seeds: Se
                 configs.setdefault(f"{s}/{m}", set()).add(configuration(stage))
 
 
-class _Edits:
-    """Follows each claim's bar through params.yaml's versions and notes edits and registrations made
-    after its evidence: a run report of a published seed of any method a version of it compares."""
+class _Claims:
+    """Each claim's bar through every version of params.yaml on the commit graph; an audited claim's
+    evidence exists at a version when it or an ancestor holds a run report of a published seed of a
+    method any version of the claim compares (`reported`: per version, those methods)."""
 
-    def __init__(self, seeds: Sequence[int]) -> None:
-        self.seeds = list(seeds)
-        self.reported: dict[str, tuple[int, str]] = {}  # method -> (order, commit) of its first report
-        self.locks = 0
-        self.methods: dict[str, set[str]] = {}  # claim -> what any version of it compares
-        self.registered: dict[str, dict[str, Any]] = {}
-        self.changed_at: dict[str, str] = {}
-        self.late: dict[str, LateClaim] = {}
-        self.previous: dict[str, dict[str, Any]] = {}  # the last version's bars
+    def __init__(self, versions: Sequence[Version], reported: dict[str, frozenset[str]]) -> None:
+        self.versions, self.reported = versions, reported
+        self.bars = {v.commit: v.params["claims"] if v.params else {} for v in versions}
+        self.names: dict[str, dict[str, str]] = {}  # version -> claim id -> the id first registered
+        for v in versions:
+            self.names[v.commit] = {cid: self._name(v, cid, bar) for cid, bar in self.bars[v.commit].items()}
 
-    def see_lock(self, commit: str, stages: dict[str, Any]) -> None:
-        self.locks += 1
-        for m in ("base", *TRAINED):
-            if m not in self.reported and any(_locked(stages, s, m) for s in self.seeds):
-                self.reported[m] = (self.locks, commit)
+    def _name(self, v: Version, cid: str, bar: dict[str, Any]) -> str:
+        """A claim that appears where a parent's claim leaves, with the same bar, is that one renamed."""
+        kept = [self.names[p][cid] for p in v.parents if cid in self.names.get(p, {})]
+        renamed = [
+            self.names[p][o]
+            for p in v.parents
+            for o, b in self.bars.get(p, {}).items()
+            if o not in self.bars[v.commit] and b == bar
+        ]
+        return (kept or renamed or [cid])[0]
 
-    def evidence(self, cid: str) -> str | None:
-        """The commit of the claim's first evidence (None: none yet)."""
-        found = sorted(self.reported[m] for m in self.methods.get(cid, ()) if m in self.reported)
-        return found[0][1] if found else None
+    def judge(self, cid: str) -> tuple[ClaimEdit | None, LateClaim | None]:
+        """The audited claim's edit after its evidence and its late registration (None: none)."""
+        key = self.names[WORKSPACE][cid]
+        bar = {c: b for c, bars in self.bars.items() for n, b in bars.items() if self.names[c][n] == key}
+        methods = set().union(*(_compared(b) for b in bar.values()))
+        ev = {v.commit for v in self.versions if self.reported[v.commit] & methods}
+        # where the evidence begins; what was in force before it is what their parents carried
+        starts = [v for v in self.versions if v.commit in ev and not any(p in ev for p in v.parents)]
+        if not starts:
+            return None, None
+        registered, late = [bar[p] for s in starts for p in s.parents if p in bar], None
+        if any(not any(p in bar for p in s.parents) for s in starts):
+            late = self._late(cid, bar, ev, starts[0].commit)
+            registered.append(bar[late.commit])
+        begins = {s.commit for s in starts}
+        # an edit: a version with the evidence whose bar differs from a parent's that had it too, or
+        # from any parent's where it brings the evidence (a merge taking a backdated branch's bar)
+        edited = first(
+            self.versions,
+            lambda v: (
+                v.commit in ev
+                and v.commit in bar
+                and any(
+                    p in bar and bar[p] != bar[v.commit] and (p in ev or v.commit in begins)
+                    for p in v.parents
+                )
+            ),
+        )
+        now = bar[WORKSPACE]
+        other = next((b for b in registered if b != now), None)
+        if edited is None or other is None:  # changed and changed back: the bar judged is the registered one
+            return None, late
+        return ClaimEdit(claim=cid, registered=other, now=now, commit=edited.commit), late
 
-    def see_params(self, commit: str, bars: dict[str, dict[str, Any]]) -> None:
-        dropped = [cid for cid in self.previous if cid not in bars]
-        for cid, bar in bars.items():
-            self.methods.setdefault(cid, set()).update(_compared(bar))
-            if cid not in self.registered:
-                self._register(commit, cid, bar, dropped)
-            elif self.evidence(cid) is None:
-                self.registered[cid] = bar  # before the evidence existed a bar may still change
-            elif bar != self.registered[cid] and cid not in self.changed_at:
-                self.changed_at[cid] = commit
-        self.previous = bars
-
-    def _register(self, commit: str, cid: str, bar: dict[str, Any], dropped: list[str]) -> None:
-        old = next((d for d in dropped if self.previous[d] == bar), None)
-        if old is not None:  # a rename, its bar as it was: the old id's record goes on
-            self.registered[cid] = self.registered[old]
-            self.methods[cid] |= self.methods[old]
-            if old in self.changed_at:
-                self.changed_at[cid] = self.changed_at[old]
-            if old in self.late:
-                self.late[cid] = self.late[old].model_copy(update={"claim": cid})
-            return
-        self.registered[cid] = bar
-        evidence = self.evidence(cid)
-        if evidence is not None:
-            self.late[cid] = LateClaim(claim=cid, commit=commit, evidence=evidence, dropped=dropped)
-
-    def found(self, claims: Sequence[ClaimParams]) -> list[ClaimEdit]:
-        out = []
-        for c in claims:
-            now, first = _bar(c), self.registered.get(c.id)
-            if first is not None and c.id in self.changed_at and now != first:
-                out.append(ClaimEdit(claim=c.id, registered=first, now=now, commit=self.changed_at[c.id]))
-        return out
+    def _late(self, cid: str, bar: dict[str, Any], ev: set[str], evidence: str) -> LateClaim:
+        """Registered where the evidence already was: the first such version that carries it."""
+        # at worst the params audited: they carry the claim, and HEAD (their parent) the evidence
+        reg = first(self.versions, lambda v: v.commit in ev and v.commit in bar) or self.versions[-1]
+        here = self.bars[reg.commit]
+        gone = dict.fromkeys(o for p in reg.parents for o in self.bars.get(p, {}) if o not in here)
+        return LateClaim(claim=cid, commit=reg.commit, evidence=evidence, dropped=list(gone))
 
 
 def _compared(bar: dict[str, Any]) -> set[str]:
@@ -273,7 +273,7 @@ def _params(text: bytes | None) -> dict[str, Any] | None:
     """{"seeds": published seeds or None, "claims": {claim id: its bar}} of one params.yaml version
     (None: absent or does not parse)."""
     try:
-        data = yaml.safe_load(text) if text is not None else None
+        data = yaml.load(text, Loader=_LOADER) if text is not None else None  # C: ~35 versions
     except yaml.YAMLError:
         return None
     if not isinstance(data, dict):

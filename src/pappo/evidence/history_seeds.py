@@ -1,10 +1,15 @@
-"""The published seeds list through params.yaml's versions (`git log -- params.yaml`), for history.py.
+"""The published seeds list through params.yaml's versions (every commit, history_walk.py), for history.py.
 
 A change of the list is post hoc when a seed of the new list already had a run report committed:
 adding seeds one at a time until a claim holds, or dropping the worst one, picks seeds after seeing
 their runs (under a null, false positives 0.024 -> 0.046 and 0.090). A move to seeds none of which
 ran yet (tuning seeds 0-2 to fresh seeds 100-106) is a fresh start. A run report committed in the
 same commit as the change does not count as seen before it: those runs follow from the new list.
+
+On the commit graph a commit changes the list against each parent whose list differs, and what was
+seen is what that parent and its ancestors had run: a merge that takes a branch's list (made on a
+branch off a commit before the runs, whatever its date) changes main's list after main's runs, and
+a merge that keeps main's list changes nothing, though the branch it joins carried an older list.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from pappo.evidence.history_walk import Version
 
 # The run stages of dvc.yaml that write a run report for one seed
 RUN_STAGE = re.compile(r"^(?:train@(-?\d+)-[a-z_]+|base_run@(-?\d+))$")
@@ -29,32 +36,49 @@ class SeedChange(BaseModel):
     seen: list[int] = Field(description="Seeds of the new list whose run reports were committed before it.")
 
 
-class SeedLists:
-    """Follows the published seeds list; `changes` holds the post-hoc changes since the list was last
-    set to seeds none of which had run (empty: the list in force was chosen before its seeds ran)."""
+def seed_changes(versions: Sequence[Version], ran: dict[str, frozenset[int]]) -> list[SeedChange]:
+    """The post-hoc changes of the published seeds list in force at the last version (the params
+    audited) since it was last set to seeds none of which had run; `ran`: per version, the seeds
+    with run reports in it or its ancestors."""
+    lists: dict[str, list[int] | None] = {}
+    changes: dict[str, list[SeedChange]] = {}
+    for v in versions:
+        seeds = v.params["seeds"] if v.params is not None else None
+        if seeds is None:  # no readable list: the first parent's stays in force
+            seeds = lists.get(v.parents[0]) if v.parents else None
+        lists[v.commit], found = seeds, {}
+        for p in v.parents:
+            for c in _against(v.commit, seeds, lists.get(p), changes.get(p, []), ran.get(p, frozenset())):
+                found.setdefault((c.commit, tuple(c.before)), c)
+        changes[v.commit] = list(found.values())
+    order = {v.commit: i for i, v in enumerate(versions)}
+    return sorted(changes[versions[-1].commit], key=lambda c: order[c.commit]) if versions else []
 
-    def __init__(self) -> None:
-        self.ran: dict[int, str] = {}  # seed -> the commit of its first run report (any method)
-        self.now: list[int] | None = None
-        self.changes: list[SeedChange] = []
 
-    def see_lock(self, commit: str, stages: dict[str, Any]) -> None:
-        for name, stage in stages.items():
-            found = RUN_STAGE.match(name)
-            if found and isinstance(stage, dict) and stage.get("outs"):
-                self.ran.setdefault(int(found.group(1) or found.group(2)), commit)
+def _against(
+    commit: str,
+    seeds: list[int] | None,
+    before: list[int] | None,
+    kept: list[SeedChange],
+    ran: frozenset[int],
+) -> list[SeedChange]:
+    """The post-hoc changes in force at `commit` through one parent (list `before`, changes `kept`,
+    seeds `ran` by it and its ancestors): the parent's when the list is the same; with this change
+    added when seeds of the new list ran there; none after a fresh start."""
+    if seeds is None or seeds == before:
+        return kept
+    seen = [s for s in seeds if s in ran]
+    return [*kept, SeedChange(commit=commit, before=before or [], after=seeds, seen=seen)] if seen else []
 
-    def see_params(self, commit: str, seeds: Sequence[int] | None) -> None:
-        """A params.yaml version's seeds (None: it has no readable list), before that commit's runs."""
-        if seeds is None or sorted(set(seeds)) == self.now:
-            return
-        after = sorted(set(seeds))
-        seen = [s for s in after if s in self.ran]
-        if seen:
-            self.changes.append(SeedChange(commit=commit, before=self.now or [], after=after, seen=seen))
-        else:
-            self.changes = []  # fresh seeds: what was chosen on seen runs is no longer judged
-        self.now = after
+
+def ran_seeds(stages: dict[str, Any]) -> frozenset[int]:
+    """The seeds with a run report in a dvc.lock's stages (any method)."""
+    found = (
+        RUN_STAGE.match(name)
+        for name, stage in stages.items()
+        if isinstance(stage, dict) and stage.get("outs")
+    )
+    return frozenset(int(m.group(1) or m.group(2)) for m in found if m)
 
 
 def published_seeds(data: dict[str, Any]) -> list[int] | None:
