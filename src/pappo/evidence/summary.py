@@ -258,12 +258,17 @@ def claim_differences(
     return baseline, [([sign * x for x in xs], [sign * y for y in ys]) for xs, ys in zip(a, b)]
 
 
+def per_seed(signed: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[float]:
+    """Each seed's mean paired improvement (n,), from its (method, baseline) per-task values."""
+    return [sum(a) / len(a) - sum(b) / len(b) for a, b in signed]
+
+
 def claim_power(
     claim: ClaimParams, reports: Mapping[Key, RunReport], seeds: Sequence[int], family: int = 1
 ) -> ClaimPower:
     """A claim's seed-level numbers and power, its rule judged in a family of `family` claims."""
     baseline, pairs = claim_differences(claim, reports, seeds)
-    diffs = [sum(a) / len(a) - sum(b) / len(b) for a, b in pairs]
+    diffs = per_seed(pairs)
     return ClaimPower(
         id=claim.id,
         method=claim.method,

@@ -25,7 +25,7 @@ from pappo.config.evidence import ClaimParams
 from pappo.evidence.family import FamilyTest, above, family_tests, judged
 from pappo.evidence.history import History, claim_history
 from pappo.evidence.power import Power, power_of
-from pappo.evidence.summary import claim_differences
+from pappo.evidence.summary import claim_differences, per_seed
 from pappo.experiment import receipt as rc
 from pappo.experiment.report import RunReport
 from pappo.stats import paired_diff_ci_seeds, seed_interval
@@ -127,11 +127,6 @@ def evaluate_claims(
         evaluate_claim(c, reports, receipts, seeds, history, t, size)
         for c, t in zip(claims, tests, strict=True)
     ]
-
-
-def per_seed(signed: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[float]:
-    """Each seed's mean paired improvement (n,), from its (method, baseline) per-task values."""
-    return [sum(a) / len(a) - sum(b) / len(b) for a, b in signed]
 
 
 def evaluate_claim(

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from pappo.io import PappoError, sha256_bytes
+from pappo.tasks.models import NAME_PATTERN
 
 # Files that are never part of a family tree (caches, editor droppings).
 _IGNORED_PARTS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
@@ -51,7 +52,7 @@ def list_families(repos: Path) -> list[str]:
     return sorted(p.name for p in repos.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-_FAMILY_NAME = re.compile(r"^[a-z][a-z0-9_]*$")  # the manifest's `family` and instance-id pattern
+_FAMILY_NAME = re.compile(NAME_PATTERN)  # the manifest's `family` and instance-id pattern
 
 
 def family_problems(root: Path, files: dict[str, bytes]) -> list[str]:

@@ -22,7 +22,7 @@ Operator = Literal[
 OPERATORS: tuple[str, ...] = Operator.__args__
 Difficulty = Literal["easy", "medium", "hard"]
 
-_NAME = r"^[a-z][a-z0-9_]*$"
+NAME_PATTERN = r"^[a-z][a-z0-9_]*$"  # a family name (also the task ids' prefix)
 _SHA = r"^[0-9a-f]{64}$"
 # `file.py::test_x`, or in a class (unittest.TestCase or a pytest class, maybe nested):
 # `file.py::TestX::test_y`; parametrised ids may hold spaces.
@@ -35,8 +35,8 @@ class Task(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     instance_id: str = Field(pattern=r"^[a-z][a-z0-9_]*-\d{3}$", description="Unique id, `<family>-NNN`.")
-    repo: str = Field(pattern=_NAME, description="SWE-bench `repo`: the family this task belongs to.")
-    family: str = Field(pattern=_NAME, description="Family folder name under the task set's repos/.")
+    repo: str = Field(pattern=NAME_PATTERN, description="SWE-bench `repo`: the family this task belongs to.")
+    family: str = Field(pattern=NAME_PATTERN, description="Family folder name under the task set's repos/.")
     problem_statement: str = Field(min_length=40, description="User-style report of the failing behaviour.")
     patch: str = Field(min_length=1, description="The fix: unified diff from the buggy to the clean tree.")
     test_patch: str = Field("", description="SWE-bench field; empty here (tests are never changed).")
