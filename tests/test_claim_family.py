@@ -114,3 +114,17 @@ def test_the_rule_holds_with_80_percent_probability_at_its_rule_mde(bar: float, 
 def test_a_larger_family_needs_a_larger_effect():
     one, six = (rule_mde(0.1, SEEDS, CLAIM, family=f) for f in (1, 6))
     assert one is not None and six is not None and six > one
+
+
+def test_a_reason_says_when_the_interval_excludes_0_but_the_family_s_test_fails():
+    diffs = [0.175, 0.008, 0.15, -0.017, 0.108, 0.1, 0.058]  # ppo - base as published, to 3 decimals
+    alone = FamilyTest.alone(diffs)
+    in_five = FamilyTest(alone.p, min(1.0, 5 * alone.p), 5)  # the smallest p of five: Holm's 5 p
+    claim = CLAIM.model_copy(update={"min_seed_wins": 1})
+    assert decide(diffs, claim, alone) == ("holds", [])
+    verdict, reasons = decide(diffs, claim, in_five)
+    assert verdict == "inconclusive"
+    assert reasons[0].startswith(
+        "95% interval over seeds [+0.018, +0.149] excludes 0 alone, not at the family"
+    )
+    assert "one-sided p 0.0105, Holm-adjusted over the 5 claims judged together 0.0525" in reasons[0]

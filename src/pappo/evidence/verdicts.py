@@ -101,7 +101,9 @@ def decide(
         test = test or FamilyTest.alone(diffs)
         if not test.passes:
             shown = "none (one seed)" if level.lo is None else f"[{level.lo:+.3f}, {level.hi:+.3f}]"
-            reasons.append(f"95% interval over seeds {shown} does not exclude 0; {test.describe()}")
+            alone = level.lo is not None and level.lo > 0  # the claim's own test, not the family's
+            says = "excludes 0 alone, not at the family's level" if alone else "does not exclude 0"
+            reasons.append(f"95% interval over seeds {shown} {says}; {test.describe()}")
     if not reasons:
         return "holds", []
     if level.hi is not None and level.sd and level.hi < claim.min_delta:
@@ -146,7 +148,9 @@ def evaluate_claim(
     level = seed_interval(diffs)
     verdict, reasons = decide(diffs, claim, test)
     power = power_of(diffs, claim, family)
-    if verdict == "inconclusive":
+    if verdict == "inconclusive" and claim.ci_rule == "none":
+        reasons.append("inconclusive: a descriptive claim; its interval is shown, no rule tests it")
+    elif verdict == "inconclusive":
         reasons.append(f"inconclusive: the interval neither clears the bar nor excludes it ({_told(power)})")
     if claim.needs_gpu and any(r.hardware.accelerator != "cuda" for r in receipts.values()):
         reasons.append("needs GPU receipts; these runs are CPU runs")
