@@ -13,7 +13,16 @@ import math
 import numpy as np
 import pytest
 
-from pappo.evidence.family import ALPHA, FamilyTest, above, family_tests, holm, one_sided_p
+from pappo.evidence.family import (
+    ALPHA,
+    FamilyTest,
+    above,
+    family_size,
+    family_tests,
+    holm,
+    judged,
+    one_sided_p,
+)
 from pappo.evidence.power import power_of, rule_mde
 from pappo.evidence.verdicts import decide
 from pappo.stats import mde
@@ -128,3 +137,12 @@ def test_a_reason_says_when_the_interval_excludes_0_but_the_family_s_test_fails(
         "95% interval over seeds [+0.018, +0.149] excludes 0 alone, not at the family"
     )
     assert "one-sided p 0.0105, Holm-adjusted over the 5 claims judged together 0.0525" in reasons[0]
+
+
+def test_a_claim_s_family_is_the_runs_one_or_for_a_gpu_claim_on_cpu_runs_the_cuda_one():
+    gpu = CLAIM.model_copy(update={"id": "gpu", "needs_gpu": True})
+    claims = [CLAIM, CLAIM.model_copy(update={"id": "b"}), gpu, CLAIM.model_copy(update={"ci_rule": "none"})]
+    assert [judged(c, on_cuda=False) for c in claims] == [True, True, False, False]
+    assert family_size(claims, CLAIM, on_cuda=False) == 2
+    assert family_size(claims, gpu, on_cuda=False) == 3  # judged on CUDA runs with both CPU claims
+    assert family_size(claims, gpu, on_cuda=True) == 3 and family_size(claims, CLAIM, on_cuda=True) == 3

@@ -37,6 +37,13 @@ def judged(claim: ClaimParams, on_cuda: bool) -> bool:
     return claim.ci_rule != "none" and (on_cuda or not claim.needs_gpu)
 
 
+def family_size(claims: Sequence[ClaimParams], claim: ClaimParams, on_cuda: bool) -> int:
+    """How many claims `claim` is judged with: these runs' family when it is in it, else the family
+    of CUDA runs, where a `needs_gpu` claim is judged (its power is quoted for those)."""
+    hardware = on_cuda if judged(claim, on_cuda) else True
+    return max(1, sum(judged(c, hardware) for c in claims))
+
+
 def one_sided_p(diffs: Sequence[float]) -> float | None:
     """P-value of the one-sided t test that the mean of per-seed differences (n,) is above 0, with
     n - 1 degrees of freedom; None with one seed or zero observed spread (no test: equal

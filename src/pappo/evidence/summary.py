@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from pappo.config.evidence import ClaimParams
 from pappo.evidence.costs import method_costs
-from pappo.evidence.family import judged
+from pappo.evidence.family import family_size
 from pappo.evidence.labels import METRICS
 from pappo.evidence.mismatch_table import method_gaps
 from pappo.evidence.power import power_of
@@ -310,9 +310,8 @@ def summarise(
     best = pick_best_baseline({s.method: s.success.mean for s in summaries})
     comparisons = [compare(reports, seeds, m, best, n_boot) for m in COMPARED if best and m in methods]
     ran = set(methods)
-    family = max(1, sum(judged(c, on_cuda=device == "cuda") for c in claims))
     powers = [
-        claim_power(c, reports, seeds, family)
+        claim_power(c, reports, seeds, family_size(claims, c, on_cuda=device == "cuda"))
         for c in claims
         if c.method in ran and (c.baseline in ran or c.baseline == "best_non_ppo" and best)
     ]

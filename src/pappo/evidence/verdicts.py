@@ -22,7 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pappo.config.evidence import ClaimParams
-from pappo.evidence.family import FamilyTest, above, family_tests, judged
+from pappo.evidence.family import FamilyTest, above, family_size, family_tests, judged
 from pappo.evidence.history import History, claim_history
 from pappo.evidence.power import Power, power_of
 from pappo.evidence.summary import claim_differences, per_seed
@@ -124,9 +124,8 @@ def evaluate_claims(
     on_cuda = bool(receipts) and all(r.hardware.accelerator == "cuda" for r in receipts.values())
     diffs = [per_seed(claim_differences(c, reports, seeds)[1]) for c in claims]
     tests = family_tests([d if judged(c, on_cuda) else None for c, d in zip(claims, diffs)])
-    size = max(1, sum(t is not None for t in tests))
     return [
-        evaluate_claim(c, reports, receipts, seeds, history, t, size)
+        evaluate_claim(c, reports, receipts, seeds, history, t, family_size(claims, c, on_cuda))
         for c, t in zip(claims, tests, strict=True)
     ]
 
