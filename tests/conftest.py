@@ -11,6 +11,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -110,6 +111,24 @@ def _grading_without_namespaces() -> Iterator[None]:
         yield
     finally:
         worker.Worker.__init__, pool.containment_problem = original, saved
+
+
+def cpu_hardware(memory_gb: float) -> Any:
+    """A receipt's hardware block for a 2-core CPU run with `memory_gb` of RAM, no accelerator."""
+    from pappo.experiment.receipt import HardwareInfo
+
+    return HardwareInfo(
+        accelerator="cpu",
+        accelerator_model_name=None,
+        accelerators_per_node=0,
+        accelerator_memory_capacity_gb=None,
+        nvidia_driver_version=None,
+        cuda_runtime_version=None,
+        cudnn_version=None,
+        host_processor_model_name=None,
+        host_processor_core_count=2,
+        host_memory_capacity_gb=memory_gb,
+    )
 
 
 def fixture_params_raw() -> dict:

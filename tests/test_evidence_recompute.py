@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from conftest import fixture_params_raw
+from conftest import cpu_hardware, fixture_params_raw
 from pappo.config import Params
 from pappo.evidence import recompute
 from pappo.evidence.audit_context import AuditFailure
@@ -248,18 +248,7 @@ def test_adapters_swapped_under_a_rehashed_receipt_are_caught():
     )
     swapped = {**report.adapters_sha256, "policy/adapter_model.safetensors": "b" * 64}
     receipt = SimpleNamespace(
-        hardware=HardwareInfo(
-            accelerator="cpu",
-            accelerator_model_name=None,
-            accelerators_per_node=0,
-            accelerator_memory_capacity_gb=None,
-            nvidia_driver_version=None,
-            cuda_runtime_version=None,
-            cudnn_version=None,
-            host_processor_model_name=None,
-            host_processor_core_count=2,
-            host_memory_capacity_gb=8.0,
-        ),
+        hardware=cpu_hardware(8.0),
         ranks_devices=["cpu"],
         checkpoint=SimpleNamespace(adapters=swapped),
     )

@@ -24,7 +24,7 @@ import jsonschema
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, cpu_hardware
 from pappo.evidence.audit import AuditVerdict, ClaimVerdict
 from pappo.evidence.bundle_check import git_tree_id, verify_bundle
 from pappo.evidence.release import build_bundle, read_metadata
@@ -148,18 +148,7 @@ def receipt(run: Path) -> rc.Receipt:
         ),
         inputs=rc.InputsInfo(manifest_lock_sha256="2" * 64, params_sha256="3" * 64, claims_sha256=None),
         outputs=rc.OutputsInfo(files=rc.hash_outputs(run)),
-        hardware=rc.HardwareInfo(
-            accelerator="cpu",
-            accelerator_model_name=None,
-            accelerators_per_node=0,
-            accelerator_memory_capacity_gb=None,
-            nvidia_driver_version=None,
-            cuda_runtime_version=None,
-            cudnn_version=None,
-            host_processor_model_name=None,
-            host_processor_core_count=2,
-            host_memory_capacity_gb=4.0,
-        ),
+        hardware=cpu_hardware(4.0),
         software=rc.SoftwareInfo(
             python="3.11.7", torch=None, transformers=None, peft=None, dvc=None, os="Linux"
         ),
