@@ -9,7 +9,6 @@ prints the verdict and writes it only with `--out` (the `audit` stage writes `re
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -21,7 +20,7 @@ from pappo.config import Params
 from pappo.evidence import archived, recompute
 from pappo.evidence.audit_context import AuditContext, AuditFailure
 from pappo.evidence.committed import check_committed, describe, lock_stages
-from pappo.evidence.dvc_cache import out_md5
+from pappo.evidence.dvc_cache import out_md5, read_out
 from pappo.evidence.git_trees import GitTrees, git_output
 from pappo.evidence.history import HISTORY, IMPORTED_HISTORY, History, disagreement, from_record, read_history
 from pappo.evidence.numerics_audit import NumericsVerdict, numerics_verdict
@@ -175,7 +174,8 @@ def _check_lock(ctx: AuditContext) -> None:
             continue
         for out in stages[name].get("outs", []):
             file, want = ctx.root / out["path"], str(out.get("md5", ""))
-            found = _out_md5(file, want.endswith(".dir"))
+            files = read_out(file)
+            found = None if files is None else out_md5(files, is_dir=want.endswith(".dir"))
             if found is None:
                 ctx.fail(
                     file, f"dvc.lock {name} md5", want, "missing", "a locked output is missing; dvc checkout"
@@ -184,18 +184,6 @@ def _check_lock(ctx: AuditContext) -> None:
                 ctx.fail(
                     file, f"dvc.lock {name} md5", out.get("md5"), found, "edited after dvc repro wrote it"
                 )
-
-
-def _out_md5(path: Path, is_dir: bool) -> str | None:
-    """What dvc.lock would record for the output at `path` now (dvc_cache.out_md5); None: absent."""
-    if is_dir:
-        if not path.is_dir():
-            return None
-        files = {
-            p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()
-        }
-        return out_md5(files, is_dir=True)
-    return hashlib.md5(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
 def _check_source(ctx: AuditContext, receipts: dict[tuple[int, str], rc.Receipt]) -> None:

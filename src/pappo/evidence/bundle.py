@@ -158,6 +158,7 @@ def audit_bundle(folder: Path) -> Any:
 def _as_released(verdict: Any, bundle: dict[str, Any]) -> Any:
     """The verdict, its integrity failed when its claims' labels differ from those the release
     stated (BUNDLE.json): the same evidence and history must give the same labels."""
+    from pappo.evidence.audit import render
     from pappo.evidence.audit_context import AuditFailure
 
     stated = (bundle.get("audit") or {}).get("verdicts")
@@ -171,16 +172,11 @@ def _as_released(verdict: Any, bundle: dict[str, Any]) -> Any:
         found=str(found),
         message="the claims re-derived here differ from the release's: the bundle (history.json?) was altered",
     )
-    head, _, rest = verdict.verdict.partition("\n")  # "integrity: OK", then the rest as rendered
-    line = f"  - {failure.file} [{failure.field}]: {failure.message} (expected {stated}, found {found})"
-    text = f"integrity: FAILED (1 problems)\n{rest}\n{line}" if head == "integrity: OK" else verdict.verdict
+    failures = [*verdict.failures, failure]
+    where = verdict.verdict.rsplit("\n", 1)[-1]  # the scope line audit() ends its text with
+    text = render(False, failures, verdict.claims, verdict.numerics, verdict.history) + "\n" + where
     return verdict.model_copy(
-        update={
-            "integrity_ok": False,
-            "exit_code": 1,
-            "failures": [*verdict.failures, failure],
-            "verdict": text,
-        }
+        update={"integrity_ok": False, "exit_code": 1, "failures": failures, "verdict": text}
     )
 
 

@@ -60,6 +60,18 @@ def out_md5(files: dict[str, bytes], is_dir: bool) -> str:
     return md5_hex(dir_manifest(files)) + ".dir"
 
 
+def read_out(path: Path) -> dict[str, bytes] | None:
+    """An output as it is on disk, in `out_md5`'s form: a file as {"": bytes}, a folder as its files
+    by relative path; None when absent."""
+    if path.is_file():
+        return {"": path.read_bytes()}
+    if path.is_dir():
+        return {
+            p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()
+        }
+    return None
+
+
 def object_path(cache: Path, md5: str) -> Path:
     """Where DVC 3 keeps the object `md5` (a `.dir` manifest keeps its suffix)."""
     return Path(cache) / "files" / "md5" / md5[:2] / md5[2:]

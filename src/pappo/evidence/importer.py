@@ -28,7 +28,7 @@ from pappo.evidence.bundle_check import (
     read_entries,
 )
 from pappo.evidence.defined_stages import current_outs, stale, stale_note
-from pappo.evidence.dvc_cache import LockedOut, out_md5, store
+from pappo.evidence.dvc_cache import LockedOut, out_md5, read_out, store
 from pappo.evidence.release import git_bytes
 from pappo.io import PappoError, atomic_write_bytes, git
 
@@ -39,17 +39,6 @@ class Imported:
     outs: int = 0  # DVC-cached outputs written to the cache and checked out
     files: int = 0
     tracked: int = 0  # outputs git tracks (cache: false), checked equal to the clone's
-
-
-def _workspace(root: Path, out: LockedOut) -> dict[str, bytes] | None:
-    path = root / out.path
-    if path.is_file():
-        return {"": path.read_bytes()}
-    if path.is_dir():
-        return {
-            p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()
-        }
-    return None
 
 
 def _head_is_bundle(root: Path, meta: dict[str, object], lock: bytes) -> str:
@@ -142,7 +131,7 @@ def plan(root: Path, zip_path: Path, force: bool) -> tuple[str, Todo, int]:
             continue
         if (found := out_md5(files, out.is_dir)) != out.md5:
             bad.append(f"{bundled_name(out.path)}: md5 {found}, dvc.lock stage {out.stage} says {out.md5}")
-        here = _workspace(root, out)
+        here = read_out(root / out.path)
         if out.path in tracked:
             if here != files:
                 bad.append(
