@@ -50,6 +50,11 @@ def test_scan_flags_only_what_the_patch_adds():
         (b"import operator\noperator.attrgetter('mod' + 'ules')\n", "attribute .attrgetter"),
         (b"import operator\noperator.methodcaller('ex' + 'it')\n", "attribute .methodcaller"),
         (b"x = 2 + " + b"-" * 5000 + b"1\n", "nested too deeply"),  # the parser's RecursionError
+        (b"import runpy\n", "import runpy"),  # runs a file by path: the clean tree, if in view
+        (b"from pkgutil import resolve_name\n", "import pkgutil"),  # 'sys:modules' as data
+        (b"import marshal\n", "import marshal"),  # code objects from bytes the scan never parses
+        (b"import types\ntypes.FunctionType(c, {})\n", "attribute .FunctionType"),
+        (b"from types import CodeType\n", "import of .CodeType"),
     ]:
         reasons = scan(base, {**base, "pkg/a.py": base["pkg/a.py"] + snippet})
         assert reasons and all(r.startswith("pkg/a.py: patch adds") for r in reasons), snippet

@@ -33,6 +33,10 @@ FORBIDDEN_MODULES = frozenset(
         "atexit",
         "faulthandler",
         "sys_monitoring",
+        "runpy",  # runs a file by path, as a clean tree in view would be
+        "pkgutil",  # resolve_name("sys:modules") reaches any attribute from a string
+        "zipimport",
+        "marshal",  # code objects from bytes, which the scan never parses
     }
 )
 # Attribute names that reach frames, module tables, globals, exits or signals of the process.
@@ -80,6 +84,9 @@ FORBIDDEN_ATTRS = frozenset(
         "methodcaller",
         "exec",
         "eval",
+        "FunctionType",  # types.FunctionType(code, globals) runs a code object, as exec does
+        "LambdaType",
+        "CodeType",
     }
 )
 # Substrings of string constants that only a grader-reaching patch would spell.

@@ -1,7 +1,8 @@
 """Linux namespaces, mounts and privilege drop for the fork server (ctypes over libc).
 
 The worker calls `isolate_worker` once: a private mount namespace in which every mount is
-read-only except a fresh tmpfs at /tmp that holds the workspace, plus its own (empty) network,
+read-only except a fresh tmpfs at /tmp that holds the workspace, only system folders and what the
+interpreter needs are in view, plus its own (empty) network,
 IPC and UTS namespaces. Without root it first enters a user namespace (`userns`), which gives
 the same namespaces to an ordinary account. Per run, the next fork is PID 1 of a fresh PID
 namespace, so when that child dies the kernel kills every process it left. Children drop to an
@@ -43,6 +44,13 @@ SCRATCH = ("/tmp", "/dev/shm", "/var/tmp", "/run/lock")
 # Covered by an empty read-only tmpfs (needed paths bound back): users' files, and /run, where
 # the host's unix sockets (D-Bus, journal, container engines) live.
 PRIVATE = ("/home", "/root", "/run", "/mnt", "/media")
+# Top-level folders of system software, the only ones left in view. Every other top-level
+# folder (/work, /srv, /opt, /data...) is covered like PRIVATE: the project's task references
+# (data/*/repos) and any other copy of them live there, and code under test that could read the
+# clean tree would load it in place of a fix (`tests/test_sandbox_view.py`).
+SYSTEM = frozenset(
+    {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "sys", "usr", "var"}
+)
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -155,9 +163,15 @@ def _become_pid1() -> None:
 
 
 def _private_dirs(needed: list[str]) -> list[str]:
-    """PRIVATE plus the caller's home wherever it is: outermost first, none inside a needed path."""
+    """PRIVATE, the caller's home wherever it is and every top-level folder not in SYSTEM:
+    outermost first, none inside a needed path."""
     homes = (os.path.expanduser("~"), os.environ.get("HOME", ""))
-    found = {os.path.realpath(p) for p in (*PRIVATE, *homes) if p and os.path.isabs(p)} - {"/", *SCRATCH}
+    tops = ["/" + n for n in os.listdir("/") if n not in SYSTEM]
+    tops = [p for p in tops if os.path.isdir(p) and not os.path.islink(p)]  # a link's target is judged itself
+    found = {os.path.realpath(p) for p in (*PRIVATE, *homes, *tops) if p and os.path.isabs(p)} - {
+        "/",
+        *SCRATCH,
+    }
     found = {p for p in found if not any(p == n or p.startswith(n + "/") for n in needed)}
     return sorted(p for p in found if not any(p.startswith(q + "/") for q in found))
 
