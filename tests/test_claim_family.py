@@ -16,7 +16,6 @@ import pytest
 from pappo.evidence.family import (
     ALPHA,
     FamilyTest,
-    above,
     family_size,
     family_tests,
     holm,
@@ -25,7 +24,7 @@ from pappo.evidence.family import (
 )
 from pappo.evidence.power import power_of, rule_mde
 from pappo.evidence.verdicts import decide
-from pappo.stats import mde
+from pappo.stats import above, mde
 from test_honest_verdicts import CLAIM as HONEST_CLAIM
 
 SEEDS = 7

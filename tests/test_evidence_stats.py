@@ -23,6 +23,7 @@ from pappo.stats import (
     paired_diff_ci_seeds,
     pass_at_k,
     seed_wins,
+    wins,
 )
 
 SCORE = st.floats(-10.0, 10.0, allow_nan=False, allow_infinity=False)
@@ -313,6 +314,14 @@ def test_seed_wins_counts_strictly_greater_than_min_delta():
     assert seed_wins([1.0, 2.0], [0.0, 1.0], min_delta=1.0) == 0  # difference exactly min_delta: no win
     assert seed_wins([0.5], [0.6], min_delta=-0.2) == 1
     assert isinstance(seed_wins(a, b), int)
+
+
+def test_a_rounding_residue_is_a_tie_not_a_win():
+    """0.45 - 0.3 is 0.15000000000000002 and 0.3 - 0.2 - 0.1 is -2.8e-17: a seed at the bar is not a
+    win whichever way its float rounds, in the summary's count and the claims' alike (one `wins`)."""
+    assert 0.45 - 0.3 > 0.15 and seed_wins([0.45], [0.3], min_delta=0.15) == 0
+    assert seed_wins([0.1 + 0.2], [0.3]) == 0  # 0.30000000000000004 vs 0.3
+    assert wins([0.45 - 0.3, 0.15 + 2e-9], 0.15) == 1
 
 
 def test_seed_wins_rejects_bad_input():

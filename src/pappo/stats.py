@@ -32,6 +32,9 @@ __all__ = [
     "paired_diff_ci_seeds",
     "pass_at_k",
     "mean_pass_at_k",
+    "TIE",
+    "above",
+    "wins",
     "seed_wins",
     "SeedLevel",
     "seed_interval",
@@ -275,8 +278,24 @@ def mean_pass_at_k(counts: Sequence[tuple[int, int]], k: int) -> float:
     return total / len(counts)
 
 
+# Per-seed differences are means of 0/1 outcomes (or of rates): two that should be equal can differ
+# by a rounding residue (18/120 computed as 0.14999999999999997); closer than this is equal.
+TIE = 1e-9
+
+
+def above(x: float, bar: float) -> bool:
+    """x is above `bar` by more than a rounding residue (`TIE`)."""
+    return x - bar > TIE
+
+
+def wins(diffs: Sequence[float], min_delta: float = 0.0) -> int:
+    """Seed wins of per-seed differences (n,): #{s : d_s above min_delta}, ties within `TIE` not
+    counted. The one count of seed wins, for the summary's comparisons and the claims' rules."""
+    return sum(above(float(d), min_delta) for d in diffs)
+
+
 def seed_wins(a_per_seed: Sequence[float], b_per_seed: Sequence[float], min_delta: float = 0.0) -> int:
-    """Number of seeds where a beats b by strictly more than min_delta: #{s : a_s - b_s > min_delta}.
+    """Number of seeds where a beats b by more than min_delta: `wins` of the differences a_s - b_s.
 
     A sign-test style count over paired seeds (Conover 1999, "Practical Nonparametric
     Statistics", sec. 3.4); a and b must list the same seeds in the same order.
@@ -287,7 +306,7 @@ def seed_wins(a_per_seed: Sequence[float], b_per_seed: Sequence[float], min_delt
         raise ValueError(f"{fn}: min_delta must be a finite number, got {min_delta!r}")
     if not math.isfinite(min_delta):
         raise ValueError(f"{fn}: min_delta must be a finite number, got {min_delta!r}")
-    return int(np.count_nonzero(diffs > min_delta))
+    return wins(diffs, float(min_delta))
 
 
 # ---------------------------------------------------------------------------------------------

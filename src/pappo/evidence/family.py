@@ -22,14 +22,6 @@ from pappo.config.evidence import ClaimParams
 from pappo.stats import seed_interval
 
 ALPHA = 0.025  # one-sided: the 95% interval's lower end above 0
-# Per-seed differences are means of 0/1 outcomes (or of rates): two that should be equal can differ
-# by a rounding residue (18/120 computed as 0.14999999999999997); closer than this is equal.
-TIE = 1e-9
-
-
-def above(x: float, bar: float) -> bool:
-    """x is above `bar` by more than a rounding residue (`TIE`)."""
-    return x - bar > TIE
 
 
 def judged(claim: ClaimParams, on_cuda: bool) -> bool:

@@ -87,7 +87,9 @@ class Comparison(BaseModel):
     per_seed_difference: list[float] = Field(
         description="Mean per-task difference of each seed, in seed order."
     )
-    seed_wins: int = Field(description="Seeds where the method's mean beats the baseline's strictly.")
+    seed_wins: int = Field(
+        description="Seeds where the method's mean beats the baseline's by more than a rounding residue (`stats.wins`)."
+    )
     n_seeds: int
     seed_bootstrap: Interval | None = Field(
         None,

@@ -22,13 +22,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pappo.config.evidence import ClaimParams
-from pappo.evidence.family import FamilyTest, above, family_size, family_tests, judged
+from pappo.evidence.family import FamilyTest, family_size, family_tests, judged
 from pappo.evidence.history import History, claim_history
 from pappo.evidence.power import Power, power_of
 from pappo.evidence.summary import claim_differences, per_seed
 from pappo.experiment import receipt as rc
 from pappo.experiment.report import RunReport
-from pappo.stats import paired_diff_ci_seeds, seed_interval
+from pappo.stats import above, paired_diff_ci_seeds, seed_interval, wins
 
 Verdict = Literal["holds", "does not hold", "inconclusive", "exploratory"]
 
@@ -87,14 +87,14 @@ def decide(
     wins are no test (under a true null about half of such experiments pass at 5 or more seeds).
     Zero observed spread gives no interval, so neither `holds` nor `does not hold`."""
     level = seed_interval(diffs)
-    wins = sum(above(d, claim.min_delta) for d in diffs)
+    n_wins = wins(diffs, claim.min_delta)
     reasons = []
     if not above(level.mean, claim.min_delta):
         reasons.append(
             f"mean improvement over seeds {level.mean:+.3f} is not above min_delta {claim.min_delta}"
         )
-    if wins < claim.min_seed_wins:
-        reasons.append(f"{wins}/{level.n} seed wins < {claim.min_seed_wins}")
+    if n_wins < claim.min_seed_wins:
+        reasons.append(f"{n_wins}/{level.n} seed wins < {claim.min_seed_wins}")
     if claim.ci_rule == "none":
         reasons.append("registered without an interval rule (ci_rule none): descriptive, it cannot hold")
     else:
@@ -168,7 +168,7 @@ def evaluate_claim(
         delta=level.mean,
         lo=level.lo,
         hi=level.hi,
-        seed_wins=sum(above(d, claim.min_delta) for d in diffs),
+        seed_wins=wins(diffs, claim.min_delta),
         n_seeds=len(seeds),
         per_seed=diffs,
         power=power,
