@@ -47,65 +47,24 @@ for _name in _pytest.config.default_plugins:  # import every builtin plugin once
     except ImportError:
         pass
 # Standard-library modules small packages commonly import; pre-importing saves each child the cost.
-for _name in (
-    "dataclasses",
-    "math",
-    "fractions",
-    "decimal",
-    "datetime",
-    "collections",
-    "re",
-    "heapq",
-    "bisect",
-    "typing",
-    "enum",
-    "functools",
-    "itertools",
-    "string",
-    "textwrap",
-    "difflib",
-    "csv",
-    "io",
-    "statistics",
-    "configparser",
-    "operator",
-    "copy",
-):
+_PRELOADED = (
+    "dataclasses math fractions decimal datetime collections re heapq bisect typing enum functools "
+    "itertools string textwrap difflib csv io statistics configparser operator copy"
+)
+for _name in _PRELOADED.split():
     __import__(_name)
 
 _TRUSTED_INI = "[pytest]\naddopts =\ntestpaths = tests\npython_files = test_*.py\n"
+# pytest's built-in plugins a run does without (output, caches, reports, warnings capture).
+_DISABLED = (
+    "cacheprovider terminal faulthandler pastebin junitxml doctest stepwise logging warnings "
+    "threadexception unraisableexception setuponly setupplan legacypath"
+)
 _PYTEST_ARGS = [
     "--noconftest",
     "--capture=no",
     "--continue-on-collection-errors",
-    "-p",
-    "no:cacheprovider",
-    "-p",
-    "no:terminal",
-    "-p",
-    "no:faulthandler",
-    "-p",
-    "no:pastebin",
-    "-p",
-    "no:junitxml",
-    "-p",
-    "no:doctest",
-    "-p",
-    "no:stepwise",
-    "-p",
-    "no:logging",
-    "-p",
-    "no:warnings",
-    "-p",
-    "no:threadexception",
-    "-p",
-    "no:unraisableexception",
-    "-p",
-    "no:setuponly",
-    "-p",
-    "no:setupplan",
-    "-p",
-    "no:legacypath",
+    *(arg for name in _DISABLED.split() for arg in ("-p", f"no:{name}")),
     "tests",
 ]
 
