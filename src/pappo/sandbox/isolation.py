@@ -44,12 +44,29 @@ SCRATCH = ("/tmp", "/dev/shm", "/var/tmp", "/run/lock")
 # Covered by an empty read-only tmpfs (needed paths bound back): users' files, and /run, where
 # the host's unix sockets (D-Bus, journal, container engines) live.
 PRIVATE = ("/home", "/root", "/run", "/mnt", "/media")
-# Top-level folders of system software, the only ones left in view. Every other top-level
+# Top-level folders of system software, the only ones left in view (nix, gnu and snap: the
+# stores where Nix, Guix and snaps keep the libraries an interpreter links). Every other top-level
 # folder (/work, /srv, /opt, /data...) is covered like PRIVATE: the project's task references
 # (data/*/repos) and any other copy of them live there, and code under test that could read the
 # clean tree would load it in place of a fix (`tests/test_sandbox_view.py`).
 SYSTEM = frozenset(
-    {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "sys", "usr", "var"}
+    {
+        "bin",
+        "dev",
+        "etc",
+        "gnu",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "nix",
+        "proc",
+        "sbin",
+        "snap",
+        "sys",
+        "usr",
+        "var",
+    }
 )
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
