@@ -12,7 +12,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
+from filelock import FileLock
 
 from conftest import FIXTURES, ROOT, fixture_params_raw
 
@@ -69,8 +71,24 @@ def scratch_pipeline(repo: Path, params: dict, extra: tuple[str, ...] = ()) -> N
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
 
-def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
-    repo = tmp_path / "repo"
+def built_pipeline(tmp_path_factory: pytest.TempPathFactory, worker_id: str, dest: Path) -> str:
+    """A copy at `dest` of the fixture pipeline after `git init`, a commit and its first `dvc repro`
+    (seeds 0 and 1 published, 2 and 3 for tuning); returns that repro's output.
+
+    Built once per test session and shared by this file and test_reviewer_path.py, across xdist
+    workers: pytest-xdist's recipe for session data, a file lock in the temp folder they share."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent
+    built, out = shared / "fixture-pipeline", shared / "fixture-pipeline.out"
+    with FileLock(str(shared / "fixture-pipeline.lock")):
+        if not out.exists():
+            shutil.rmtree(built, ignore_errors=True)  # what another worker's failed build left
+            out.write_text(_first_repro(built))
+    shutil.copytree(built, dest, symlinks=True)
+    return out.read_text()
+
+
+def _first_repro(repo: Path) -> str:
     params = fixture_params_raw()
     # seed roles: 0 and 1 published (the matrix), 2 and 3 for tuning (the single-seed experiment)
     params |= {"seed": 2, "dev_seeds": [2, 3]}
@@ -81,9 +99,16 @@ def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
         ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"],
     ):
         assert sh(*cmd, cwd=repo).returncode == 0
-
     first = sh("dvc", "repro", cwd=repo)
     assert first.returncode == 0, first.stdout + first.stderr
+    return first.stdout
+
+
+def test_dvc_repro_validate_on_fixture_sets(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+):
+    repo = tmp_path / "repo"
+    first = built_pipeline(tmp_path_factory, worker_id, repo)
     lock = json.loads((repo / "data/repofix/manifest.lock.json").read_text())
     assert lock["n_tasks"] == 4 and set(lock["splits"]) == {"0", "1", "2", "3"}
     assert (repo / "data/warmup/manifest.lock.json").exists()
@@ -97,10 +122,10 @@ def test_dvc_repro_validate_on_fixture_sets(tmp_path: Path):
     report = json.loads((repo / "reports/base_model.json").read_text())
     assert record["profile"] == "tiny" and record["files"] == files_sha256(repo / "models/base")
     assert report["checkpoint"] == record and report["eval"]["n_tasks"] == 2
-    assert {"greedy", "sampled"} <= set(report["eval"]) and "base policy on 2 eval tasks" in first.stdout
+    assert {"greedy", "sampled"} <= set(report["eval"]) and "base policy on 2 eval tasks" in first
     assert report["timing"]["wall_s"] > 0  # what `pappo reproduce` plans by; check_reproduce reruns the stage
 
-    check_runs(repo, seeds=(0, 1), first=first.stdout)
+    check_runs(repo, seeds=(0, 1), first=first)
     check_audit(repo)
 
     # Changing a tracked input makes DVC rerun validation, which now fails and leaves no lock.

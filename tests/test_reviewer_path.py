@@ -1,7 +1,7 @@
 """The reviewer's path from the archive (docs/reviewing.md), end to end on the fixture pipeline.
 
-A scratch repository runs the real `dvc repro` (one seed, to keep it short), commits the evidence
-and builds its release bundle. Then, as a reviewer: a fresh `git clone` has no runs; `pappo
+A scratch repository runs the real `dvc repro` (the fixture pipeline that test_dvc_smoke.py
+builds), commits the evidence and builds its release bundle. Then, as a reviewer: a fresh `git clone` has no runs; `pappo
 evidence import` fills it from the bundle, `dvc status` is up to date, `pappo audit` re-derives
 every number and `pappo reproduce` reruns a run bit for bit. The unpacked bundle alone is audited
 and reproduced from (no repository), a tampered bundle whose hashes were all made consistent is
@@ -20,42 +20,29 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import fixture_params_raw
 from pappo.evidence.bundle import unpack
 from pappo.evidence.bundle_check import git_tree_id, verify_bundle
-from test_dvc_smoke import scratch_pipeline, sh
+from test_dvc_smoke import built_pipeline, sh
 
 COMMIT = ("git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "commit", "-qm")
 RUN = "reports/runs/seed_0/pappo"
-pytestmark = pytest.mark.slow  # a real dvc repro of the fixture pipeline: ~2.5 min of CPU
+pytestmark = pytest.mark.slow  # the fixture pipeline's real dvc repro (shared with test_dvc_smoke.py)
 
 
-def published(root: Path) -> Path:
+def published(root: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """A repository whose committed evidence is a real `dvc repro` of the fixture pipeline."""
     repo = root / "published"
-    params = fixture_params_raw()
-    params["seeds"] = [0]  # one seed: every stage still runs, in half the time
-    params |= {"seed": 1, "dev_seeds": [1]}  # the single-seed experiment tunes on a dev seed
-    for claim in params["claims"]:
-        claim["min_seed_wins"] = 1
-    scratch_pipeline(repo, params)
-    for cmd in (
-        ("git", "init", "-q"),
-        ("git", "add", "-A"),
-        (*COMMIT, "code"),
-        ("dvc", "repro"),
-        ("git", "add", "-A"),
-        (*COMMIT, "evidence"),
-    ):
+    built_pipeline(tmp_path_factory, worker_id, repo)
+    for cmd in (("git", "add", "-A"), (*COMMIT, "evidence")):
         done = sh(*cmd, cwd=repo)
         assert done.returncode == 0, (cmd, done.stdout[-3000:], done.stderr[-3000:])
     return repo
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def world(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("reviewer")
-    repo = published(root)
+    repo = published(root, tmp_path_factory, worker_id)
     release = sh("pappo", "release", "--out", str(root / "dist"), cwd=repo)
     assert release.returncode == 0, release.stdout[-3000:] + release.stderr[-3000:]
     [bundle] = (root / "dist").glob("pappo-evidence-*.zip")
