@@ -138,38 +138,9 @@ def test_dvc_repro_validate_on_fixture_sets(
 
 def check_runs(repo: Path, seeds: tuple[int, ...], first: str) -> None:
     """The train matrix and the single-seed experiment, through real DVC commands."""
-    import jsonschema
+    from pappo.experiment.report import RUN_METHODS
 
-    from pappo.experiment.report import RUN_METHODS, RunReport
-
-    schema = json.loads((ROOT / "schemas" / "run_report.schema.json").read_text())
-    reports = {}
-    for seed in seeds:
-        budgets = set()
-        for method in RUN_METHODS:
-            run = repo / "reports" / "runs" / f"seed_{seed}" / method
-            data = json.loads((run / "report.json").read_text())
-            jsonschema.validate(data, schema)
-            report = RunReport.model_validate(data)
-            assert (report.method, report.seed, report.device) == (method, seed, "cpu")
-            assert report.final_eval.n_tasks == 2 and len(report.final_eval.tasks) == 2
-            assert set(json.loads((run / "metrics.json").read_text())) >= {
-                "success",
-                "success_lo",
-                "pass_at_k",
-            }
-            assert (run / "adapters" / "policy" / "adapter_model.safetensors").is_file()
-            if method != "base":
-                assert report.budget.episodes_used == report.budget.episodes_limit == 4  # 2 tasks x K = 2
-                budgets.add(
-                    (
-                        report.budget.episodes_limit,
-                        report.budget.generated_tokens_limit,
-                        report.budget.task_draws_sha256,
-                    )
-                )
-            reports[seed, method] = data
-        assert len(budgets) == 1  # matched: the same episodes, tokens and train tasks for every method
+    reports = check_run_reports(repo, seeds)
 
     # The single-seed experiment trains its dev seed (2) itself: no published run shares its seed.
     exp = json.loads((repo / "reports/experiment/metrics.json").read_text())
@@ -211,6 +182,43 @@ def check_runs(repo: Path, seeds: tuple[int, ...], first: str) -> None:
         assert (repo / "reports" / "runs" / f"seed_{seed}" / "pappo" / "report.json").is_file()
     check_one_seed_try(repo)
     check_two_processes(repo, reports[1, "ppo"])
+
+
+def check_run_reports(repo: Path, seeds: tuple[int, ...]) -> dict[tuple[int, str], dict]:
+    """Every run's report against the schema, its metrics and adapters, and the matched budget."""
+    import jsonschema
+
+    from pappo.experiment.report import RUN_METHODS, RunReport
+
+    schema = json.loads((ROOT / "schemas" / "run_report.schema.json").read_text())
+    reports = {}
+    for seed in seeds:
+        budgets = set()
+        for method in RUN_METHODS:
+            run = repo / "reports" / "runs" / f"seed_{seed}" / method
+            data = json.loads((run / "report.json").read_text())
+            jsonschema.validate(data, schema)
+            report = RunReport.model_validate(data)
+            assert (report.method, report.seed, report.device) == (method, seed, "cpu")
+            assert report.final_eval.n_tasks == 2 and len(report.final_eval.tasks) == 2
+            assert set(json.loads((run / "metrics.json").read_text())) >= {
+                "success",
+                "success_lo",
+                "pass_at_k",
+            }
+            assert (run / "adapters" / "policy" / "adapter_model.safetensors").is_file()
+            if method != "base":
+                assert report.budget.episodes_used == report.budget.episodes_limit == 4  # 2 tasks x K = 2
+                budgets.add(
+                    (
+                        report.budget.episodes_limit,
+                        report.budget.generated_tokens_limit,
+                        report.budget.task_draws_sha256,
+                    )
+                )
+            reports[seed, method] = data
+        assert len(budgets) == 1  # matched: the same episodes, tokens and train tasks for every method
+    return reports
 
 
 # `dvc exp show` as docs/experiment.md shows it: unchanged params and dependencies dropped, every
@@ -402,6 +410,12 @@ def check_audit(repo: Path) -> None:
         json.loads(kept.read_text())["exit_code"] == 2
         and json.loads(kept.read_text())["head"] != staged["head"]
     )
+    check_tampered_files(repo)
+    check_published_numbers(repo)
+
+
+def check_tampered_files(repo: Path) -> None:
+    """A changed byte in each kind of evidence and input, and two seeds' reports swapped."""
 
     def tampered(path: str, edit, expect: str) -> None:
         target = repo / path
@@ -452,7 +466,6 @@ def check_audit(repo: Path) -> None:
     b.write_bytes(db)
     assert code == 1 and "belongs to another run" in text, text
     assert audit_output(repo)[0] == 2  # restored: integrity holds again
-    check_published_numbers(repo)
 
 
 def check_release_leaves_status_clean(repo: Path) -> None:
@@ -513,132 +526,47 @@ def rehash(repo: Path, run: str, name: str) -> None:
     lock_path.write_text(yaml.safe_dump(lock, sort_keys=False))
 
 
-def check_published_numbers(repo: Path) -> None:
-    """issue 20's tampering, each with the hashes made to match: the audit re-derives the numbers
-    and names file, field, expected and found; uncommitted evidence fails as such."""
-    run = "reports/runs/seed_0/pappo"
-    keep = [
-        repo / p
-        for p in (
-            "dvc.lock",
-            "reports/summary.json",
-            "reports/summary.md",
-            "reports/base_model.json",
-            "reports/summary/success_curves.png",
-            f"{run}/report.json",
-            f"{run}/receipt.json",
-            f"{run}/metrics.json",
-        )
-    ]
-    saved = {p: p.read_bytes() for p in keep}
+class Tampering:
+    """Edits of a published repository, each audited and then undone (issue 20's tampering)."""
 
-    def case(edit, *expect: str) -> str:
+    RUN = "reports/runs/seed_0/pappo"
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        kept = ("dvc.lock", "reports/summary.json", "reports/summary.md", "reports/base_model.json")
+        kept += ("reports/summary/success_curves.png",)
+        kept += tuple(f"{self.RUN}/{name}" for name in ("report.json", "receipt.json", "metrics.json"))
+        self.saved = {repo / p: (repo / p).read_bytes() for p in kept}
+
+    def case(self, edit, *expect: str) -> str:
+        """`edit`, then the audit must fail (exit 1) naming each of `expect`; the files are restored."""
         edit()
-        code, text = audit_output(repo)
-        for p, data in saved.items():
+        code, text = audit_output(self.repo)
+        for p, data in self.saved.items():
             p.write_bytes(data)
         assert code == 1 and all(e in text for e in expect), (expect, text)
         return text
 
-    def edit_json(rel: str, change) -> None:
-        data = json.loads((repo / rel).read_text())
+    def edit_json(self, rel: str, change) -> None:
+        data = json.loads((self.repo / rel).read_text())
         change(data)
-        (repo / rel).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        (self.repo / rel).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
-    summary = json.loads((repo / "reports/summary.json").read_text())
-    hi = summary["summaries"][4]["success"]["hi"]
-    text = case(
-        lambda: edit_json("reports/summary.json", lambda d: d["summaries"][4]["success"].update(hi=0.99)),
-        "reports/summary.json [summaries[4].success.hi]: not what the run reports give",
-        f"(expected {hi}, found 0.99)",
-        "reports/summary.json [git status]: uncommitted evidence",
-    )
-    md = (repo / "reports/summary.md").read_text()
-    case(
-        lambda: (repo / "reports/summary.md").write_text(md.replace("| pappo |", "| pappo* |", 1)),
-        "reports/summary.md [line ",
-        "found | pappo* |",
-    )
-    rate = json.loads((repo / "reports/base_model.json").read_text())["eval"]["greedy"]["success_rate"]
-    case(
-        lambda: edit_json(
-            "reports/base_model.json", lambda d: d["eval"]["greedy"].update(success_rate=rate + 0.5)
-        ),
-        "reports/base_model.json [eval.greedy.success_rate]",
-        f"expected {rate}, found {rate + 0.5}",
-    )
-    png = repo / "reports/summary/success_curves.png"
-    case(lambda: png.write_bytes(png.read_bytes() + b"\0"), "reports/summary/success_curves.png [sha256]")
+    def edit_receipt(self, change) -> None:
+        """The run's receipt edited, its hash in dvc.lock made to match."""
+        self.edit_json(f"{self.RUN}/receipt.json", change)
+        rehash(self.repo, self.RUN, "receipt.json")
 
-    def all_solved() -> None:
-        def solve(d):
-            for e in d["evals"]:
-                for t in e["result"]["tasks"]:
-                    t["success"] = 1.0  # the share of its boards solved
-            d["final_eval"] = d["evals"][-1]["result"]
 
-        edit_json(f"{run}/report.json", solve)
-        rehash(repo, run, "report.json")
-
-    published = json.loads((repo / run / "report.json").read_text())["evals"][0]["result"]["success"]["mean"]
-    assert published < 1.0
-    case(
-        all_solved,
-        f"{run}/report.json [evals[0].result.success.mean]",
-        f"(expected 1.0, found {published})",
-        "dvc.lock [git status]",
-    )
-    case(
-        lambda: (
-            edit_json(f"{run}/receipt.json", lambda d: d["hardware"].update(accelerator="cuda")),
-            rehash(repo, run, "receipt.json"),
-        ),
-        f"{run}/receipt.json [hardware.accelerator]",
-        "(expected cpu, found cuda)",
-        "dvc.lock [git status]",
-    )
-    adapter = repo / run / "adapters/policy/adapter_model.safetensors"
-    saved[adapter] = adapter.read_bytes()
-
-    def swap_adapter() -> None:  # other weights, the receipt's hash of them rewritten and relocked
-        data = bytearray(saved[adapter])
-        data[len(data) // 2] ^= 1
-        adapter.write_bytes(bytes(data))
-        digest = hashlib.sha256(bytes(data)).hexdigest()
-        name = "policy/adapter_model.safetensors"
-        edit_json(f"{run}/receipt.json", lambda d: d["checkpoint"]["adapters"].update({name: digest}))
-        rehash(repo, run, "receipt.json")
-
-    case(
-        swap_adapter,
-        f"{run}/adapters [dvc.lock train@0-pappo md5]",
-        f"{run}/receipt.json [checkpoint.adapters]",
-    )
-    # a commit with the very same code, off HEAD's history (here a child of HEAD no branch holds)
-    env = {
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-    }
-    side = subprocess.run(
-        ["git", "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "side"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env},
-        check=True,
-    ).stdout.strip()
-    case(
-        lambda: (
-            edit_json(f"{run}/receipt.json", lambda d: d["source"].update(git_commit=side)),
-            rehash(repo, run, "receipt.json"),
-        ),
-        f"{run}/receipt.json [source.git_commit]",
-        "not an ancestor of HEAD",
-    )
+def check_published_numbers(repo: Path) -> None:
+    """issue 20's tampering, each with the hashes made to match: the audit re-derives the numbers
+    and names file, field, expected and found; uncommitted evidence fails as such."""
+    t = Tampering(repo)
+    check_report_numbers(t)
+    check_run_numbers(t)
+    check_run_bindings(t)
     # committed tampering is still a tampering: the summary's numbers are re-derived, not trusted
-    edit_json("reports/summary.json", lambda d: d["comparisons"][0]["difference"].update(mean=0.333))
+    t.edit_json("reports/summary.json", lambda d: d["comparisons"][0]["difference"].update(mean=0.333))
     sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "a better number", cwd=repo)
     code, text = audit_output(repo)
     assert sh("git", "reset", "-q", "--hard", "HEAD~1", cwd=repo).returncode == 0
@@ -646,6 +574,104 @@ def check_published_numbers(repo: Path) -> None:
     assert "git status" not in text
     assert audit_output(repo)[0] == 2  # restored
     check_stale_only_where_code_changed(repo)
+
+
+def check_report_numbers(t: Tampering) -> None:
+    """The summary's numbers, its markdown, the base model's report and a plot."""
+    repo = t.repo
+    summary = json.loads((repo / "reports/summary.json").read_text())
+    hi = summary["summaries"][4]["success"]["hi"]
+    t.case(
+        lambda: t.edit_json("reports/summary.json", lambda d: d["summaries"][4]["success"].update(hi=0.99)),
+        "reports/summary.json [summaries[4].success.hi]: not what the run reports give",
+        f"(expected {hi}, found 0.99)",
+        "reports/summary.json [git status]: uncommitted evidence",
+    )
+    md = (repo / "reports/summary.md").read_text()
+    t.case(
+        lambda: (repo / "reports/summary.md").write_text(md.replace("| pappo |", "| pappo* |", 1)),
+        "reports/summary.md [line ",
+        "found | pappo* |",
+    )
+    rate = json.loads((repo / "reports/base_model.json").read_text())["eval"]["greedy"]["success_rate"]
+    t.case(
+        lambda: t.edit_json(
+            "reports/base_model.json", lambda d: d["eval"]["greedy"].update(success_rate=rate + 0.5)
+        ),
+        "reports/base_model.json [eval.greedy.success_rate]",
+        f"expected {rate}, found {rate + 0.5}",
+    )
+    png = repo / "reports/summary/success_curves.png"
+    t.case(lambda: png.write_bytes(png.read_bytes() + b"\0"), "reports/summary/success_curves.png [sha256]")
+
+
+def check_run_numbers(t: Tampering) -> None:
+    """A run's per-task outcomes and its receipt's hardware, rehashed and relocked."""
+    run = t.RUN
+
+    def all_solved() -> None:
+        def solve(d):
+            for e in d["evals"]:
+                for task in e["result"]["tasks"]:
+                    task["success"] = 1.0  # the share of its boards solved
+            d["final_eval"] = d["evals"][-1]["result"]
+
+        t.edit_json(f"{run}/report.json", solve)
+        rehash(t.repo, run, "report.json")
+
+    published = json.loads((t.repo / run / "report.json").read_text())["evals"][0]["result"]["success"][
+        "mean"
+    ]
+    assert published < 1.0
+    t.case(
+        all_solved,
+        f"{run}/report.json [evals[0].result.success.mean]",
+        f"(expected 1.0, found {published})",
+        "dvc.lock [git status]",
+    )
+    t.case(
+        lambda: t.edit_receipt(lambda d: d["hardware"].update(accelerator="cuda")),
+        f"{run}/receipt.json [hardware.accelerator]",
+        "(expected cpu, found cuda)",
+        "dvc.lock [git status]",
+    )
+
+
+def check_run_bindings(t: Tampering) -> None:
+    """A run's adapters swapped under a rewritten receipt, and a receipt naming a commit off HEAD's history."""
+    run, repo = t.RUN, t.repo
+    adapter = repo / run / "adapters/policy/adapter_model.safetensors"
+    t.saved[adapter] = adapter.read_bytes()
+
+    def swap_adapter() -> None:  # other weights, the receipt's hash of them rewritten and relocked
+        data = bytearray(t.saved[adapter])
+        data[len(data) // 2] ^= 1
+        adapter.write_bytes(bytes(data))
+        digest = hashlib.sha256(bytes(data)).hexdigest()
+        name = "policy/adapter_model.safetensors"
+        t.edit_receipt(lambda d: d["checkpoint"]["adapters"].update({name: digest}))
+
+    t.case(
+        swap_adapter,
+        f"{run}/adapters [dvc.lock train@0-pappo md5]",
+        f"{run}/receipt.json [checkpoint.adapters]",
+    )
+    # a commit with the very same code, off HEAD's history (here a child of HEAD no branch holds)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t"}
+    env |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    side = subprocess.run(
+        ["git", "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "side"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout.strip()
+    t.case(
+        lambda: t.edit_receipt(lambda d: d["source"].update(git_commit=side)),
+        f"{run}/receipt.json [source.git_commit]",
+        "not an ancestor of HEAD",
+    )
 
 
 def check_stale_only_where_code_changed(repo: Path) -> None:
