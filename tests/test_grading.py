@@ -55,6 +55,8 @@ def test_scan_flags_only_what_the_patch_adds():
         (b"import marshal\n", "import marshal"),  # code objects from bytes the scan never parses
         (b"import types\ntypes.FunctionType(c, {})\n", "attribute .FunctionType"),
         (b"from types import CodeType\n", "import of .CodeType"),
+        (b"import traceback\ntraceback.walk_stack(None)\n", "attribute .walk_stack"),  # frames' locals
+        (b"x.__getattribute__('f_lo' + 'cals')\n", "attribute .__getattribute__"),
     ]:
         reasons = scan(base, {**base, "pkg/a.py": base["pkg/a.py"] + snippet})
         assert reasons and all(r.startswith("pkg/a.py: patch adds") for r in reasons), snippet

@@ -450,3 +450,26 @@ def test_a_run_cannot_reach_code_the_worker_compiled_for_another_tree():
         one.run(reference)
         run = one.run({**PKG, "pkg/mod.py": b"VALUE = 'buggy'\n", "tests/test_pkg.py": probe.encode()})
     assert run.outcomes == {"tests/test_pkg.py::test_only_this_trees_code_is_cached": "passed"}, run.failures
+
+
+def test_a_run_cannot_find_the_previous_run_on_its_stack():
+    """The next child is forked from the worker's serve loop; the request it served before (here a
+    clean reference tree, whose files a patch read back through `traceback.walk_stack` with
+    `capture_locals` and imported in place of a fix) must not be among that frame's locals."""
+    import base64
+
+    secret = b"VALUE = 'reference-answer'\n"
+    probe = (
+        "import traceback\n"
+        "def test_the_stack_holds_no_earlier_request():\n"
+        "    frames = traceback.StackSummary.extract(traceback.walk_stack(None), capture_locals=True)\n"
+        "    assert 'serve' in [f.name for f in frames], 'the probe must reach the worker frames'\n"
+        f"    leaked = [f.name for f in frames if {base64.b64encode(secret).decode()!r} in str(f.locals)]\n"
+        "    assert not leaked, leaked\n"
+    )
+    with SandboxPool(FAST, workers=1) as one:
+        one.run({**PKG, "pkg/mod.py": secret, "tests/test_pkg.py": b""})
+        run = one.run({**PKG, "pkg/mod.py": b"VALUE = 'buggy'\n", "tests/test_pkg.py": probe.encode()})
+    assert run.outcomes == {"tests/test_pkg.py::test_the_stack_holds_no_earlier_request": "passed"}, (
+        run.failures
+    )

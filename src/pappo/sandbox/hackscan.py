@@ -85,6 +85,12 @@ FORBIDDEN_ATTRS = frozenset(
         "exec",
         "eval",
         "FunctionType",  # types.FunctionType(code, globals) runs a code object, as exec does
+        "__getattribute__",  # getattr by a built string: `x.__getattribute__("f_lo" + "cals")`
+        "walk_stack",  # traceback's frames (and their locals' reprs): the worker's state
+        "walk_tb",
+        "extract_stack",
+        "StackSummary",
+        "currentframe",  # logging.currentframe / inspect.currentframe
         "LambdaType",
         "CodeType",
     }

@@ -151,7 +151,12 @@ class Worker:
             except Exception as e:  # a worker fault, not the policy's: reported as infra_error
                 reply = {"infra_error": f"worker: {type(e).__name__}: {e}"}
             self._send(reply)
-            self._finish(request.get("limits"))
+            limits = request.get("limits")
+            # The next child is forked below, from this frame: on its stack it must not find this
+            # run's files or records (a clean reference tree and its answers, read back through
+            # `traceback.walk_stack` with `capture_locals`, had passed a task without a fix).
+            del request, reply
+            self._finish(limits)
 
     def _receive(self) -> dict[str, Any] | None:
         head = channel.read_exact(self.rfd, 4)
