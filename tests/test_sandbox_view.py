@@ -18,9 +18,9 @@ import pytest
 from conftest import FIXTURES, ROOT, needs_namespaces
 from pappo.config.data import SandboxParams
 from pappo.sandbox.pool import SandboxPool
+from test_sandbox import PKG
 
 LIMITS = SandboxParams(timeout_s=20, test_timeout_s=10, memory_mb=512, workers=1)
-PKG = {"pkg/__init__.py": b"def add(a, b):\n    return a + b\n"}
 
 
 @pytest.fixture
