@@ -44,15 +44,22 @@ def cached_rewrite(fn: Path, config: pytest.Config) -> Any:
         if pytest_plugin._RUN and rel.startswith("tests/") and trusted.get(rel) != digest:
             pytest_plugin.emit("tamper", where="collection", changed=[f"test file {rel} on disk"])
             pytest_plugin._exit(3)
-        prime(fn, source, config)
+        _store(key, fn, source, config)
     return _CACHE[key]
 
 
 def prime(fn: Path, source: bytes, config: pytest.Config) -> None:
-    """Rewrite the test file `fn` with content `source` into the cache (no tamper check: no run)."""
+    """Rewrite the test file `fn` with content `source` into the cache unless it is there (in the
+    forker: no run, so no tamper check)."""
+    key = (str(fn), hashlib.sha256(source).hexdigest())
+    if key not in _CACHE:
+        _store(key, fn, source, config)
+
+
+def _store(key: tuple[str, str], fn: Path, source: bytes, config: pytest.Config) -> None:
     if len(_CACHE) > 2048:
         _CACHE.clear()
-    _CACHE[(str(fn), hashlib.sha256(source).hexdigest())] = _rewrite_typed(fn, source, config)
+    _CACHE[key] = _rewrite_typed(fn, source, config)
 
 
 def brief_failure(self: _pytest.python.Function, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
