@@ -57,6 +57,13 @@ def test_scan_flags_only_what_the_patch_adds():
         (b"from types import CodeType\n", "import of .CodeType"),
         (b"import traceback\ntraceback.walk_stack(None)\n", "attribute .walk_stack"),  # frames' locals
         (b"x.__getattribute__('f_lo' + 'cals')\n", "attribute .__getattribute__"),
+        (b"b = print.__self__\n", "attribute .__self__"),  # the builtins module
+        (b"import string\nstring.Formatter().get_field(n, [b], {})\n", "attribute .get_field"),
+        (b"F().get_field('0.__self__', [print], {})\n", "string '0.__self__'"),
+        (b"import pickle\n", "import pickle"),  # b"cctypes\nCDLL\n..." imports and calls from data
+        (b"from unittest import mock\n", "import unittest"),  # mock.patch("dotted.path")
+        (b"import timeit\n", "import timeit"),  # runs source text
+        (b"typing.get_type_hints(f)\n", "attribute .get_type_hints"),  # evaluates string annotations
     ]:
         reasons = scan(base, {**base, "pkg/a.py": base["pkg/a.py"] + snippet})
         assert reasons and all(r.startswith("pkg/a.py: patch adds") for r in reasons), snippet

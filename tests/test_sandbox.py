@@ -433,29 +433,10 @@ def test_prefault_keeps_memory_as_it_was_and_yields_to_the_run():
         os.close(w)
 
 
-def test_a_run_cannot_reach_code_the_worker_compiled_for_another_tree():
-    """The worker compiles every tree it serves, the clean reference tree of the hidden checks among
-    them, into a cache its children inherit; each child keeps only its own run's modules, so code
-    under test cannot run the reference in place of a fix (`rewrite_cache.keep_only`)."""
-    probe = (
-        "import sys\n"
-        "import pkg.mod\n"
-        "def test_only_this_trees_code_is_cached():\n"
-        "    cache = sys.modules['pappo.sandbox.rewrite_cache']._SOURCE\n"
-        "    assert cache, 'the probe must see the cache it checks'\n"
-        "    assert not [k for k, code in cache.items() if 'reference-answer' in code.co_consts]\n"
-    )
-    with SandboxPool(FAST, workers=1) as one:  # one worker: it served the reference tree first
-        reference = {**PKG, "pkg/mod.py": b"VALUE = 'reference-answer'\n", "tests/test_pkg.py": b""}
-        one.run(reference)
-        run = one.run({**PKG, "pkg/mod.py": b"VALUE = 'buggy'\n", "tests/test_pkg.py": probe.encode()})
-    assert run.outcomes == {"tests/test_pkg.py::test_only_this_trees_code_is_cached": "passed"}, run.failures
-
-
 def test_a_run_cannot_find_the_previous_run_on_its_stack():
-    """The next child is forked from the worker's serve loop; the request it served before (here a
-    clean reference tree, whose files a patch read back through `traceback.walk_stack` with
-    `capture_locals` and imported in place of a fix) must not be among that frame's locals."""
+    """The request a worker served before (here a clean reference tree, whose files a patch had read
+    back through `traceback.walk_stack` with `capture_locals` and imported in place of a fix) must
+    not be among the locals of any frame on the next child's stack (they are the forker's)."""
     import base64
 
     secret = b"VALUE = 'reference-answer'\n"
@@ -463,7 +444,7 @@ def test_a_run_cannot_find_the_previous_run_on_its_stack():
         "import traceback\n"
         "def test_the_stack_holds_no_earlier_request():\n"
         "    frames = traceback.StackSummary.extract(traceback.walk_stack(None), capture_locals=True)\n"
-        "    assert 'serve' in [f.name for f in frames], 'the probe must reach the worker frames'\n"
+        "    assert '_obey' in [f.name for f in frames], 'the probe must reach the forker frames'\n"
         f"    leaked = [f.name for f in frames if {base64.b64encode(secret).decode()!r} in str(f.locals)]\n"
         "    assert not leaked, leaked\n"
     )

@@ -13,18 +13,22 @@ import os
 import select
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 MAX_CHANNEL = 8 * 1024 * 1024
 _DONE = b'{"kind": "done", '  # how the plugin's last record starts (keys are sorted)
 
 
-def wait_run(pid: int, chan: int, control: int, deadline: float) -> tuple[bytes, bool, int | None, bool]:
+def wait_run(
+    pid: int, chan: int, control: int, deadline: float, reap: Callable[[int], int]
+) -> tuple[bytes, bool, int | None, bool]:
     """Read the channel until the run is over; returns data, timed out, wait status (if reaped), hangup.
 
     The run is over at its `done` record, when the child exits, or at the deadline. The child is
     then killed at once (PID 1 of its namespace: everything it left dies with it) and, unless it
-    already exited, reaped after the reply is sent (`server.Worker._finish`), which saves the exit time.
+    already exited, reaped after the reply is sent (`server.Worker._finish`), which saves the exit
+    time. `reap(pid)` is its parent's wait (the worker's forker, `forker.Forker.reap`).
     """
     pidfd = os.pidfd_open(pid)
     data, exited, timed_out, hangup = bytearray(), False, False, False
@@ -48,7 +52,7 @@ def wait_run(pid: int, chan: int, control: int, deadline: float) -> tuple[bytes,
     os.close(pidfd)
     status = None
     if exited:
-        status = os.waitpid(pid, 0)[1]
+        status = reap(pid)
     else:
         os.kill(pid, signal.SIGKILL)
     os.set_blocking(chan, False)

@@ -1,6 +1,6 @@
 """Process steps around a sandboxed child: its limits, its view of the workspace, its cleanup.
 
-The child sets its resource limits and enters the workspace in `server.Worker._child`; the worker
+The child sets its resource limits and enters the workspace in `forker._child`; the worker
 probes whether a uid can still run the interpreter, empties the workspace between runs and, without
 a PID namespace, kills the child's process group. docs/sandbox.md has the threat model.
 """

@@ -1,6 +1,6 @@
 """Take the copy-on-write cost of a forked child off the run's critical path.
 
-After `fork`, the child shares the worker's pages read-only; the first write to each (CPython
+After `fork`, the child shares the forker's pages read-only; the first write to each (CPython
 writes on every reference count change) traps and copies it. A run touches a couple of thousand
 such pages: about 5 ms of faults, a fifth of a warm run, measured with `ru_minflt` in the child
 (docs/sandbox.md). The spare child waits idle for its run anyway, so meanwhile it copies its writable

@@ -2,23 +2,22 @@
 
 Run as `python -B -m pappo.sandbox.server <isolation> <uid>` by `pool.SandboxPool`; requests and
 replies are length-prefixed JSON on stdin/stdout. At start the worker imports pytest, builds the
-pytest config and session once, enters its namespaces (`isolation.isolate_worker`) and says
-hello. Between runs it forks the next child (PID 1 of a fresh PID namespace), which isolates
+pytest config and session once, enters its namespaces (`isolation.isolate_worker`), forks its
+forker (`forker.py`: children come from a process that never held a run's data) and says hello.
+Between runs the forker forks the next child (PID 1 of a fresh PID namespace), which isolates
 itself, drops privileges, sets its limits and waits. Per run the worker writes the files into
 its workspace and sends that child the run's key; the child runs collection and the tests from
 the prepared session. Outcomes come back over an HMAC-authenticated pipe (`pytest_plugin`).
-Rewritten test modules and compiled library modules are cached in the worker (keyed by path and
-content): assertion rewriting is the largest single cost of a run, and trusted tests are the
-same every time. After pytest's assertion rewriting, `typed.instrument` makes each assert's
-`==`/`!=` record its operands' exact types. docs/sandbox.md has the threat model.
+Rewritten trusted test modules are cached in the forker (keyed by path and content): assertion
+rewriting is the largest single cost of a run, and trusted tests are the same every time. After
+pytest's assertion rewriting, `typed.instrument` makes each assert's `==`/`!=` record its
+operands' exact types. docs/sandbox.md has the threat model.
 """
 
 from __future__ import annotations
 
 import base64
-import gc
 import hashlib
-import importlib.machinery
 import json
 import os
 import secrets
@@ -28,9 +27,8 @@ import struct
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import _pytest.assertion.rewrite as _rewrite
 import _pytest.config
@@ -39,7 +37,7 @@ import _pytest.python
 import pytest  # pre-imported on purpose: children must not pay for it
 
 from pappo.io import write_tree
-from pappo.sandbox import channel, child, isolation, prefault, pytest_plugin, rewrite_cache, seccomp, userns
+from pappo.sandbox import channel, child, forker, isolation, pytest_plugin, rewrite_cache, seccomp
 
 for _name in _pytest.config.default_plugins:  # import every builtin plugin once, pre-fork
     try:
@@ -69,16 +67,6 @@ _PYTEST_ARGS = [
 ]
 
 
-@dataclass
-class _Spare:
-    pid: int
-    go: int  # write end: the run's key and trusted test hashes
-    chan: int  # read end of the result channel
-    log: int  # the child's stdout/stderr
-    limits: dict[str, Any]
-    specs: frozenset[str]  # hidden-check specs it inherited from the worker (`Worker.specs`)
-
-
 class Worker:
     """One fork server: its isolation, its workspace, the prepared pytest session, the spare child."""
 
@@ -97,10 +85,12 @@ class Worker:
         os.makedirs(self.workspace, exist_ok=True)
         self.pidns = os.open("/proc/self/ns/pid", os.O_RDONLY) if self.isolation == "namespaces" else -1
         self._pending: int | None = None
-        self._spare: _Spare | None = None
-        # Hidden-check specs by digest (`pool._spec_ref`): sent once; children forked later inherit them.
+        self._spare: forker.Spare | None = None
+        # Hidden-check specs by digest (`pool._spec_ref`): sent once; children forked later inherit
+        # them from the forker, which keeps the same (`forker.remember`).
         self.specs: dict[str, dict[str, Any]] = {}
         self.config, self.session = self._prepare_pytest()
+        self.forker = forker.Forker(self)  # before any request: its memory never holds a run's data
 
     def _isolate(self, mode: str, uid: int) -> tuple[str, int | None]:
         if mode == "rlimits":
@@ -131,7 +121,6 @@ class Worker:
         config.hook.pytest_sessionstart(session=session)
         _rewrite._rewrite_test = rewrite_cache.cached_rewrite
         _pytest.python.Function.repr_failure = rewrite_cache.brief_failure
-        importlib.machinery.SourceFileLoader.source_to_code = rewrite_cache.cached_source_to_code
         return config, session
 
     def serve(self) -> None:
@@ -151,12 +140,7 @@ class Worker:
             except Exception as e:  # a worker fault, not the policy's: reported as infra_error
                 reply = {"infra_error": f"worker: {type(e).__name__}: {e}"}
             self._send(reply)
-            limits = request.get("limits")
-            # The next child is forked below, from this frame: on its stack it must not find this
-            # run's files or records (a clean reference tree and its answers, read back through
-            # `traceback.walk_stack` with `capture_locals`, had passed a task without a fix).
-            del request, reply
-            self._finish(limits)
+            self._finish(request.get("limits"))
 
     def _receive(self) -> dict[str, Any] | None:
         head = channel.read_exact(self.rfd, 4)
@@ -172,34 +156,26 @@ class Worker:
     def _handle(self, req: dict[str, Any]) -> dict[str, Any]:
         ref = req.get("hidden_ref")
         if req.get("hidden") is not None:
-            if len(self.specs) >= 64:
-                del self.specs[next(iter(self.specs))]  # the oldest
-            self.specs[ref] = req["hidden"]
+            forker.remember(self.specs, ref, req["hidden"])
+            self.forker.send({"spec": [ref, req["hidden"]]})
         elif ref is not None and ref not in self.specs:
             return {"unknown_hidden_ref": ref}
         files = {p: base64.b64decode(d) for p, d in req["files"].items()}
         trusted = self._materialise(files)
-        own = []  # the run's own modules: the child keeps only these compiled (`keep_only`)
-        for rel, data in files.items():  # fill the caches in the worker: every child inherits them
-            path = Path(self.workspace, rel)
-            try:
-                if rel in trusted and path.name.startswith("test_"):
-                    rewrite_cache.cached_rewrite(path, self.config)
-                elif rel.endswith(".py") and rel not in trusted:
-                    own.append(rewrite_cache.source_key(path, data))
-                    rewrite_cache.cached_source_to_code(None, data, str(path))
-            except (SyntaxError, ValueError, OSError):
-                pass  # reported by the child's collection
-        return self._run(req | {"own": own}, trusted)
+        # Trusted test files are the same for every grade of a family and shown to the agent: the
+        # forker rewrites them, so children forked later find them ready.
+        tests = {p: req["files"][p] for p in trusted if p.rsplit("/", 1)[-1].startswith("test_")}
+        self.forker.send({"rewrite": tests})
+        return self._run(req, trusted)
 
     def _finish(self, limits: dict[str, Any] | None) -> None:
         """After the reply: reap the killed child, empty the workspace, fork the next child."""
         if self._pending is not None:
-            os.waitpid(self._pending, 0)
+            self.forker.reap(self._pending)
             self._pending = None
         child.clear(self.workspace)
         if limits is not None and self._spare is None:
-            self._spare = self._spawn(limits)
+            self._spare = self.forker.spawn(limits, frozenset(self.specs))
 
     def _materialise(self, files: dict[str, bytes]) -> dict[str, str]:
         """Write the tree; tests stay root-owned and read-only, the rest belongs to the child."""
@@ -229,7 +205,6 @@ class Worker:
                 "hidden": hidden,
                 "hidden_ref": ref,
                 "trace": req.get("trace"),
-                "own": req["own"],
             }
         ).encode()
         try:
@@ -238,7 +213,9 @@ class Worker:
             pass  # it died during setup: no `ready` record, reported as infra_error
         os.close(spare.go)
         deadline = start + float(req["limits"]["timeout_s"])
-        data, timed_out, status, hangup = channel.wait_run(spare.pid, spare.chan, self.rfd, deadline)
+        data, timed_out, status, hangup = channel.wait_run(
+            spare.pid, spare.chan, self.rfd, deadline, self.forker.reap
+        )
         if self.isolation != "namespaces":
             child.killpg(spare.pid)  # the child's own process group (a PID namespace needs no such step)
         self._pending = spare.pid if status is None else None
@@ -260,90 +237,16 @@ class Worker:
         )
         return reply
 
-    def _take_spare(self, limits: dict[str, Any]) -> _Spare:
-        """The child forked and set up ahead of time (see `_spawn`), for these limits."""
+    def _take_spare(self, limits: dict[str, Any]) -> forker.Spare:
+        """The child forked and set up ahead of time (`forker.spawn`), for these limits."""
         spare, self._spare = self._spare, None
         if spare is not None and spare.limits != limits:
             os.kill(spare.pid, signal.SIGKILL)
-            os.waitpid(spare.pid, 0)
+            self.forker.reap(spare.pid)
             for fd in (spare.go, spare.chan, spare.log):
                 os.close(fd)
             spare = None
-        return spare if spare is not None else self._spawn(limits)
-
-    def _spawn(self, limits: dict[str, Any]) -> _Spare:
-        """Fork the next child and let it isolate itself; it then waits for its run's `go`.
-
-        Forking and setting up between requests takes that time off every run's latency.
-        """
-        chan_r, chan_w = os.pipe()
-        go_r, go_w = os.pipe()
-        log_fd = os.open(os.path.join(self.base, "run.log"), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        gc.freeze()  # children share the worker's objects without the gc touching their pages
-        max_fd = max(int(name) for name in os.listdir("/proc/self/fd"))
-        if self.pidns >= 0:
-            isolation.unshare(isolation.CLONE_NEWPID)
-        pid = os.fork()
-        if pid == 0:
-            self._child(chan_w, go_r, log_fd, limits, max_fd)
-        if self.pidns >= 0:
-            isolation.setns(self.pidns, isolation.CLONE_NEWPID)  # later forks: our own namespace
-        os.close(chan_w)
-        os.close(go_r)
-        return _Spare(pid, go_w, chan_r, log_fd, limits, frozenset(self.specs))
-
-    def _child(self, chan_w: int, go_r: int, log_fd: int, limits: dict[str, Any], max_fd: int) -> NoReturn:
-        try:
-            isolation.prctl(isolation.PR_SET_PDEATHSIG, signal.SIGKILL)
-            for fd, target in ((log_fd, 1), (log_fd, 2), (chan_w, 3), (go_r, 4)):
-                os.dup2(fd, target)
-            os.closerange(5, max_fd + 1)  # the protocol pipes and everything else of the worker
-            if self.isolation == "namespaces":
-                isolation.unshare(isolation.CLONE_NEWNS)
-                isolation.mount(
-                    "proc", "/proc", "proc", isolation.MS_NOSUID | isolation.MS_NODEV | isolation.MS_NOEXEC
-                )
-            else:
-                os.setpgid(0, 0)
-            child.set_limits(limits)
-            if seccomp.enabled:  # no unix sockets: the host's named ones stay out of reach
-                seccomp.install()
-            if self.uid is not None and not self.rootless:
-                isolation.drop_privileges(self.uid)
-            prefault.populate_writable(until_readable=4)  # copy-on-write faults while idle, not in the run
-            go = json.loads(channel.read_all(4))  # blocks until the run starts
-            os.close(4)
-            if self.rootless:  # one host uid: read-only mounts, then no capability (userns.py)
-                isolation.protect_workspace(self.workspace, child.writable(self.workspace))
-                userns.leave_worker_namespace(self.uid if self.uid is not None else 65534)
-            child.enter_workspace(self.workspace)
-            hidden = (
-                go["hidden"]
-                if go["hidden_ref"] is None or go["hidden"] is not None
-                else self.specs[go["hidden_ref"]]
-            )
-            rewrite_cache.keep_only(go["own"])  # no other tree's code, no other task's check inputs
-            self.specs.clear()
-            pytest_plugin.begin_run(
-                3, bytes.fromhex(go["key"]), go["test_timeout"], go["trusted"], hidden, go["trace"]
-            )
-        except BaseException as e:  # setup failed before any code under test ran: infra_error
-            os.write(2, f"sandbox child setup failed: {type(e).__name__}: {e}\n".encode())
-            os._exit(70)
-        _run_session(self.config, self.session)
-
-
-def _run_session(config: pytest.Config, session: pytest.Session) -> NoReturn:
-    status = 0
-    try:
-        status = int(_pytest.main._main(config, session) or 0)
-    except BaseException as e:  # the session ends; missing tests count as failed
-        os.write(2, f"session ended by {type(e).__name__}: {e}\n".encode())
-        status = 2
-    try:
-        config.hook.pytest_sessionfinish(session=session, exitstatus=status)
-    finally:
-        os._exit(0)
+        return spare if spare is not None else self.forker.spawn(limits, frozenset(self.specs))
 
 
 def main() -> None:
