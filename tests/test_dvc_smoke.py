@@ -257,6 +257,12 @@ def check_one_seed_try(repo: Path) -> None:
     change made to the published configuration (`rl`) then stales the eight RL runs and the
     experiment, and each is trained."""
     tried = ("-S", "seed=3", "-S", "+tune.rl.ppo_epochs=2")  # the fixture's rl names no actor_lr
+    took = _try_on_a_dev_seed(repo, tried)
+    _publish_the_try(repo, tried, took)
+
+
+def _try_on_a_dev_seed(repo: Path, tried: tuple[str, ...]) -> float:
+    """The try as `dvc exp run`: only the experiment stage runs; returns its seconds."""
     sh("git", "add", "-A", cwd=repo)
     assert (
         sh(
@@ -289,6 +295,12 @@ def check_one_seed_try(repo: Path) -> None:
     assert tried_report["seed"] == 3 and tried_report["params"]["rl"]["ppo_epochs"] == 2  # the try ran
     assert {p: p.read_bytes() for p in published} == published  # the matrix untouched
     assert sh("dvc", "status", "--json", "dvc.yaml", cwd=repo).stdout.strip() in ("{}", "")
+    return t1 - t0
+
+
+def _publish_the_try(repo: Path, tried: tuple[str, ...], took: float) -> None:
+    """The try made the published `rl`: the eight RL runs and the experiment go stale, and two
+    retrained runs show what each does; then the checkout is put back."""
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["rl"]["ppo_epochs"], params["tune"]["rl"] = 2, {}  # the try, now made the published `rl`
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -307,7 +319,7 @@ def check_one_seed_try(repo: Path) -> None:
     assert ran == ["train@0-ppo", "train@1-ppo"], ran
     assert out.count("seed 0: update 1/1") == 1 and out.count("seed 1: update 1/1") == 1, out
     print(
-        f"dvc exp run {' '.join(tried)}: stage experiment, 5 runs trained, {t1 - t0:.0f} s; "
+        f"dvc exp run {' '.join(tried)}: stage experiment, 5 runs trained, {took:.0f} s; "
         f"then the same in rl: stale {sorted(stale)}; dvc repro of the ppo runs {t3 - t2:.0f} s"
     )
     assert (
