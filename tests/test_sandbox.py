@@ -454,3 +454,21 @@ def test_a_run_cannot_find_the_previous_run_on_its_stack():
     assert run.outcomes == {"tests/test_pkg.py::test_the_stack_holds_no_earlier_request": "passed"}, (
         run.failures
     )
+
+
+def test_a_test_file_the_rewriter_cannot_take_fails_to_collect_and_the_worker_lives():
+    """A test file whose assertion rewriting raises more than a SyntaxError (here the parser's
+    RecursionError) is that module's collection error; the forker, which rewrote it first, must
+    outlive it (it had died, and with it the worker: this run and the next were infra errors)."""
+    deep = b"def test_deep():\n    x = 2 + " + b"-" * 5000 + b"1\n"
+    ok = b"from pkg import add\n\ndef test_ok():\n    assert add(1, 2) == 3\n"
+    with SandboxPool(FAST, workers=1) as one:
+        worker = one._all[0].proc.pid
+        first = one.run({**PKG, "tests/test_deep.py": deep, "tests/test_ok.py": ok})
+        second = one.run({**PKG, "tests/test_ok.py": ok})
+        assert one._all[0].proc.pid == worker, "the worker was replaced"
+    assert first.infra_error is None and second.infra_error is None, (first.infra_error, second.infra_error)
+    assert first.outcomes == {"tests/test_ok.py::test_ok": "passed"} and first.collect_errors == [
+        "tests/test_deep.py"
+    ]
+    assert second.outcomes == {"tests/test_ok.py::test_ok": "passed"}

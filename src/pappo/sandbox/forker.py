@@ -115,8 +115,8 @@ def _obey(worker: Worker, command: dict[str, Any], answers: socket.socket) -> No
         for rel, data in command["rewrite"].items():
             try:
                 rewrite_cache.prime(Path(worker.workspace, rel), base64.b64decode(data), worker.config)
-            except (SyntaxError, ValueError):
-                pass  # reported by the child's collection
+            except Exception:  # the child's collection reports it; the forker must outlive any file
+                pass
 
 
 def spawn(worker: Worker, limits: dict[str, Any]) -> Spare:

@@ -49,25 +49,7 @@ PRIVATE = ("/home", "/root", "/run", "/mnt", "/media")
 # folder (/work, /srv, /opt, /data...) is covered like PRIVATE: the project's task references
 # (data/*/repos) and any other copy of them live there, and code under test that could read the
 # clean tree would load it in place of a fix (`tests/test_sandbox_view.py`).
-SYSTEM = frozenset(
-    {
-        "bin",
-        "dev",
-        "etc",
-        "gnu",
-        "lib",
-        "lib32",
-        "lib64",
-        "libx32",
-        "nix",
-        "proc",
-        "sbin",
-        "snap",
-        "sys",
-        "usr",
-        "var",
-    }
-)
+SYSTEM = frozenset("bin dev etc gnu lib lib32 lib64 libx32 nix proc sbin snap sys usr var".split())
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -185,10 +167,8 @@ def _private_dirs(needed: list[str]) -> list[str]:
     homes = (os.path.expanduser("~"), os.environ.get("HOME", ""))
     tops = ["/" + n for n in os.listdir("/") if n not in SYSTEM]
     tops = [p for p in tops if os.path.isdir(p) and not os.path.islink(p)]  # a link's target is judged itself
-    found = {os.path.realpath(p) for p in (*PRIVATE, *homes, *tops) if p and os.path.isabs(p)} - {
-        "/",
-        *SCRATCH,
-    }
+    paths = (*PRIVATE, *homes, *tops)
+    found = {os.path.realpath(p) for p in paths if p and os.path.isabs(p)} - {"/", *SCRATCH}
     found = {p for p in found if not any(p == n or p.startswith(n + "/") for n in needed)}
     return sorted(p for p in found if not any(p.startswith(q + "/") for q in found))
 
