@@ -61,6 +61,7 @@ from pappo.experiment import machine
 from pappo.io import atomic_write_json
 from pappo.policy import decode_graphs, memory
 from pappo.policy.adapters import ActorCritic
+from pappo.policy.attention import ATTN_IMPLEMENTATION
 from pappo.policy.chat import ChatCodec
 from pappo.policy.checkpoint import tiny_config
 from pappo.rl.batch import from_trajectories
@@ -146,7 +147,7 @@ def model_config(name: str, tokenizer: Any, params: Any, vocab: int | None = Non
     return Qwen2Config(
         vocab_size=vocab or len(tokenizer),
         use_sliding_window=False,
-        attn_implementation="sdpa",
+        attn_implementation=ATTN_IMPLEMENTATION,
         **QWEN25_CODER_7B,
         **ids,
     )
@@ -159,7 +160,7 @@ def build_model(
     decodable: the tokenizer's size, when the vocabulary is larger (module docstring: the lm_head bias)."""
     with torch.random.fork_rng(devices=[]), torch.device(device):
         torch.manual_seed(seed)
-        model = Qwen2ForCausalLM._from_config(cfg, dtype=dtype, attn_implementation="sdpa")
+        model = Qwen2ForCausalLM._from_config(cfg, dtype=dtype, attn_implementation=ATTN_IMPLEMENTATION)
         if decodable is not None and decodable < cfg.vocab_size:
             head = torch.nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=True, dtype=dtype)
             with torch.no_grad():

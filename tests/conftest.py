@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import os
 import shutil
@@ -188,30 +187,3 @@ def load_benchmark(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-@functools.cache
-def _cpu_bf16_attention_error() -> str | None:
-    """torch's refusal of a small bf16 attention on this CPU (see below), or None if it runs."""
-    import torch
-    import torch.nn.functional as F
-
-    q = torch.zeros(1, 2, 64, 16, dtype=torch.bfloat16)
-    try:
-        F.scaled_dot_product_attention(q, q, q, attn_mask=torch.zeros(1, 1, 64, 64, dtype=torch.bfloat16))
-    except RuntimeError as e:
-        if "pack_vnni2" not in str(e):
-            raise
-        return str(e)
-    return None
-
-
-def skip_without_cpu_bf16_attention() -> None:
-    """Skip a test that runs CPU attention in bf16 where torch cannot: on a CPU with AVX512-BF16,
-    torch 2.13's CPU flash attention packs bf16 with VNNI, and the packing refuses when ATen's
-    dispatch is capped below AVX512 (ATEN_CPU_CAPABILITY=default or avx2, as CI's portability pass
-    sets) with "pack_vnni2 is only supported when avx512 is supported". Probed once per session;
-    any other error is raised."""
-    error = _cpu_bf16_attention_error()
-    if error is not None:
-        pytest.skip(f"torch cannot run bf16 attention on this CPU at this ATen capability: {error}")

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from conftest import ROOT, load_benchmark, skip_without_cpu_bf16_attention
+from conftest import ROOT, load_benchmark
 
 SCRIPT = ROOT / "benchmarks" / "gpu_step.py"
 SMALL = [
@@ -145,7 +145,6 @@ def test_7b_code_path_at_toy_size_in_bf16_with_checkpointing(tmp_path, capsys, m
     """The 7B branch (own Qwen2Config, untied embeddings, checkpointing on by default, the hub
     profile's LoRA and rl, Qwen's 152064-id vocabulary) with the 7B dims swapped for small ones;
     bf16 as on the GPU, so the decoder snapshot's dtype cast runs."""
-    skip_without_cpu_bf16_attention()
     import transformers.modeling_utils as hf  # imports torch's `checkpoint` by name; enable binds that
 
     calls = []

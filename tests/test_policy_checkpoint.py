@@ -21,6 +21,7 @@ from transformers import PreTrainedTokenizerFast
 from conftest import ROOT
 from pappo.config.policy import ModelParams, TinyModelParams
 from pappo.io import PappoError, sha256_bytes, sha256_file
+from pappo.policy.attention import ATTN_IMPLEMENTATION
 from pappo.policy.checkpoint import (
     RECORD_NAME,
     TINY_MODEL_ID,
@@ -161,7 +162,7 @@ def test_tiny_round_trip_gives_identical_logits(saved):
     params = ModelParams(tiny=TINY)
     loaded, tokenizer, got = load_checkpoint(params, folder)
     assert torch.equal(logits(loaded, IDS), logits(model, IDS))
-    assert got == record and loaded.config._attn_implementation == "sdpa"
+    assert got == record and loaded.config._attn_implementation == ATTN_IMPLEMENTATION
     assert tokenizer("def add").input_ids == saved[1]("def add").input_ids
 
 
@@ -213,7 +214,9 @@ def test_pinned_hub_snapshot_loads_through_transformers(saved, hub):
     assert (got.profile, got.model_id, got.revision, got.pinned, got.ref) == ("hub", HUB_ID, REV, True, None)
     assert got.files == saved_record.files  # sha256 of the content, whatever the blob is named by
     assert got.n_parameters == model.num_parameters()
-    assert loaded.config._attn_implementation == "sdpa"  # same path as the tiny model: same logits
+    assert (
+        loaded.config._attn_implementation == ATTN_IMPLEMENTATION
+    )  # same path as the tiny model: same logits
     assert torch.equal(logits(loaded, IDS), logits(model, IDS))
     assert hub_tok("hello world").input_ids == tokenizer("hello world").input_ids
 

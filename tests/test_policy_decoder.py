@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 import transformers
@@ -150,9 +152,10 @@ def test_other_architectures_are_refused_by_name():
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 def test_decode_attention_is_the_trainers_sdpa_outside_float32(dtype):
-    """A decode step (one query) in bf16/fp16 is SDPA's arithmetic bit for bit (the trainer's
-    attention); in float32 it is the grouped matmul, equal to SDPA to rounding."""
+    """A decode step (one query) in bf16/fp16 is the trainer's attention bit for bit (SDPA's math
+    kernel on CPU, policy/attention.py); in float32 it is the grouped matmul, equal to SDPA to rounding."""
     import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from pappo.policy.decoder import _attention
 
@@ -162,7 +165,8 @@ def test_decode_attention_is_the_trainers_sdpa_outside_float32(dtype):
     bias = torch.zeros(3, 1, 1, 9, dtype=dtype)
     bias[0, :, :, :3] = torch.finfo(dtype).min  # a left-padded row
     got = _attention(q, k, v, bias)
-    want = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, enable_gqa=True)
+    with sdpa_kernel(SDPBackend.MATH) if dtype != torch.float32 else contextlib.nullcontext():
+        want = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, enable_gqa=True)
     if dtype == torch.float32:
         torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
     else:

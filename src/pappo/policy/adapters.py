@@ -27,6 +27,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from pappo.config.policy import LoraParams
 from pappo.io import PappoError, atomic_write_bytes, atomic_write_json
+from pappo.policy.attention import ATTN_IMPLEMENTATION
 from pappo.policy.prefix import MIN_SHARED_PREFIX, common_prefix_len
 from pappo.policy.sft import dense_or_mask
 
@@ -77,6 +78,8 @@ class ActorCritic(nn.Module):
     def __init__(self, base: PreTrainedModel, lora: LoraParams, logits_fp32: bool = False) -> None:
         super().__init__()
         _check_base(base, lora)
+        # The attention the rollout decoder mirrors, whatever the base was built with (attention.py)
+        base.set_attn_implementation(ATTN_IMPLEMENTATION)
         self.lora = lora
         self.logits_fp32 = (
             logits_fp32  # model.logits_fp32: `token_logits` in float32 (as the rollout decoder's)

@@ -28,11 +28,6 @@ if TYPE_CHECKING:
 
 TINY_MODEL_ID = "pappo/tiny-qwen2"
 RECORD_NAME = "checkpoint.json"
-# sdpa for both profiles: eager materialises every T x T score matrix, which made an SFT step on
-# 2k-token episodes 4x slower on CPU (9.5 s vs 2.4 s, batch 8, measured). sdpa is repeatable run
-# to run on CPU; sampler and teacher-forced log-probs agree to 1e-4 (tests/test_policy_rollout.py).
-ATTN_IMPLEMENTATION = "sdpa"
-HUB_ATTN_IMPLEMENTATION = "sdpa"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
@@ -146,6 +141,8 @@ def tiny_config(
     Embeddings are tied (as in the small Qwen2.5 models), which halves the largest matrix.
     """
     from transformers import Qwen2Config
+
+    from pappo.policy.attention import ATTN_IMPLEMENTATION
 
     return Qwen2Config(
         vocab_size=vocab_size,

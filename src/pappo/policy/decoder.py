@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from pappo.io import PappoError
+from pappo.policy.attention import sdpa
 from pappo.policy.decode_graphs import DecodeGraphs, decode_window
 from pappo.policy.kv_cache import KVCache
 from pappo.policy.memory import attention_row_group
@@ -224,7 +225,7 @@ class Qwen2Decoder:
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """Grouped-query attention; q (B, Hq, T, D), k and v (B, Hkv, L, D), bias (B, 1, T, L).
 
-    On CUDA, `_attention_cuda`. Elsewhere SDPA, the trainer's attention (transformers' sdpa),
+    On CUDA, `_attention_cuda`. Elsewhere `attention.sdpa`, the trainer's attention,
     wherever the two sides' arithmetic could part: every prefill, and every step in bf16 or fp16,
     where a hand-written softmax(QK^T)V rounds differently (on CPU in bf16 it put the sampler 10x
     further from the trainer: mean |gap| 1.6e-4 vs 1.5e-5 nats). One new token in float32 (the
@@ -236,7 +237,7 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Te
     if q.is_cuda:
         return _attention_cuda(q, k, v, bias)
     if t != 1 or q.dtype != torch.float32:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, enable_gqa=True)
+        return sdpa(q, k, v, attn_mask=bias, enable_gqa=True)
     qg = q.view(b, hkv, hq // hkv, d)  # (B, Hkv, G, D)
     scores = torch.matmul(qg, k.transpose(-1, -2)) * d**-0.5 + bias[:, :, 0, None, :]  # (B, Hkv, G, L)
     return torch.matmul(torch.softmax(scores, dim=-1), v).view(b, hq, 1, d)

@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Any
 from pappo.config.policy import ModelParams, TinyModelParams
 from pappo.io import PappoError
 from pappo.policy.checkpoint import (
-    ATTN_IMPLEMENTATION,
-    HUB_ATTN_IMPLEMENTATION,
     CheckpointRecord,
     read_record,
     refuse_diff,
@@ -79,6 +77,8 @@ def _torch_dtype(name: str) -> Any:
 def _load_hub(params: ModelParams) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, CheckpointRecord]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from pappo.policy.attention import ATTN_IMPLEMENTATION
+
     if params.local_files_only:
         _, record = resolve_hub(params)  # refuse a missing or corrupt snapshot before the slow load
         revision = record.revision  # load exactly the commit that was verified
@@ -93,7 +93,7 @@ def _load_hub(params: ModelParams) -> tuple[PreTrainedModel, PreTrainedTokenizer
         params.id,
         dtype=_torch_dtype(params.dtype),
         adapter_kwargs=where,
-        attn_implementation=HUB_ATTN_IMPLEMENTATION,
+        attn_implementation=ATTN_IMPLEMENTATION,
         **kwargs,
     )
     tokenizer = AutoTokenizer.from_pretrained(params.id, **kwargs)
@@ -117,6 +117,8 @@ def _load_tiny(
     params: ModelParams, folder: Path
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, CheckpointRecord]:
     from transformers import AutoModelForCausalLM
+
+    from pappo.policy.attention import ATTN_IMPLEMENTATION
 
     record = read_record(folder)
     verify_against(record, folder)
