@@ -95,4 +95,5 @@ def test_half_precision_trains_on_cpu_under_a_capped_aten_capability(capability)
     env = {**os.environ, "ATEN_CPU_CAPABILITY": capability, "OMP_NUM_THREADS": "1"}
     run = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.split() == [capability.upper(), "ok"]
+    got, done = run.stdout.split()
+    assert done == "ok" and got in {capability.upper(), "DEFAULT"}  # a CPU without AVX2 gets DEFAULT
