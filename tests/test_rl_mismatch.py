@@ -321,8 +321,7 @@ def test_float16_trains_with_loss_scaling_and_float32_adapters(fx_params: Params
 def rounding_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """softmax(QK^T)V rounded in the model's dtype at every op: another kernel than the trainer's
     SDPA (which computes half inputs in float32 on CPU), as a GPU sampler's kernels are."""
-    g = q.shape[1] // k.shape[1]
-    k, v = (x.repeat_interleave(g, dim=1) for x in (k, v))  # (B, Hq, L, D)
+    k, v = (decoder_mod._repeat_kv(x, q.shape[1] // k.shape[1]) for x in (k, v))  # (B, Hq, L, D)
     scores = q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5 + bias.to(q.dtype)
     return torch.softmax(scores, dim=-1) @ v
 

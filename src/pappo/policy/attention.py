@@ -14,6 +14,7 @@ transformers picks a model's attention by name from its `AttentionInterface` (tr
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import torch
@@ -35,11 +36,14 @@ def math_only(q: torch.Tensor) -> bool:
     return q.device.type == "cpu" and q.dtype in _HALF
 
 
+def _kernels(q: torch.Tensor) -> AbstractContextManager:
+    """SDPA's kernels for attention over `q`: the math kernel where `math_only`, else its own choice."""
+    return sdpa_kernel(SDPBackend.MATH) if math_only(q) else nullcontext()
+
+
 def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **kwargs: Any) -> torch.Tensor:
     """`F.scaled_dot_product_attention(q, k, v, **kwargs)`, on the math kernel where `math_only`."""
-    if not math_only(q):
-        return F.scaled_dot_product_attention(q, k, v, **kwargs)
-    with sdpa_kernel(SDPBackend.MATH):
+    with _kernels(q):
         return F.scaled_dot_product_attention(q, k, v, **kwargs)
 
 
@@ -52,9 +56,7 @@ def _transformers_attention(
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """transformers' `sdpa_attention_forward`, on the math kernel where `math_only(query)`."""
-    if not math_only(query):
-        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
-    with sdpa_kernel(SDPBackend.MATH):
+    with _kernels(query):
         return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
 
 
