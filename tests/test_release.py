@@ -16,6 +16,7 @@ import subprocess
 import threading
 import time
 import traceback
+import tracemalloc
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -645,3 +646,23 @@ def test_missing_bundle_is_refused_before_any_request(zen: FakeZenodo, tmp_path:
     with pytest.raises(PappoError, match="pappo release"):
         upload(tmp_path / "none.zip", META, zen.base, TOKEN, publish=True, timeout=5)
     assert zen.seen == []
+
+
+def test_a_file_streams_into_the_zip_as_the_same_bytes_in_bounded_memory(tmp_path: Path) -> None:
+    """Files on disk are copied into the bundle in chunks, and the zip is byte-for-byte the one
+    written from the bytes in memory (zip64 chosen from the same declared size)."""
+    from pappo.evidence.bundle_read import REGULAR
+    from pappo.evidence.release import _write_zip
+
+    data = os.urandom(24 << 20) + bytes(8 << 20)
+    path = write(tmp_path, "adapter.safetensors", data)
+    _write_zip(tmp_path / "held.zip", {"a/x.bin": (REGULAR, data), "b": (REGULAR, b"small")})
+    del data
+    tracemalloc.start()
+    try:
+        _write_zip(tmp_path / "streamed.zip", {"a/x.bin": (REGULAR, path), "b": (REGULAR, b"small")})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (tmp_path / "streamed.zip").read_bytes() == (tmp_path / "held.zip").read_bytes()
+    assert peak < 8 << 20, f"peak {peak / 2**20:.1f} MiB"
