@@ -53,17 +53,17 @@ def _digested(src: BinaryIO, mode: int, size: int) -> Entry:
     header needs it first); bytes that differ from it raise OSError."""
     sha, md5 = hashlib.sha256(), hashlib.md5()
     blob = hashlib.sha1(b"blob %d\0" % size)
-    read, link = 0, b""
+    read, target = 0, []
     for chunk in iter(lambda: src.read(CHUNK), b""):
         for h in (sha, md5, blob):
             h.update(chunk)
         read += len(chunk)
-        link += chunk if stat.S_ISLNK(mode) and read <= LINK_MAX else b""
+        if stat.S_ISLNK(mode):  # at most LINK_MAX bytes (_refused)
+            target.append(chunk)
     if read != size:
         raise OSError(f"{read} bytes read, {size} declared: it changed while being read")
-    return Entry(
-        mode, size, sha.hexdigest(), md5.hexdigest(), blob.digest(), link if stat.S_ISLNK(mode) else None
-    )
+    link = b"".join(target) if stat.S_ISLNK(mode) else None
+    return Entry(mode, size, sha.hexdigest(), md5.hexdigest(), blob.digest(), link)
 
 
 def _link_stays_inside(name: str, target: bytes) -> bool:
@@ -77,6 +77,11 @@ def _link_stays_inside(name: str, target: bytes) -> bool:
         if depth < 0:
             return False
     return True
+
+
+def _open_file(path: Path) -> BinaryIO:
+    """A file of an unpacked bundle; O_NOFOLLOW: one swapped for a symlink is not read through."""
+    return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb")
 
 
 def _refused(name: str, mode: int, size: int) -> str | None:
@@ -113,8 +118,8 @@ class Bundle:
         entry, where = self.entries[name], self._where[name]
         if entry.link is not None:
             return io.BytesIO(entry.link)
-        if isinstance(where, Path):  # O_NOFOLLOW: a file swapped for a link since the scan is not read
-            return os.fdopen(os.open(where, os.O_RDONLY | os.O_NOFOLLOW), "rb")
+        if isinstance(where, Path):
+            return _open_file(where)
         assert self._zip is not None
         return self._zip.open(where)
 
@@ -161,62 +166,57 @@ class Bundle:
                 )
                 del self.entries[name], self._where[name]
 
+    def _scan_zip(self, zf: zipfile.ZipFile) -> set[str]:
+        """Admit a zip's entries; their names (refused ones too)."""
+        limit = max(FLOOR, RATIO * self.path.stat().st_size)
+        names, total = set(), 0
+        for info in zf.infolist():
+            if info.is_dir():
+                continue
+            name, mode = info.filename, info.external_attr >> 16 or REGULAR
+            names.add(name)
+            why = _refused(name, mode, info.file_size)
+            if why is None and total + info.file_size > limit:
+                why = (
+                    f"{name}: unpacks to {info.file_size} bytes, past the bundle's limit ({limit} bytes "
+                    f"in all: {FLOOR}, or {RATIO} times the zip's size); left out"
+                )
+            if why is not None:
+                self.problems.append(why)
+                continue
+            total += info.file_size
+            try:
+                with zf.open(info) as f:
+                    entry = _digested(f, mode, info.file_size)
+            except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as e:
+                self.problems.append(f"{name}: unreadable in the archive ({e})")
+                continue
+            self._admit(name, entry, info)
+        return names
 
-def _scan_zip(b: Bundle, zf: zipfile.ZipFile) -> set[str]:
-    """Admit a zip's entries; their names (refused ones too)."""
-    limit = max(FLOOR, RATIO * b.path.stat().st_size)
-    names, total = set(), 0
-    for info in zf.infolist():
-        if info.is_dir():
-            continue
-        name, mode = info.filename, info.external_attr >> 16 or REGULAR
-        names.add(name)
-        why = _refused(name, mode, info.file_size)
-        if why is None and total + info.file_size > limit:
-            why = (
-                f"{name}: unpacks to {info.file_size} bytes, past the bundle's limit ({limit} bytes "
-                f"in all: {FLOOR}, or {RATIO} times the zip's size); left out"
-            )
-        if why is not None:
-            b.problems.append(why)
-            continue
-        total += info.file_size
-        try:
-            with zf.open(info) as f:
-                entry = _digested(f, mode, info.file_size)
-        except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as e:
-            b.problems.append(f"{name}: unreadable in the archive ({e})")
-            continue
-        b._admit(name, entry, info)
-    return names
-
-
-def _scan_folder(b: Bundle) -> set[str]:
-    """Admit an unpacked bundle's files with the zip's rules (a symlink holds its target)."""
-    for path in sorted(b.path.rglob("*")):
-        rel = path.relative_to(b.path).as_posix()
-        if path.is_symlink():
-            mode, target = SYMLINK, os.readlink(path).encode()
-            size, opener = len(target), lambda t=target: io.BytesIO(t)
-        elif path.is_file() and "__pycache__" not in rel.split("/"):
-            mode = EXECUTABLE if path.stat().st_mode & 0o111 else REGULAR
-            size, opener = (
-                path.stat().st_size,
-                lambda p=path: os.fdopen(os.open(p, os.O_RDONLY | os.O_NOFOLLOW), "rb"),
-            )
-        else:
-            continue
-        if why := _refused(rel, mode, size):
-            b.problems.append(why)
-            continue
-        try:
-            with opener() as f:
-                entry = _digested(f, mode, size)
-        except OSError as e:
-            b.problems.append(f"{rel}: unreadable ({e})")
-            continue
-        b._admit(rel, entry, path)
-    return set(b.entries)
+    def _scan_folder(self) -> set[str]:
+        """Admit an unpacked bundle's files with the zip's rules (a symlink holds its target)."""
+        for path in sorted(self.path.rglob("*")):
+            rel = path.relative_to(self.path).as_posix()
+            if path.is_symlink():
+                mode, target = SYMLINK, os.readlink(path).encode()
+                size = len(target)
+            elif path.is_file() and "__pycache__" not in rel.split("/"):
+                mode = EXECUTABLE if path.stat().st_mode & 0o111 else REGULAR
+                size, target = path.stat().st_size, None
+            else:
+                continue
+            if why := _refused(rel, mode, size):
+                self.problems.append(why)
+                continue
+            try:
+                with io.BytesIO(target) if target is not None else _open_file(path) as f:
+                    entry = _digested(f, mode, size)
+            except OSError as e:
+                self.problems.append(f"{rel}: unreadable ({e})")
+                continue
+            self._admit(rel, entry, path)
+        return set(self.entries)
 
 
 def scan(path: Path) -> Bundle:
@@ -225,11 +225,11 @@ def scan(path: Path) -> Bundle:
     zip itself cannot be read."""
     b = Bundle(path)
     if b.path.is_dir():
-        b._nested(_scan_folder(b))
+        b._nested(b._scan_folder())
         return b
     b._zip = zipfile.ZipFile(b.path)
     try:
-        b._nested(_scan_zip(b, b._zip))
+        b._nested(b._scan_zip(b._zip))
     except BaseException:
         b.close()
         raise
