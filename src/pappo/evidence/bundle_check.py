@@ -92,6 +92,11 @@ def bundled_out(entries: dict[str, Entry], out: LockedOut) -> dict[str, str] | N
     return files or None
 
 
+def lock_texts(b: Bundle) -> tuple[bytes, bytes, bytes]:
+    """The bundle's dvc.lock, dvc.yaml (the commit's, in source/) and params.yaml (b"": absent)."""
+    return tuple(b.read(n) or b"" for n in ("dvc.lock", f"{SOURCE}dvc.yaml", "params.yaml"))
+
+
 def bundled_md5(b: Bundle, out: LockedOut) -> tuple[dict[str, str], str] | None:
     """(the md5 of each of an output's files by path inside it, the md5 dvc.lock would record for
     them); None when the bundle does not hold the output."""
@@ -176,9 +181,7 @@ def _check_runs(b: Bundle) -> None:
         found = {n[len(run) + 1 :]: e.sha256 for n, e in b.entries.items() if n.startswith(run + "/")}
         b.problems += [f"{run}: {p}" for p in check_receipt(receipt, found)]
     try:
-        outs = current_outs(
-            b.read("dvc.lock") or b"", b.read(f"{SOURCE}dvc.yaml") or b"", b.read("params.yaml") or b""
-        )
+        outs = current_outs(*lock_texts(b))
     except (yaml.YAMLError, AttributeError) as e:
         b.problems.append(f"dvc.lock: not a DVC lock file ({str(e).splitlines()[0]})")
         return

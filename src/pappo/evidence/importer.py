@@ -23,7 +23,7 @@ from pathlib import Path
 from pappo.config import load_params
 from pappo.evidence import history
 from pappo.evidence.bundle import verified
-from pappo.evidence.bundle_check import SOURCE, bundled_md5, bundled_name, bundled_out
+from pappo.evidence.bundle_check import bundled_md5, bundled_name, bundled_out, lock_texts
 from pappo.evidence.bundle_read import Bundle
 from pappo.evidence.defined_stages import current_outs, stale, stale_note
 from pappo.evidence.dvc_cache import LockedOut, read_out, store
@@ -102,11 +102,6 @@ def _history_agrees(root: Path, b: Bundle) -> None:
             "written: the bundle or the history was altered, or this clone is shallow "
             "(`git fetch --unshallow`)"
         )
-
-
-def lock_texts(b: Bundle) -> tuple[bytes, bytes, bytes]:
-    """The bundle's dvc.lock, dvc.yaml (the commit's, in source/) and params.yaml."""
-    return tuple(b.read(n) or b"" for n in ("dvc.lock", f"{SOURCE}dvc.yaml", "params.yaml"))
 
 
 def _unchanged(b: Bundle) -> None:
