@@ -32,7 +32,7 @@ from pappo.evidence.release import build_bundle, read_metadata
 from pappo.evidence.summary_models import Comparison, MethodSummary, Summary
 from pappo.evidence.zenodo import BASE_URLS, token_from_env, upload
 from pappo.experiment import receipt as rc
-from pappo.io import PappoError
+from pappo.io import PappoError, file_digest
 from pappo.rl.results import Interval
 from test_evidence_receipt import NUMERICS
 
@@ -221,8 +221,9 @@ def repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path)
 
 
-def make_repo(tmp_path: Path) -> Path:
-    """A committed repository with every file a release packages; receipts/audit.json untracked, of HEAD."""
+def make_repo(tmp_path: Path, adapter_mib: int = 0) -> Path:
+    """A committed repository with every file a release packages; receipts/audit.json untracked, of
+    HEAD. The run's adapter is 2 KiB, plus `adapter_mib` MiB of random bytes (benchmarks/bundle_memory.py)."""
     root = tmp_path / "repo"
     root.mkdir()
     git(root, "init", "-q")
@@ -246,11 +247,14 @@ def make_repo(tmp_path: Path) -> Path:
         write(root, rel, text)
     write(root, "run.sh", "#!/bin/sh\necho hi\n").chmod(0o755)
     os.symlink("README.md", root / "link")
-    write(root, f"{RUN}/adapters/adapter_model.safetensors", bytes(range(256)) * 8)  # DVC-cached: not in git
+    adapter = write(root, f"{RUN}/adapters/adapter_model.safetensors", bytes(range(256)) * 8)  # DVC-cached
+    with open(adapter, "ab") as f:
+        for _ in range(adapter_mib):
+            f.write(os.urandom(1 << 20))
     rc.write_receipt(root / RUN, receipt(root / RUN))
     write(root, "reports/summary.json", summary().model_dump_json(indent=2))
     md5 = hashlib.md5((root / RUN / "report.json").read_bytes()).hexdigest()
-    weights = hashlib.md5((root / RUN / "adapters/adapter_model.safetensors").read_bytes()).hexdigest()
+    weights = file_digest(adapter, "md5")
     manifest = json.dumps(
         [{"md5": weights, "relpath": "adapter_model.safetensors"}], sort_keys=True
     )  # DVC's .dir
