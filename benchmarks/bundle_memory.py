@@ -8,13 +8,15 @@ of random bytes (incompressible, as float weights nearly are); 308 MiB is one Lo
 hub profile (rank 32 on every projection of Qwen2.5-Coder-7B, 80.7M float32 parameters), the
 largest entry its bundle holds. Peak heap is tracemalloc's (every Python allocation, the bytes
 objects a read makes included), per step; it is the number that grew with the entry when
-bundles were read whole. Prints one line per step; last line `ratio peak heap/adapter: X.XXX`,
+bundles were read whole. The process's peak resident memory before and after the steps shows the
+same from outside Python. Prints one line per step; last line `ratio peak heap/adapter: X.XXX`,
 the largest step's peak over the adapter's size (about 1 or more when an entry is held whole).
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import tempfile
 import time
@@ -42,6 +44,10 @@ def measured(fn: Callable[[], Any]) -> tuple[Any, float, float]:
         tracemalloc.stop()
 
 
+def max_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--adapter-mib", type=int, default=308)
@@ -56,7 +62,7 @@ def main() -> None:
             ("unpack", lambda: unpack(Path(tmp) / "dist/pappo-evidence-0.1.0.zip", Path(tmp) / "u")),
             ("verify folder", lambda: verify_bundle(Path(tmp) / "u")),
         ]
-        peaks = []
+        peaks, before = [], max_rss_mib()
         for name, fn in steps:
             out, secs, peak = measured(fn)
             if isinstance(out, list) and out:
@@ -65,6 +71,7 @@ def main() -> None:
             peaks.append(peak)
         zipped = Path(tmp) / "dist/pappo-evidence-0.1.0.zip"
         print(f"zip {zipped.stat().st_size / 2**20:.1f} MiB")
+        print(f"max RSS {before:.0f} MiB before the steps (imports, setup), {max_rss_mib():.0f} MiB after")
         print(f"ratio peak heap/adapter: {max(peaks) * 2**20 / size:.3f}")
 
 
