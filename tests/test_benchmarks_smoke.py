@@ -32,6 +32,7 @@ SMOKE = {
         r"per episode cpu_s: train \d+\.\d{3} eval \d+\.\d{3}",
     ),
     "decode_graphs.py": (["--config", "tiny", "--device", "cpu", "--episodes", "2"], r"ratio: \d+\.\d\d"),
+    "bundle_memory.py": (["--adapter-mib", "1"], r"ratio peak heap/adapter: \d+\.\d{3}"),
     "decode_host.py": (
         ["--rows", "4", "--widths", "16", "64", "--steps", "8", "--repeats", "1"],
         r"ratio: \d+\.\d\d",
@@ -153,3 +154,12 @@ def test_decode_host_times_each_width() -> None:
     out = _check("decode_host.py")
     found = re.findall(r"^host per decode step, 4 rows, (\d+) positions: (\d+\.\d{3}) ms$", out, re.M)
     assert [int(w) for w, _ in found] == [16, 64] and all(float(ms) > 0 for _, ms in found), out
+
+
+def test_bundle_memory_releases_verifies_and_unpacks() -> None:
+    """One line per step with its time and peak heap, the zip's size, then the ratio."""
+    out = _check("bundle_memory.py")
+    steps = re.findall(
+        r"^(release|verify zip|unpack|verify folder) +\d+\.\d s  peak heap +\d+\.\d MiB$", out, re.M
+    )
+    assert steps == ["release", "verify zip", "unpack", "verify folder"], out

@@ -1,5 +1,6 @@
 """A hostile bundle: symlinks that lead out, odd modes, repeated entries, zip bombs, an edited
-history with recomputed sums, and stale dvc.lock stages a release must not need.
+history with recomputed sums, stale dvc.lock stages a release must not need, and entries too
+large to hold in memory.
 
 Bundles are built from test_release.py's tiny repository; every symlink target is under tmp_path.
 """
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tracemalloc
 import zipfile
 from pathlib import Path
 
@@ -16,12 +19,13 @@ import yaml
 
 from pappo.evidence import bundle as bd
 from pappo.evidence import bundle_check as bc
+from pappo.evidence import bundle_read as br
 from pappo.evidence import defined_stages as ds
 from pappo.evidence.history import History
 from pappo.evidence.importer import plan
 from pappo.evidence.release import build_bundle
 from pappo.io import PappoError
-from test_release import entries, git, make_repo, verdict, write
+from test_release import RUN, entries, git, make_repo, verdict, write
 
 
 @pytest.fixture
@@ -38,7 +42,11 @@ LINK, FILE = 0o120777, 0o100644
 
 
 def forged(
-    src: Path, dst: Path, extra: list[tuple[str, int, bytes]], change: dict[str, bytes] | None = None
+    src: Path,
+    dst: Path,
+    extra: list[tuple[str, int, bytes]],
+    change: dict[str, bytes] | None = None,
+    deflate: bool = False,
 ) -> Path:
     """`src` with `extra` entries (name, mode, bytes) appended and `change`d ones replaced, and
     SHA256SUMS recomputed, as an attacker would: only the new checks can tell."""
@@ -51,11 +59,11 @@ def forged(
     sums = "".join(
         f"{hashlib.sha256(d).hexdigest()}  {n}\n" for n, _, d in sorted(files) if n != "SHA256SUMS"
     )
-    with zipfile.ZipFile(dst, "w") as zout:
+    with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED) as zout:
         for name, mode, data in [*files, ("SHA256SUMS", FILE, sums.encode())]:
             info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
             info.create_system, info.external_attr = 3, mode << 16
-            zout.writestr(info, data)
+            zout.writestr(info, data, compress_type=zout.compression)
     return dst
 
 
@@ -114,14 +122,47 @@ def _declared(src: Path, name: str, size: int) -> bytes:
 
 
 def test_a_zip_bomb_is_refused_before_it_is_read(bundle: Path, tmp_path: Path) -> None:
-    largest = max(i.file_size for i in zipfile.ZipFile(bundle).infolist())
-    assert largest < bc.MAX_ENTRY // 1000  # the real bundle's largest entry (~5 MB base weights) too
     bomb = write(tmp_path, "bomb.zip", _declared(bundle, "reports/summary.json", 3 << 30))
     problems = bc.verify_bundle(bomb)
-    assert any("reports/summary.json" in p and "limits" in p for p in problems), problems
-    with pytest.MonkeyPatch.context() as mp:  # the total too, entry by entry
-        mp.setattr(bc, "MAX_TOTAL", 4096)
-        assert any("limits" in p for p in bc.verify_bundle(bundle))
+    assert any("reports/summary.json" in p and "limit" in p for p in problems), problems
+    with pytest.raises(PappoError, match="limit"):
+        with bd.verified(bomb):
+            pass
+
+
+def test_past_the_floor_a_bundle_unpacks_to_at_most_ratio_times_its_size(
+    bundle: Path, tmp_path: Path
+) -> None:
+    """8 MiB of zeros deflate to ~8 KB: under the 2 GiB floor it verifies, with the floor at 1 MiB
+    it is past 50 times the zip's size and refused; an incompressible 8 MiB entry is not."""
+    zeros = forged(bundle, tmp_path / "z.zip", [("reports/zeros.bin", FILE, bytes(8 << 20))], deflate=True)
+    noise = forged(
+        bundle, tmp_path / "n.zip", [("reports/noise.bin", FILE, os.urandom(8 << 20))], deflate=True
+    )
+    assert not any("limit" in p for p in bc.verify_bundle(zeros))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(br, "FLOOR", 1 << 20)
+        assert any("reports/zeros.bin" in p and "limit" in p for p in bc.verify_bundle(zeros))
+        assert not any("limit" in p for p in bc.verify_bundle(noise))
+
+
+def test_a_large_entry_verifies_and_unpacks_in_bounded_memory(bundle: Path, tmp_path: Path) -> None:
+    """A 48 MiB entry (a hub-profile adapter is ~300 MiB) is hashed and copied in chunks: the
+    Python heap never holds it (reading it whole, as before, peaked above 48 MiB)."""
+    big = os.urandom(48 << 20)
+    zipped = forged(bundle, tmp_path / "big.zip", [("reports/big.bin", FILE, big)])
+    del big
+    tracemalloc.start()
+    try:
+        problems = bc.verify_bundle(zipped)
+        folder = bd.unpack(zipped, tmp_path / "u")
+        problems += bc.verify_bundle(folder)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not any("big.bin" in p for p in problems), problems
+    assert (folder / "reports" / "big.bin").stat().st_size == 48 << 20
+    assert peak < 16 << 20, f"peak {peak / 2**20:.1f} MiB"
 
 
 # ------------------------------------------------------------------------------ 3. edited history
@@ -203,7 +244,8 @@ def test_a_release_with_stale_lock_stages_imports(repo: Path, tmp_path: Path) ->
     git(repo, "commit", "-q", "-m", "stale")
     write(repo, "receipts/audit.json", verdict(git(repo, "rev-parse", "HEAD")).model_dump_json(indent=2))
     made = build_bundle(repo, tmp_path / "dist", repo / "receipts/audit.json").path
-    head, todo, _ = plan(repo, made, force=False)  # the import's checks: no "not in the bundle"
+    with bd.verified(made) as opened:  # the import's checks: no "not in the bundle"
+        head, todo, _ = plan(repo, opened, force=False)
     assert head == git(repo, "rev-parse", "HEAD") and {o.stage for o, _ in todo} == {"train@0-pappo"}
     assert "train@9-pappo" in entries(made)["RELEASE_NOTES.md"].decode()
     assert ds.stale_stages(repo) == ["train@9-pappo"]
@@ -219,3 +261,16 @@ def test_verify_bundle_checks_the_published_sha256(bundle: Path) -> None:
     assert ok.exit_code == 0, ok.output
     bad = CliRunner().invoke(app, ["verify-bundle", str(bundle), "--sha256", "0" * 64])
     assert bad.exit_code != 0 and "not the published zip" in bad.output, bad.output
+
+
+def test_a_changed_adapter_with_recomputed_sums_fails_its_receipt_and_dvc_lock(
+    bundle: Path, tmp_path: Path
+) -> None:
+    """The receipt and dvc.lock are checked from the digests of the scan: an adapter swapped
+    and SHA256SUMS recomputed is named by both."""
+    name = f"{RUN}/adapters/adapter_model.safetensors"
+    swapped = forged(bundle, tmp_path / "a.zip", [], change={name: b"other weights"})
+    problems = bc.verify_bundle(swapped)
+    assert any("checkpoint.adapters" in p and "has sha256" in p for p in problems), problems
+    assert any(f"{RUN}/adapters: md5" in p and "dvc.lock" in p for p in problems), problems
+    assert not any("SHA256SUMS" in p for p in problems), problems

@@ -117,7 +117,8 @@ def test_the_base_models_wall_time_does_not_count_but_its_outcomes_do():
 
 
 def test_a_bundle_s_source_becomes_a_scratch_repository_with_the_same_tree(tmp_path):
-    from pappo.evidence.bundle_check import REGULAR, git_tree_id
+    from pappo.evidence.bundle_check import git_tree_id
+    from pappo.evidence.bundle_read import REGULAR
 
     bundle = tmp_path / "bundle"
     files = {

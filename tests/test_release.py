@@ -16,6 +16,7 @@ import subprocess
 import threading
 import time
 import traceback
+import tracemalloc
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -31,7 +32,7 @@ from pappo.evidence.release import build_bundle, read_metadata
 from pappo.evidence.summary_models import Comparison, MethodSummary, Summary
 from pappo.evidence.zenodo import BASE_URLS, token_from_env, upload
 from pappo.experiment import receipt as rc
-from pappo.io import PappoError
+from pappo.io import PappoError, file_digest
 from pappo.rl.results import Interval
 from test_evidence_receipt import NUMERICS
 
@@ -220,8 +221,9 @@ def repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path)
 
 
-def make_repo(tmp_path: Path) -> Path:
-    """A committed repository with every file a release packages; receipts/audit.json untracked, of HEAD."""
+def make_repo(tmp_path: Path, adapter_mib: int = 0) -> Path:
+    """A committed repository with every file a release packages; receipts/audit.json untracked, of
+    HEAD. The run's adapter is 2 KiB, plus `adapter_mib` MiB of random bytes (benchmarks/bundle_memory.py)."""
     root = tmp_path / "repo"
     root.mkdir()
     git(root, "init", "-q")
@@ -245,11 +247,14 @@ def make_repo(tmp_path: Path) -> Path:
         write(root, rel, text)
     write(root, "run.sh", "#!/bin/sh\necho hi\n").chmod(0o755)
     os.symlink("README.md", root / "link")
-    write(root, f"{RUN}/adapters/adapter_model.safetensors", bytes(range(256)) * 8)  # DVC-cached: not in git
+    adapter = write(root, f"{RUN}/adapters/adapter_model.safetensors", bytes(range(256)) * 8)  # DVC-cached
+    with open(adapter, "ab") as f:
+        for _ in range(adapter_mib):
+            f.write(os.urandom(1 << 20))
     rc.write_receipt(root / RUN, receipt(root / RUN))
     write(root, "reports/summary.json", summary().model_dump_json(indent=2))
     md5 = hashlib.md5((root / RUN / "report.json").read_bytes()).hexdigest()
-    weights = hashlib.md5((root / RUN / "adapters/adapter_model.safetensors").read_bytes()).hexdigest()
+    weights = file_digest(adapter, "md5")
     manifest = json.dumps(
         [{"md5": weights, "relpath": "adapter_model.safetensors"}], sort_keys=True
     )  # DVC's .dir
@@ -645,3 +650,23 @@ def test_missing_bundle_is_refused_before_any_request(zen: FakeZenodo, tmp_path:
     with pytest.raises(PappoError, match="pappo release"):
         upload(tmp_path / "none.zip", META, zen.base, TOKEN, publish=True, timeout=5)
     assert zen.seen == []
+
+
+def test_a_file_streams_into_the_zip_as_the_same_bytes_in_bounded_memory(tmp_path: Path) -> None:
+    """Files on disk are copied into the bundle in chunks, and the zip is byte-for-byte the one
+    written from the bytes in memory (zip64 chosen from the same declared size)."""
+    from pappo.evidence.bundle_read import REGULAR
+    from pappo.evidence.release import _write_zip
+
+    data = os.urandom(24 << 20) + bytes(8 << 20)
+    path = write(tmp_path, "adapter.safetensors", data)
+    _write_zip(tmp_path / "held.zip", {"a/x.bin": (REGULAR, data), "b": (REGULAR, b"small")})
+    del data
+    tracemalloc.start()
+    try:
+        _write_zip(tmp_path / "streamed.zip", {"a/x.bin": (REGULAR, path), "b": (REGULAR, b"small")})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (tmp_path / "streamed.zip").read_bytes() == (tmp_path / "held.zip").read_bytes()
+    assert peak < 8 << 20, f"peak {peak / 2**20:.1f} MiB"

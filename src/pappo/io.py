@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -88,6 +89,12 @@ def tree_sha256(files: dict[str, bytes]) -> str:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write to a temp file in the same folder, fsync, then rename: never half-written. The file
     keeps its permissions, or gets 0644 when new (not mkstemp's 0600: other users read data files)."""
+    atomic_write_chunks(path, (data,))
+
+
+def atomic_write_chunks(path: Path, chunks: Iterable[bytes]) -> None:
+    """`atomic_write_bytes` for data too large to hold: nothing is renamed into place when the
+    iterable raises (e.g. a stream that fails its hash check at its end)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.is_file() else 0o644
@@ -95,7 +102,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for chunk in chunks:
+                f.write(chunk)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

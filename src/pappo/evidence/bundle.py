@@ -11,14 +11,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import stat
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pappo.evidence.archived import Archive
-from pappo.evidence.bundle_check import SOURCE, verify_bundle
+from pappo.evidence.bundle_check import verify, verify_bundle
+from pappo.evidence.bundle_read import LINK_MAX, SOURCE, Bundle, scan
 from pappo.io import PappoError
 
 # what the audit reads besides the runs: without one of them it could not say anything true
@@ -44,18 +47,37 @@ def is_bundle(folder: Path) -> bool:
     return (folder / "BUNDLE.json").is_file() and (folder / SOURCE).is_dir() and not has_git
 
 
-def checked(path: Path) -> list[str]:
-    """verify_bundle's problems, or a PappoError when `path` is neither a zip nor a folder."""
+def _existing(path: Path) -> Path:
     path = Path(path)
     if not path.exists():
         raise PappoError(
             f"{path}: no such file or folder; pass the pappo-evidence-<version>.zip or the "
             "folder it was unpacked to"
         )
-    return verify_bundle(path)
+    return path
 
 
-def refuse(path: Path, problems: list[str]) -> None:
+def checked(path: Path) -> list[str]:
+    """verify_bundle's problems, or a PappoError when `path` is neither a zip nor a folder."""
+    return verify_bundle(_existing(path))
+
+
+@contextlib.contextmanager
+def verified(path: Path) -> Iterator[Bundle]:
+    """The bundle at `path`, scanned once and open for reading, when every check holds (else a
+    PappoError listing what failed)."""
+    path = _existing(path)
+    try:
+        b = scan(path)
+    except (OSError, zipfile.BadZipFile) as e:
+        refuse(path, [f"{path}: cannot read the zip ({e})"])
+    with contextlib.closing(b):
+        if problems := verify(b):
+            refuse(path, problems)
+        yield b
+
+
+def refuse(path: Path, problems: list[str]) -> NoReturn:
     """A PappoError listing a bundle's problems (the first twelve) and what to do."""
     more = f"\n  ... and {len(problems) - 12} more" if len(problems) > 12 else ""
     shown = "\n  - ".join(problems[:12]) + more
@@ -95,12 +117,13 @@ def unpack(zip_path: Path, into: Path) -> Path:
                 raise PappoError(f"{info.filename}: written twice; the bundle is unsafe, not unpacked")
             mode = info.external_attr >> 16
             if stat.S_ISLNK(mode):
-                os.symlink(zf.read(info).decode(), target)
+                with zf.open(info) as src:
+                    os.symlink(src.read(LINK_MAX).decode(), target)
                 continue
             # O_EXCL | O_NOFOLLOW: a link or file that appeared meanwhile is not written through
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(zf.read(info))
+            with os.fdopen(fd, "wb") as f, zf.open(info) as src:
+                shutil.copyfileobj(src, f, 1 << 20)
             target.chmod(0o755 if mode & 0o111 else 0o644)
     return into
 

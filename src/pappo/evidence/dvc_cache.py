@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from pappo.evidence.committed import lock_stages
-from pappo.io import atomic_write_bytes
+from pappo.io import PappoError, atomic_write_bytes, atomic_write_chunks, file_digest
 
 
 @dataclass(frozen=True)
@@ -47,27 +49,30 @@ def md5_hex(data: bytes) -> str:
     return hashlib.md5(data).hexdigest()
 
 
-def dir_manifest(files: dict[str, bytes]) -> bytes:
-    """The `.dir` manifest of a directory output: {relpath (posix, inside it): bytes} -> its JSON bytes."""
-    rows = [{"md5": md5_hex(data), "relpath": rel} for rel, data in files.items()]
+def dir_manifest(md5s: dict[str, str]) -> bytes:
+    """The `.dir` manifest of a directory output: {relpath (posix, inside it): md5} -> its JSON bytes."""
+    rows = [{"md5": md5, "relpath": rel} for rel, md5 in md5s.items()]
     return json.dumps(sorted(rows, key=lambda r: r["relpath"]), sort_keys=True).encode("utf-8")
 
 
-def out_md5(files: dict[str, bytes], is_dir: bool) -> str:
-    """What dvc.lock records for an output: a file's md5 ({"": bytes}) or the manifest's md5 + `.dir`."""
+def out_md5(md5s: dict[str, str], is_dir: bool) -> str:
+    """What dvc.lock records for an output of these file md5s: a file's ({"": md5}), or the
+    manifest's md5 + `.dir`."""
     if not is_dir:
-        return md5_hex(files[""])
-    return md5_hex(dir_manifest(files)) + ".dir"
+        return md5s[""]
+    return md5_hex(dir_manifest(md5s)) + ".dir"
 
 
-def read_out(path: Path) -> dict[str, bytes] | None:
-    """An output as it is on disk, in `out_md5`'s form: a file as {"": bytes}, a folder as its files
-    by relative path; None when absent."""
+def read_out(path: Path) -> dict[str, str] | None:
+    """An output as it is on disk, in `out_md5`'s form: a file as {"": md5}, a folder as its files'
+    md5s by relative path (read in chunks); None when absent."""
     if path.is_file():
-        return {"": path.read_bytes()}
+        return {"": file_digest(path, "md5")}
     if path.is_dir():
         return {
-            p.relative_to(path).as_posix(): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()
+            p.relative_to(path).as_posix(): file_digest(p, "md5")
+            for p in sorted(path.rglob("*"))
+            if p.is_file()
         }
     return None
 
@@ -77,21 +82,34 @@ def object_path(cache: Path, md5: str) -> Path:
     return Path(cache) / "files" / "md5" / md5[:2] / md5[2:]
 
 
-def store(cache: Path, files: dict[str, bytes], is_dir: bool) -> str:
-    """Write an output's objects into the cache (content-addressed: an existing object is left as
-    it is); return the md5 dvc.lock must record for it."""
-    for data in files.values():
-        _put(cache, md5_hex(data), data)
+def store(cache: Path, md5s: dict[str, str], is_dir: bool, open_file: Callable[[str], BinaryIO]) -> str:
+    """Write an output's objects into the cache, each streamed from `open_file(relpath)` and checked
+    against its md5 before it is kept (content-addressed: an existing object is left as it is);
+    return the md5 dvc.lock must record for it."""
+    for rel, md5 in md5s.items():
+        path = object_path(cache, md5)
+        if not path.is_file():
+            with open_file(rel) as src:
+                atomic_write_chunks(path, _checked(src, md5, rel))
+            path.chmod(0o444)  # DVC keeps cache objects read-only
     if not is_dir:
-        return md5_hex(files[""])
-    manifest = dir_manifest(files)
+        return md5s[""]
+    manifest = dir_manifest(md5s)
     md5 = md5_hex(manifest) + ".dir"
-    _put(cache, md5, manifest)
+    path = object_path(cache, md5)
+    if not path.is_file():
+        atomic_write_bytes(path, manifest)
+        path.chmod(0o444)
     return md5
 
 
-def _put(cache: Path, md5: str, data: bytes) -> None:
-    path = object_path(cache, md5)
-    if not path.is_file():
-        atomic_write_bytes(path, data)
-        path.chmod(0o444)  # DVC keeps cache objects read-only
+def _checked(src: BinaryIO, md5: str, rel: str) -> Iterator[bytes]:
+    """`src` in 1 MiB chunks; raises at its end, before the object is kept, if it is not `md5`."""
+    h = hashlib.md5()
+    for chunk in iter(lambda: src.read(1 << 20), b""):
+        h.update(chunk)
+        yield chunk
+    if h.hexdigest() != md5:
+        raise PappoError(
+            f"{rel or 'the file'}: md5 {h.hexdigest()} while copying, expected {md5}: it changed"
+        )

@@ -14,21 +14,19 @@ from __future__ import annotations
 
 import json
 import subprocess
+import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pappo.config import load_params
 from pappo.evidence import history
-from pappo.evidence.bundle import checked, refuse
-from pappo.evidence.bundle_check import (
-    SOURCE,
-    bundled_name,
-    bundled_out,
-    read_entries,
-)
+from pappo.evidence.bundle import verified
+from pappo.evidence.bundle_check import bundled_md5, bundled_name, bundled_out, lock_texts
+from pappo.evidence.bundle_read import Bundle
 from pappo.evidence.defined_stages import current_outs, stale, stale_note
-from pappo.evidence.dvc_cache import LockedOut, out_md5, read_out, store
+from pappo.evidence.dvc_cache import LockedOut, read_out, store
 from pappo.evidence.release import git_bytes
 from pappo.io import PappoError, atomic_write_bytes, git
 
@@ -88,14 +86,13 @@ def _cache_dir(root: Path) -> Path:
     return (root / out.stdout.strip()).resolve()
 
 
-Todo = list[tuple[LockedOut, dict[str, bytes]]]
+Todo = list[tuple[LockedOut, dict[str, str]]]  # an output, the md5s of its files by path inside it
 
 
-def _history_agrees(root: Path, entries: dict[str, tuple[int, bytes]]) -> None:
+def _history_agrees(root: Path, b: Bundle) -> None:
     """The bundle's recorded tuning history must be this clone's own (read from its git)."""
     params = load_params(root / "params.yaml")
-    entry = entries.get(history.HISTORY)
-    record = history.from_record(entry[1] if entry else None, "the bundle")
+    record = history.from_record(b.read(history.HISTORY), "the bundle")
     if not record.readable:
         return  # nothing recorded to compare (an older bundle, or made without git history): the audit says so
     why = history.disagreement(record, history.read_history(root, params.seeds, params.claims))
@@ -107,41 +104,42 @@ def _history_agrees(root: Path, entries: dict[str, tuple[int, bytes]]) -> None:
         )
 
 
-def lock_texts(entries: dict[str, tuple[int, bytes]]) -> tuple[bytes, bytes, bytes]:
-    """The bundle's dvc.lock, dvc.yaml (the commit's, in source/) and params.yaml."""
-    return tuple(entries.get(n, (0, b""))[1] for n in ("dvc.lock", f"{SOURCE}dvc.yaml", "params.yaml"))
+def _unchanged(b: Bundle) -> None:
+    """What was read again since the bundle verified is what verified (`Bundle.read` checks)."""
+    if b.problems:
+        raise PappoError(f"{b.path}: {b.problems[0]}; nothing more was written: download the bundle again")
 
 
-def plan(root: Path, zip_path: Path, force: bool) -> tuple[str, Todo, int]:
-    """Every check, nothing written: (HEAD, the cached outputs with their files, tracked outputs).
-    Only the stages the commit's dvc.yaml defines count: stale lock entries are ignored."""
-    problems = checked(zip_path)
-    if problems:
-        refuse(zip_path, problems)
-    entries = read_entries(zip_path)
-    head = _head_is_bundle(root, json.loads(entries["BUNDLE.json"][1]), entries["dvc.lock"][1])
-    _history_agrees(root, entries)
-    outs = current_outs(*lock_texts(entries))
+def plan(root: Path, b: Bundle, force: bool) -> tuple[str, Todo, int]:
+    """Every check of a verified bundle against the clone, nothing written: (HEAD, the cached
+    outputs with their files' md5s, tracked outputs). Only the stages the commit's dvc.yaml defines
+    count: stale lock entries are ignored."""
+    meta, lock, texts = b.read("BUNDLE.json"), b.read("dvc.lock"), lock_texts(b)
+    _unchanged(b)
+    head = _head_is_bundle(root, json.loads(meta or b"{}"), lock or b"")
+    _history_agrees(root, b)
+    outs = current_outs(*texts)
     tracked = _tracked(root, outs)
     todo, missing, bad, conflicts = [], [], [], []
     for out in outs:
-        files = bundled_out(entries, out)
-        if files is None:
+        held = bundled_md5(b, out)
+        if held is None:
             missing.append(f"{bundled_name(out.path)} (stage {out.stage})")
             continue
-        if (found := out_md5(files, out.is_dir)) != out.md5:
+        md5s, found = held
+        if found != out.md5:
             bad.append(f"{bundled_name(out.path)}: md5 {found}, dvc.lock stage {out.stage} says {out.md5}")
         here = read_out(root / out.path)
         if out.path in tracked:
-            if here != files:
+            if here != md5s:
                 bad.append(
                     f"{out.path}: git tracks it and the clone's differs from the bundle's "
                     f"(`git checkout -- {out.path}`)"
                 )
-        elif here is not None and here != files and not force:
+        elif here is not None and here != md5s and not force:
             conflicts.append(out.path)
         else:
-            todo.append((out, files))
+            todo.append((out, md5s))
     why = "not in the bundle (made before `pappo evidence import`? rebuild it with `pappo release`)"
     if missing or bad:
         listed = "\n  - ".join([f"{m}: {why}" for m in missing] + bad)
@@ -155,22 +153,33 @@ def plan(root: Path, zip_path: Path, force: bool) -> tuple[str, Todo, int]:
     return head, todo, len(tracked)
 
 
+def _fill(b: Bundle, cache: Path, todo: Todo) -> None:
+    """Each output's objects, streamed from the bundle into the DVC cache."""
+    for out, md5s in todo:
+        names = bundled_out(b.entries, out) or {}
+        try:
+            store(cache, md5s, out.is_dir, lambda rel, names=names: b.open(names[rel]))
+        except (OSError, zipfile.BadZipFile, zlib.error, EOFError) as e:
+            raise PappoError(f"{bundled_name(out.path)}: cannot be copied from the bundle ({e})") from None
+
+
 def import_bundle(
     root: Path, zip_path: Path, force: bool = False, log: Callable[[str], None] = print
 ) -> Imported:
     """Check, then fill the DVC cache and the workspace of the clone at `root` from the bundle."""
     root = Path(root).resolve()
-    head, todo, tracked = plan(root, Path(zip_path), force)
-    cache = _cache_dir(root)
-    for out, files in todo:
-        store(cache, files, out.is_dir)
-    entries = read_entries(Path(zip_path))
-    if old := stale(*lock_texts(entries)):
-        log(stale_note(old))
-    entry = entries.get(history.HISTORY)
-    if entry is not None:  # the clone's audit checks it against the clone's history
-        atomic_write_bytes(root / history.IMPORTED_HISTORY, entry[1])
-    log(f"wrote {len(todo)} outputs ({sum(len(f) for _, f in todo)} files) into the DVC cache {cache}")
+    with verified(Path(zip_path)) as b:
+        head, todo, tracked = plan(root, b, force)
+        cache = _cache_dir(root)
+        _fill(b, cache, todo)
+        if old := stale(*lock_texts(b)):
+            log(stale_note(old))
+        recorded = b.read(history.HISTORY)
+        _unchanged(b)
+    if recorded is not None:  # the clone's audit checks it against the clone's history
+        atomic_write_bytes(root / history.IMPORTED_HISTORY, recorded)
+    n_files = sum(len(m) for _, m in todo)
+    log(f"wrote {len(todo)} outputs ({n_files} files) into the DVC cache {cache}")
     if (
         todo
     ):  # every output of the pipeline, all now in the cache: one pass (40 targets by name took 8x longer)
@@ -179,4 +188,4 @@ def import_bundle(
         if done.returncode != 0:
             why = (done.stderr or done.stdout).strip()[-1500:]
             raise PappoError(f"`dvc checkout` failed in {root}: {why}")
-    return Imported(commit=head, outs=len(todo), files=sum(len(f) for _, f in todo), tracked=tracked)
+    return Imported(commit=head, outs=len(todo), files=n_files, tracked=tracked)

@@ -18,6 +18,7 @@ import io
 import json
 import os
 import re
+import shutil
 import tarfile
 import tempfile
 import zipfile
@@ -29,17 +30,8 @@ from typing import Any
 import yaml
 
 from pappo.evidence import history
-from pappo.evidence.bundle_check import (
-    EXECUTABLE,
-    REGULAR,
-    SOURCE,
-    SUMS,
-    SYMLINK,
-    TOP_FILES,
-    bundled_name,
-    git_tree_id,
-    verify_bundle,
-)
+from pappo.evidence.bundle_check import SUMS, TOP_FILES, bundled_name, git_tree_id, verify_bundle
+from pappo.evidence.bundle_read import EXECUTABLE, REGULAR, SOURCE, SYMLINK
 from pappo.evidence.defined_stages import current_outs, lock_files, stale_note, stale_stages
 from pappo.io import PappoError, git, sha256_bytes, sha256_file
 
@@ -320,8 +312,8 @@ def _disk_entries(repo_root: Path, audit_path: Path) -> dict[str, tuple[int, byt
     return out
 
 
-def _read(data: bytes | Path) -> bytes:
-    return data if isinstance(data, bytes) else data.read_bytes()
+def _sha256(data: bytes | Path) -> str:
+    return sha256_bytes(data) if isinstance(data, bytes) else sha256_file(data)
 
 
 def _write_zip(path: Path, entries: dict[str, tuple[int, bytes | Path]]) -> None:
@@ -334,9 +326,15 @@ def _write_zip(path: Path, entries: dict[str, tuple[int, bytes | Path]]) -> None
                 mode, data = entries[name]
                 info = zipfile.ZipInfo(name, date_time=ZIP_DATE)
                 info.create_system, info.external_attr = 3, mode << 16
-                zf.writestr(
-                    info, _read(data), compress_type=zipfile.ZIP_DEFLATED, compresslevel=COMPRESSLEVEL
-                )
+                if isinstance(data, bytes):
+                    zf.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=COMPRESSLEVEL)
+                    continue
+                # a file streams in (an adapter of the hub profile is ~300 MiB): the declared size
+                # chooses zip64 as writestr would, so the bytes are the same
+                info.compress_type, info.file_size = zipfile.ZIP_DEFLATED, data.stat().st_size
+                info._compresslevel = COMPRESSLEVEL  # what writestr sets (zipfile.ZipFile.writestr)
+                with open(data, "rb") as src, zf.open(info, "w") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -377,7 +375,7 @@ def build_bundle(repo_root: Path, out_dir: Path, audit_path: Path) -> BundleInfo
     entries["BUNDLE.json"] = (REGULAR, (json.dumps(bundle, indent=2, sort_keys=True) + "\n").encode())
     notes = release_notes(bundle, _load_summary(repo_root), verdict, stale_stages(repo_root))
     entries["RELEASE_NOTES.md"] = (REGULAR, notes.encode())
-    sums = "".join(f"{sha256_bytes(_read(d))}  {name}\n" for name, (_, d) in sorted(entries.items()))
+    sums = "".join(f"{_sha256(d)}  {name}\n" for name, (_, d) in sorted(entries.items()))
     entries[SUMS] = (REGULAR, sums.encode())
     path = Path(out_dir) / f"pappo-evidence-{version}.zip"
     _write_zip(path, entries)

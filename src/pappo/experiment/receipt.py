@@ -286,9 +286,13 @@ def hash_outputs(run_dir: Path, exclude: Sequence[str] = OUTPUT_EXCLUDE) -> dict
     run_dir, out = Path(run_dir), {}
     for path in sorted(run_dir.rglob("*")):
         rel = path.relative_to(run_dir).as_posix()
-        if path.is_file() and not any(fnmatch.fnmatchcase(rel, glob) for glob in exclude):
+        if path.is_file() and not _excluded(rel, exclude):
             out[rel] = sha256_file(path)
     return out
+
+
+def _excluded(rel: str, exclude: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(rel, glob) for glob in exclude)
 
 
 # -------------------------------------------------------------------------------- write/check
@@ -327,20 +331,27 @@ def write_failure(run_dir: Path, receipt: Receipt) -> Path:
 
 
 def verify_receipt(run_dir: Path, receipt: Receipt) -> list[str]:
-    """Re-hash the files a receipt lists; one message per missing, changed or unlisted file."""
-    run_dir, problems = Path(run_dir), []
+    """Re-hash the run folder's files against its receipt (`check_receipt`)."""
+    return check_receipt(receipt, hash_outputs(run_dir, exclude=()))
+
+
+def check_receipt(receipt: Receipt, found: dict[str, str]) -> list[str]:
+    """The receipt against `found`, the sha256 of every file in its run folder by relative posix
+    path (from disk, or from a bundle's entries: evidence/bundle_check.py); one message per
+    missing, changed or unlisted file."""
+    problems = []
     adapters = receipt.checkpoint.adapters if receipt.checkpoint else {}
-    for field, base, files in (
-        ("outputs.files", run_dir, receipt.outputs.files),
-        ("checkpoint.adapters", run_dir / "adapters", adapters),
+    for field, prefix, files in (
+        ("outputs.files", "", receipt.outputs.files),
+        ("checkpoint.adapters", "adapters/", adapters),
     ):
         for rel, expected in sorted(files.items()):
-            path = base / rel
-            shown = path.relative_to(run_dir).as_posix()
-            if not path.is_file():
+            shown = prefix + rel
+            if (sha := found.get(shown)) is None:
                 problems.append(f"{field}[{rel!r}]: {shown} is missing (expected sha256 {expected})")
-            elif (found := sha256_file(path)) != expected:
-                problems.append(f"{field}[{rel!r}]: {shown} has sha256 {found}, expected {expected}")
-    for rel in sorted(set(hash_outputs(run_dir)) - set(receipt.outputs.files)):
+            elif sha != expected:
+                problems.append(f"{field}[{rel!r}]: {shown} has sha256 {sha}, expected {expected}")
+    outputs = {rel for rel in found if not _excluded(rel, OUTPUT_EXCLUDE)}
+    for rel in sorted(outputs - set(receipt.outputs.files)):
         problems.append(f"outputs.files: {rel} is in the run folder but not in the receipt")
     return problems
