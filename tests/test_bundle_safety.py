@@ -7,6 +7,7 @@ Bundles are built from test_release.py's tiny repository; every symlink target i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -274,3 +275,19 @@ def test_a_changed_adapter_with_recomputed_sums_fails_its_receipt_and_dvc_lock(
     assert any("checkpoint.adapters" in p and "has sha256" in p for p in problems), problems
     assert any(f"{RUN}/adapters: md5" in p and "dvc.lock" in p for p in problems), problems
     assert not any("SHA256SUMS" in p for p in problems), problems
+
+
+def test_a_long_symlink_is_refused_before_it_is_read(bundle: Path, tmp_path: Path) -> None:
+    """A symlink's target is read whole to check where it leads, so it is capped (PATH_MAX)."""
+    long = forged(bundle, tmp_path / "l.zip", [("source/far", LINK, b"a/" * 2500)])
+    assert any("source/far" in p and "symlink of 5000 bytes" in p for p in bc.verify_bundle(long))
+
+
+def test_a_file_changed_after_the_scan_reads_as_a_problem(bundle: Path, tmp_path: Path) -> None:
+    """What the checks parse is read again after the scan: it must be what was hashed."""
+    folder = bd.unpack(bundle, tmp_path / "u")
+    with contextlib.closing(br.scan(folder)) as b:
+        assert b.problems == [] and b.read("BUNDLE.json")
+        (folder / "BUNDLE.json").write_text("{}")
+        assert b.read("BUNDLE.json") == b"" and b.read("absent") is None
+        assert b.problems == ["BUNDLE.json: changed since the bundle was first read"]
