@@ -1,6 +1,6 @@
 """An evidence bundle as a reviewer holds it: the Zenodo zip or the folder it was unpacked to.
 
-`open_bundle` verifies it (`verify_bundle`: hashes, SWHIDs, receipts, dvc.lock md5s) and gives the
+`open_bundle` verifies it (`verified`: hashes, SWHIDs, receipts, dvc.lock md5s) and gives the
 folder; `audit_bundle` runs the audit there with the same checks as in a clone, with the bundle's
 `source/` in place of git (evidence/archived.py) and the bundle's params, schemas and base
 checkpoint record. Bad or partial input is a PappoError naming the file and what to do.
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pappo.evidence.archived import Archive
-from pappo.evidence.bundle_check import verify, verify_bundle
+from pappo.evidence.bundle_check import verify
 from pappo.evidence.bundle_read import LINK_MAX, SOURCE, Bundle, scan
 from pappo.io import PappoError
 
@@ -47,26 +47,16 @@ def is_bundle(folder: Path) -> bool:
     return (folder / "BUNDLE.json").is_file() and (folder / SOURCE).is_dir() and not has_git
 
 
-def _existing(path: Path) -> Path:
+@contextlib.contextmanager
+def verified(path: Path) -> Iterator[Bundle]:
+    """The bundle at `path`, scanned once and open for reading, when every check holds (else a
+    PappoError listing what failed, or saying that `path` is neither a zip nor a folder)."""
     path = Path(path)
     if not path.exists():
         raise PappoError(
             f"{path}: no such file or folder; pass the pappo-evidence-<version>.zip or the "
             "folder it was unpacked to"
         )
-    return path
-
-
-def checked(path: Path) -> list[str]:
-    """verify_bundle's problems, or a PappoError when `path` is neither a zip nor a folder."""
-    return verify_bundle(_existing(path))
-
-
-@contextlib.contextmanager
-def verified(path: Path) -> Iterator[Bundle]:
-    """The bundle at `path`, scanned once and open for reading, when every check holds (else a
-    PappoError listing what failed)."""
-    path = _existing(path)
     try:
         b = scan(path)
     except (OSError, zipfile.BadZipFile) as e:
@@ -131,10 +121,8 @@ def unpack(zip_path: Path, into: Path) -> Path:
 def open_bundle(path: Path, scratch: Path) -> Path:
     """The verified bundle's folder: `path` itself, or the zip unpacked into `scratch`."""
     path = Path(path)
-    problems = checked(path)
-    if problems:
-        refuse(path, problems)
-    return path.resolve() if path.is_dir() else unpack(path, Path(scratch) / "bundle").resolve()
+    with verified(path):
+        return path.resolve() if path.is_dir() else unpack(path, Path(scratch) / "bundle").resolve()
 
 
 def meta(folder: Path) -> dict[str, Any]:
