@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from pappo.evidence.committed import lock_stages
-from pappo.io import PappoError, atomic_write_bytes, atomic_write_chunks, file_digest
+from pappo.io import PappoError, atomic_write_chunks, file_digest
 
 
 @dataclass(frozen=True)
@@ -87,28 +87,30 @@ def store(cache: Path, md5s: dict[str, str], is_dir: bool, open_file: Callable[[
     against its md5 before it is kept (content-addressed: an existing object is left as it is);
     return the md5 dvc.lock must record for it."""
     for rel, md5 in md5s.items():
-        path = object_path(cache, md5)
-        if not path.is_file():
-            with open_file(rel) as src:
-                atomic_write_chunks(path, _checked(src, md5, rel))
-            path.chmod(0o444)  # DVC keeps cache objects read-only
+        _put(object_path(cache, md5), _checked(open_file, rel, md5))
     if not is_dir:
         return md5s[""]
     manifest = dir_manifest(md5s)
     md5 = md5_hex(manifest) + ".dir"
-    path = object_path(cache, md5)
-    if not path.is_file():
-        atomic_write_bytes(path, manifest)
-        path.chmod(0o444)
+    _put(object_path(cache, md5), (manifest,))
     return md5
 
 
-def _checked(src: BinaryIO, md5: str, rel: str) -> Iterator[bytes]:
-    """`src` in 1 MiB chunks; raises at its end, before the object is kept, if it is not `md5`."""
+def _put(path: Path, chunks: Iterable[bytes]) -> None:
+    """An object, unless the cache has it (then `chunks` is never read)."""
+    if not path.is_file():
+        atomic_write_chunks(path, chunks)
+        path.chmod(0o444)  # DVC keeps cache objects read-only
+
+
+def _checked(open_file: Callable[[str], BinaryIO], rel: str, md5: str) -> Iterator[bytes]:
+    """The file `rel` in 1 MiB chunks, opened on the first; raises at its end, before the object is
+    kept, if its bytes are not `md5`."""
     h = hashlib.md5()
-    for chunk in iter(lambda: src.read(1 << 20), b""):
-        h.update(chunk)
-        yield chunk
+    with open_file(rel) as src:
+        for chunk in iter(lambda: src.read(1 << 20), b""):
+            h.update(chunk)
+            yield chunk
     if h.hexdigest() != md5:
         raise PappoError(
             f"{rel or 'the file'}: md5 {h.hexdigest()} while copying, expected {md5}: it changed"
