@@ -97,14 +97,9 @@ def lock_texts(b: Bundle) -> tuple[bytes, bytes, bytes]:
     return tuple(b.read(n) or b"" for n in ("dvc.lock", f"{SOURCE}dvc.yaml", "params.yaml"))
 
 
-def bundled_md5(b: Bundle, out: LockedOut) -> tuple[dict[str, str], str] | None:
-    """(the md5 of each of an output's files by path inside it, the md5 dvc.lock would record for
-    them); None when the bundle does not hold the output."""
-    names = bundled_out(b.entries, out)
-    if names is None:
-        return None
-    md5s = {rel: b.entries[name].md5 for rel, name in names.items()}
-    return md5s, out_md5(md5s, out.is_dir)
+def bundled_md5s(b: Bundle, names: dict[str, str]) -> dict[str, str]:
+    """The md5 of each file of an output (`bundled_out`'s entry names), by path inside it."""
+    return {rel: b.entries[name].md5 for rel, name in names.items()}
 
 
 # ----------------------------------------------------------------------------------- verifying
@@ -186,10 +181,10 @@ def _check_runs(b: Bundle) -> None:
         b.problems.append(f"dvc.lock: not a DVC lock file ({str(e).splitlines()[0]})")
         return
     for out in outs:
-        held = bundled_md5(b, out)
-        if held is not None and held[1] != out.md5:
+        names = bundled_out(b.entries, out)
+        if names is not None and (found := out_md5(bundled_md5s(b, names), out.is_dir)) != out.md5:
             b.problems.append(
-                f"{bundled_name(out.path)}: md5 {held[1]}, dvc.lock stage {out.stage} says {out.md5}"
+                f"{bundled_name(out.path)}: md5 {found}, dvc.lock stage {out.stage} says {out.md5}"
             )
 
 

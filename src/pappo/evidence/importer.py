@@ -23,7 +23,7 @@ from pathlib import Path
 from pappo.config import load_params
 from pappo.evidence import history
 from pappo.evidence.bundle import verified
-from pappo.evidence.bundle_check import bundled_md5, bundled_name, bundled_out, lock_texts
+from pappo.evidence.bundle_check import bundled_md5s, bundled_name, bundled_out, lock_texts
 from pappo.evidence.bundle_read import Bundle
 from pappo.evidence.defined_stages import current_outs, stale, stale_note
 from pappo.evidence.dvc_cache import LockedOut, read_out, store
@@ -86,7 +86,7 @@ def _cache_dir(root: Path) -> Path:
     return (root / out.stdout.strip()).resolve()
 
 
-Todo = list[tuple[LockedOut, dict[str, str]]]  # an output, the md5s of its files by path inside it
+Todo = list[tuple[LockedOut, dict[str, str]]]  # an output, its files' entry names by path inside it
 
 
 def _history_agrees(root: Path, b: Bundle) -> None:
@@ -112,7 +112,7 @@ def _unchanged(b: Bundle) -> None:
 
 def plan(root: Path, b: Bundle, force: bool) -> tuple[str, Todo, int]:
     """Every check of a verified bundle against the clone, nothing written: (HEAD, the cached
-    outputs with their files' md5s, tracked outputs). Only the stages the commit's dvc.yaml defines
+    outputs with their files' entry names, tracked outputs). Only the stages the commit's dvc.yaml defines
     count: stale lock entries are ignored."""
     meta, lock, texts = b.read("BUNDLE.json"), b.read("dvc.lock"), lock_texts(b)
     _unchanged(b)
@@ -122,14 +122,12 @@ def plan(root: Path, b: Bundle, force: bool) -> tuple[str, Todo, int]:
     tracked = _tracked(root, outs)
     todo, missing, bad, conflicts = [], [], [], []
     for out in outs:
-        held = bundled_md5(b, out)
-        if held is None:
+        names = bundled_out(b.entries, out)
+        if names is None:
             missing.append(f"{bundled_name(out.path)} (stage {out.stage})")
             continue
-        md5s, found = held
-        if found != out.md5:
-            bad.append(f"{bundled_name(out.path)}: md5 {found}, dvc.lock stage {out.stage} says {out.md5}")
-        here = read_out(root / out.path)
+        # what dvc.lock records: verify_bundle checked every output the bundle holds against it
+        here, md5s = read_out(root / out.path), bundled_md5s(b, names)
         if out.path in tracked:
             if here != md5s:
                 bad.append(
@@ -139,7 +137,7 @@ def plan(root: Path, b: Bundle, force: bool) -> tuple[str, Todo, int]:
         elif here is not None and here != md5s and not force:
             conflicts.append(out.path)
         else:
-            todo.append((out, md5s))
+            todo.append((out, names))
     why = "not in the bundle (made before `pappo evidence import`? rebuild it with `pappo release`)"
     if missing or bad:
         listed = "\n  - ".join([f"{m}: {why}" for m in missing] + bad)
@@ -155,10 +153,9 @@ def plan(root: Path, b: Bundle, force: bool) -> tuple[str, Todo, int]:
 
 def _fill(b: Bundle, cache: Path, todo: Todo) -> None:
     """Each output's objects, streamed from the bundle into the DVC cache."""
-    for out, md5s in todo:
-        names = bundled_out(b.entries, out) or {}
+    for out, names in todo:
         try:
-            store(cache, md5s, out.is_dir, lambda rel, names=names: b.open(names[rel]))
+            store(cache, bundled_md5s(b, names), out.is_dir, lambda rel, names=names: b.open(names[rel]))
         except (OSError, zipfile.BadZipFile, zlib.error, EOFError) as e:
             raise PappoError(f"{bundled_name(out.path)}: cannot be copied from the bundle ({e})") from None
 
