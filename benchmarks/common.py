@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from pappo.config import Params, load_params
 from pappo.env.episode import RepairEnv
@@ -22,6 +25,33 @@ def padded_tokens(batch: Any, rows: Any) -> int:
     """Tokens the forward of micro-batch `rows` of a RolloutBatch holds: its rows x its longest
     row (`RolloutBatch.select` cuts a micro-batch to its longest row)."""
     return len(rows) * int(batch.attention_mask[rows].sum(-1).max())
+
+
+def copy_bandwidth(device: torch.device, repeats: int = 5) -> float:
+    """Bytes per second a device-to-device copy moves, counting its reads and its writes (STREAM's
+    "copy" convention), best of `repeats`: the memory bandwidth a decode step's reads of weights and
+    KV cache can at best get. 1 GiB on CUDA (past every cache), 64 MiB elsewhere."""
+    n = 2**30 if device.type == "cuda" else 2**26
+    src = torch.ones(n, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    seconds = []
+    for _ in range(repeats + 1):
+        sync()
+        start = time.perf_counter()
+        dst.copy_(src)
+        sync()
+        seconds.append(time.perf_counter() - start)
+    del src, dst
+    if device.type == "cuda":
+        torch.cuda.empty_cache()  # run before the model is built: no trace in later peaks
+    return 2 * n / min(seconds[1:])  # the first copy warms up (allocation, page faults): not counted
+
+
+def sampled_context(trajectories: list[Any]) -> int:
+    """The positions before each sampled token of its episode, summed over every sampled token: the
+    keys and values a decoder must read, at the least, to sample them."""
+    return sum(j for t in trajectories for j, m in enumerate(t.response_mask) if m)
 
 
 def stand_in_grades(items):

@@ -35,8 +35,16 @@ from pappo.policy.rollout import RolloutEngine, Trajectory
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/common.py, gpu_step*.py
 import gpu_step as gs
-from common import fresh_tokenizer, graph_counts, stand_in_grades, warmup_envs
+from common import (
+    copy_bandwidth,
+    fresh_tokenizer,
+    graph_counts,
+    sampled_context,
+    stand_in_grades,
+    warmup_envs,
+)
 from gpu_step_params import DTYPES, QWEN25_VOCAB
+from gpu_step_record import memory_bound_tokens_per_s
 
 # --config -> episodes, turns, tokens per turn, tokens per episode
 SHAPES = {"7b": (64, 4, 512, 2048), "tiny": (4, 3, 24, 1024)}
@@ -88,10 +96,11 @@ def setup(
 
 
 def play(
-    params: Params, model: Any, codec: ChatCodec, episodes: int, graphs: bool
+    params: Params, model: Any, codec: ChatCodec, episodes: int, graphs: bool, bandwidth: float
 ) -> tuple[list[Trajectory], dict[str, Any]]:
     """`episodes` episodes of the warm-up tasks, in one lockstep batch; returns them and their
-    generated tokens, seconds, tokens/s and (CUDA) peak allocated bytes."""
+    generated tokens, seconds, tokens/s, (CUDA) peak allocated bytes, and the memory-bound ceiling
+    at `bandwidth` bytes/s (`gpu_step_record.memory_bound_tokens_per_s`) with the share of it reached."""
     envs = warmup_envs(params, episodes)
     engine = RolloutEngine(Qwen2Decoder(model, graphs=graphs), codec, params.rollout)
     device = engine.decoder.device
@@ -102,12 +111,19 @@ def play(
     seconds = gs.sync_time(device) - start
     tokens = sum(t.metrics["tokens"] for t in trajs)
     peak = int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None
-    return trajs, {"tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds, "peak_bytes": peak}
+    ceiling = memory_bound_tokens_per_s(
+        model.config, model.dtype.itemsize, episodes, tokens, sampled_context(trajs), bandwidth
+    )
+    side = {"tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds, "peak_bytes": peak}
+    return trajs, side | {"memory_bound_tokens_per_s": ceiling, "of_memory_bound": tokens / seconds / ceiling}
 
 
 def side_line(name: str, side: dict[str, Any]) -> str:
     peak = "" if side["peak_bytes"] is None else f"; peak {side['peak_bytes'] / 2**30:.2f} GiB"
-    return f"{name} {side['tokens']} tokens in {side['seconds']:.1f} s = {side['tokens_per_s']:.0f} tokens/s{peak}"
+    return (
+        f"{name} {side['tokens']} tokens in {side['seconds']:.1f} s = {side['tokens_per_s']:.0f} tokens/s "
+        f"({side['of_memory_bound']:.1%} of the memory-bound {side['memory_bound_tokens_per_s']:.0f}){peak}"
+    )
 
 
 def agreement(eager: list[Trajectory], graphed: list[Trajectory]) -> tuple[int, float]:
@@ -130,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     device = torch.device("cuda" if cuda else "cpu")
     dtype = DTYPES.get(args.dtype) or (torch.bfloat16 if cuda else torch.float32)
+    bandwidth = copy_bandwidth(device)  # first: the GPU holds nothing else yet
     params, model, codec = setup(args, device, dtype)
     rec: dict[str, Any] = {
         "schema": "pappo.decode_graphs/1",
@@ -137,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         "device_name": torch.cuda.get_device_name(device) if cuda else "cpu",
         "torch": torch.__version__,
         "dtype": str(dtype).removeprefix("torch."),
+        "copy_bandwidth_bytes_per_s": bandwidth,
         "shape": {
             k: getattr(args, k)
             for k in ("episodes", "turns", "tokens_per_turn", "tokens_per_episode", "kv_cache")
@@ -144,18 +162,19 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(
         f"{args.config} on {rec['device_name']} ({rec['dtype']}): {args.episodes} episodes, {args.turns} turns x "
-        f"{args.tokens_per_turn} tokens, {args.tokens_per_episode} a episode (kv_cache {args.kv_cache})"
+        f"{args.tokens_per_turn} tokens, {args.tokens_per_episode} a episode (kv_cache {args.kv_cache}); "
+        f"copy bandwidth {bandwidth / 1e12:.2f} TB/s"
     )
     warm = params.model_copy(
         update={"rollout": params.rollout.model_copy(update={"max_new_tokens_per_turn": 8, "batch_size": 2})}
     )
     for graphs in (False, True):  # allocator, cuBLAS and the first captures, before either side is timed
-        play(warm, model, codec, 2, graphs)
-    eager, rec["eager"] = play(params, model, codec, args.episodes, graphs=False)
+        play(warm, model, codec, 2, graphs, bandwidth)
+    eager, rec["eager"] = play(params, model, codec, args.episodes, False, bandwidth)
     print(side_line("eager:  ", rec["eager"]), flush=True)  # before the graphed side can fail
     save(args.out, rec)
     decode_graphs.reset_stats()
-    graphed, rec["graphed"] = play(params, model, codec, args.episodes, graphs=True)
+    graphed, rec["graphed"] = play(params, model, codec, args.episodes, True, bandwidth)
     rec["graphed"] |= decode_graphs.reset_stats()
     print(f"{side_line('graphed:', rec['graphed'])}; {graph_counts(rec['graphed'])}")
     same, worst = agreement(eager, graphed)

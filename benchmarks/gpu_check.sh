@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One device check of the hub profile on a GPU (issue 44), at most ~8 minutes on one H200.
+# One device check of the hub profile on a GPU (issue 44), at most ~8 minutes on one H200. Run it on an
+# H200 (141 GB): the decode bar's baseline was measured on one, and step f may not fit 80 GB (below).
 #
 # Usage (from the repository root; installs nothing: put the pinned wheels in the interpreter first,
 # e.g. `python3 -m pip install -r requirements.lock`, not only on PYTHONPATH: the sandbox workers
@@ -26,12 +27,15 @@
 #   e. benchmarks/decode_graphs.py --config 7b: decoding eager against CUDA graphs
 #      (rollout.enforce_eager false) on the same 64 episodes x 4 turns x 512 tokens, the shape of the
 #      first H200 measurement (1,624 tokens/s): tokens/s of each, and whether they agree;
-#   f. step a without gradient checkpointing, micro-batches of 8192 padded tokens (70.0 GiB
-#      predicted for the update at 8192-token episodes, 80 GB fits it): the update-MFU lever
-#      checkpointing's recompute costs, measured against a;
+#   f. step a without gradient checkpointing, micro-batches of 8192 padded tokens (the update
+#      predicted at 70.0 GiB at 8192-token episodes, 79.4 GiB at GPU_CHECK_TOKENS' default 4096,
+#      where the sampled share and so the logits are larger): the update-MFU lever checkpointing's
+#      recompute costs, measured against a;
 #   c. `pappo train --method pappo --seed 0` on the tiny profile with model.device cuda and the real
 #      sandbox (needs models/base and data/*/manifest.lock.json: build them first and carry them);
-#   d. a table: tokens/s, MFU, measured vs predicted peak memory, log-prob gaps.
+#   d. a table: tokens/s, MFU, measured vs predicted peak memory, log-prob gaps; then issue 44's bars,
+#      each met / NOT met (the decode bar only for 64 episodes on an H200, where its 1,624 tokens/s
+#      baseline was measured: run it on an H200; every GPU gets its share of the memory-bound ceiling).
 # Results in $OUT (4 files): gpu_check.json (every receipt bundled, the table, each step's exit
 # status and seconds), gpu_check.txt (the table), gpu_check.log (all output), params-train.yaml.
 set -u

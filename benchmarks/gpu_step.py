@@ -70,7 +70,7 @@ from pappo.rl.update import optimise
 from pappo.tasks.store import TaskStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # common.py, gpu_step_params.py, gpu_step_record.py
-from common import fresh_tokenizer, padded_tokens, stand_in_grades
+from common import copy_bandwidth, fresh_tokenizer, padded_tokens, sampled_context, stand_in_grades
 from gpu_step_params import DEFAULTS, DTYPES, bench_params
 from gpu_step_record import BEYOND_TOKENIZER_BIAS, SCHEMA, head_lines, phase_lines, receipt, say
 
@@ -202,6 +202,7 @@ def run_rollout(trainer: Any, device: torch.device, out: dict[str, Any]) -> Any:
     out["decode_graphs"] = decode_graphs.reset_stats()
     out["peak_bytes"]["rollout"] = peak_bytes(device, reset=True)
     out["generated"], out["episodes"] = sum(int(t.metrics["tokens"]) for t in trajs), len(trajs)
+    out["sampled_context"] = sampled_context(trajs)
     out["episode_tokens"] = [len(t.token_ids) for t in trajs]
     if device.type == "cuda":
         torch.cuda.empty_cache()  # hand the snapshot's and KV cache's blocks back before training
@@ -313,8 +314,9 @@ def main(argv: list[str] | None = None) -> int:
     dtype = DTYPES.get(args.dtype) or (torch.bfloat16 if device.type == "cuda" else torch.float32)
     out = args.out or Path(f"docs/receipts/gpu_step-{args.config}-{device.type}.json")
     clock = machine.Clock.start()
+    r: dict[str, Any] = {"copy_bandwidth": copy_bandwidth(device)}  # first: the GPU holds nothing else yet
     built = setup(args, device, dtype)
-    r: dict[str, Any] = {}
+    r["decode_rows"] = min(args.tasks * args.group, built[0].rollout.batch_size)
 
     def record(complete: bool) -> dict[str, Any]:
         rec = receipt(args, device, dtype, built, r, clock, complete)

@@ -51,18 +51,43 @@ PEAK_BF16 = (
 )
 
 
+def _head_dim(cfg: Any) -> int:
+    return getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+
+
+def matmul_weights(cfg: Any, lm_head: bool = True) -> int:
+    """N: the matmul weights a token goes through (module docstring); cfg: any object with
+    Qwen2Config's size fields."""
+    h, q, kv = (
+        cfg.hidden_size,
+        cfg.num_attention_heads * _head_dim(cfg),
+        cfg.num_key_value_heads * _head_dim(cfg),
+    )
+    layer = h * q + 2 * h * kv + q * h + 3 * h * cfg.intermediate_size
+    return cfg.num_hidden_layers * layer + (h * cfg.vocab_size if lm_head else 0)
+
+
 def model_flops_per_token(
     cfg: Any, context_len: float, train: bool, lora: bool, lm_head: bool = True
 ) -> float:
-    """Model FLOPs per token (module docstring); cfg: any object with Qwen2Config's size fields."""
-    h, layers, heads = cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads
-    head_dim = getattr(cfg, "head_dim", None) or h // heads
-    q, kv = heads * head_dim, cfg.num_key_value_heads * head_dim
-    n = layers * (h * q + 2 * h * kv + q * h + 3 * h * cfg.intermediate_size) + (
-        h * cfg.vocab_size if lm_head else 0
-    )
-    forward = 2 * n + 2 * 2 * layers * q * context_len
+    """Model FLOPs per token (module docstring)."""
+    q = cfg.num_attention_heads * _head_dim(cfg)
+    forward = 2 * matmul_weights(cfg, lm_head) + 2 * 2 * cfg.num_hidden_layers * q * context_len
     return forward * ((2 if lora else 3) if train else 1)
+
+
+def memory_bound_tokens_per_s(
+    cfg: Any, element_bytes: int, rows: int, generated: int, context: int, bandwidth: float
+) -> float:
+    """The decode ceiling a memory bandwidth sets: `generated` tokens sampled `rows` to a step, each
+    step reading the N matmul weights once, each token reading its own `context` (summed over the
+    tokens: common.sampled_context) of keys and values, at `bandwidth` bytes/s and nothing else. An
+    upper bound: padding, idle rows, prefill, activations and the host are not counted (the
+    issue-44 floor: ~15 GB of weights a step at ~4.3 TB/s, ~18k tokens/s at batch 64)."""
+    kv_per_position = cfg.num_hidden_layers * 2 * cfg.num_key_value_heads * _head_dim(cfg) * element_bytes
+    steps = -(-generated // rows)
+    read = steps * matmul_weights(cfg) * element_bytes + context * kv_per_position
+    return generated * bandwidth / read
 
 
 def peak_bf16(device_name: str | None) -> float | None:
@@ -81,10 +106,16 @@ def phase_flops(
     return total
 
 
-def measures(cfg: Any, r: dict[str, Any], peak: float | None, kl_passes: int) -> dict[str, Any]:
-    """Per-phase seconds, tokens, tokens/s, FLOPs and MFU (None without a peak), for the phases done."""
+def measures(
+    cfg: Any, r: dict[str, Any], peak: float | None, kl_passes: int, element_bytes: int
+) -> dict[str, Any]:
+    """Per-phase seconds, tokens, tokens/s, FLOPs and MFU (None without a peak), for the phases done;
+    the rollout's tokens/s against the memory-bound ceiling at the copy bandwidth measured."""
     tokens, sampled, epochs = r["rows_tokens"], r["rows_sampled"], r.get("epochs")
     seq, gen = sum(tokens), r["generated"]
+    ceiling = memory_bound_tokens_per_s(
+        cfg, element_bytes, r["decode_rows"], gen, r["sampled_context"], r["copy_bandwidth"]
+    )
     fl = {
         "rollout": gen * model_flops_per_token(cfg, 0, train=False, lora=True),  # 2N per generated token
         "freeze": phase_flops(cfg, tokens, sampled, False, 2 + kl_passes, 1 + kl_passes),  # + reference
@@ -98,6 +129,9 @@ def measures(cfg: Any, r: dict[str, Any], peak: float | None, kl_passes: int) ->
             "tokens_per_s": gen / r["rollout_s"],
             "decode_flops": fl["rollout"],
             "decode_mfu": mfu["rollout"],
+            "decode_rows": r["decode_rows"],
+            "memory_bound_tokens_per_s": ceiling,
+            "of_memory_bound": gen / r["rollout_s"] / ceiling,
             "episode_tokens_max": max(r.get("episode_tokens") or [0]),
         }
     }
@@ -183,7 +217,8 @@ def receipt(
     params, cfg, trainer, base, tokenizer_size = built
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     peak = peak_bf16(name)
-    phases = measures(cfg, r, peak if dtype != torch.float32 else None, int(params.rl.kl_coef > 0))
+    kl_passes, element_bytes = int(params.rl.kl_coef > 0), torch.empty(0, dtype=dtype).element_size()
+    phases = measures(cfg, r, peak if dtype != torch.float32 else None, kl_passes, element_bytes)
     hardware = machine.collect_hardware()
     if device.type == "cpu":  # the kind this run used, also on a machine that has a GPU
         hardware = hardware.model_copy(update={"accelerator": "cpu", "accelerator_model_name": None})
@@ -207,6 +242,7 @@ def receipt(
         "tokens_generated": phases["rollout"]["tokens_generated"],
         "tokens_trained": up.get("tokens_trained"),
         "peak_flops_bf16": peak,
+        "copy_bandwidth_bytes_per_s": r["copy_bandwidth"],
         "mfu": up.get("mfu"),
         "logprob_gap": r.get("gap"),
         "peak_memory": peak_memory_record(params, cfg, r, device),
@@ -308,6 +344,10 @@ def _mfu(rec: dict[str, Any], x: float | None) -> str:
     return f"{100 * x:.1f}% of {rec['peak_flops_bf16'] / 1e12:.0f} TFLOP/s bf16 ({rec['device_name']})"
 
 
+def _bandwidth(rec: dict[str, Any]) -> str:
+    return f"{rec['copy_bandwidth_bytes_per_s'] / 1e12:.2f} TB/s copy bandwidth ({rec['device_name']})"
+
+
 def head_lines(rec: dict[str, Any]) -> list[str]:
     m, b = rec["model"], rec["batch"]
     n = m["parameters_base"]
@@ -352,6 +392,8 @@ def phase_lines(rec: dict[str, Any], phase: str) -> list[str]:
             f"{p['seconds']:.1f} s = {p['tokens_per_s']:.0f} tokens/s (longest episode "
             f"{p['episode_tokens_max']} tokens); {mem}",
             f"decode MFU (2N x generated tokens / rollout s): {_mfu(rec, p['decode_mfu'])}",
+            f"memory-bound ceiling at {p['decode_rows']} rows a step and {_bandwidth(rec)}: "
+            f"{p['memory_bound_tokens_per_s']:.0f} tokens/s; the rollout reached {p['of_memory_bound']:.1%} of it",
         ] + ([f"decode CUDA graphs: {graph_counts(graphs)}"] if graphs else [])
     if phase == "freeze":
         return [

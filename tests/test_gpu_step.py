@@ -82,6 +82,12 @@ def check_receipt(rec: dict, out_lines: list[str]) -> None:
     assert fr["passes"] == 2 and fr["flops"] > 0
     assert up["flops"] == pytest.approx(up["epochs_used"] * 2 * fr["flops"])
     assert rec["model"]["parameters_trainable"] == lora_trainable(rec["model"], rec["lora"]["rank"])
+    # the ceiling a copy bandwidth sets (an upper bound; a tiny model on CPU is far from memory-bound)
+    assert rec["copy_bandwidth_bytes_per_s"] > 0 and ro["decode_rows"] == b["episodes"]
+    assert 0 < ro["of_memory_bound"] == pytest.approx(ro["tokens_per_s"] / ro["memory_bound_tokens_per_s"])
+    assert any(
+        line.startswith(f"memory-bound ceiling at {b['episodes']} rows a step and ") for line in out_lines
+    )
     assert rec["peak_memory"]["bytes"] > 2**20 and rec["peak_memory"]["measure"] == "peak RSS"
     assert rec["hardware"]["accelerator"] == "cpu"
     assert re.fullmatch(r"[0-9a-f]{40}", rec["source"]["git_commit"])
@@ -302,6 +308,9 @@ def test_update_flops_and_mfu_arithmetic():
         "rows_sampled": [30, 10],
         "epochs": 2,
         "generated": 40,
+        "decode_rows": 4,
+        "sampled_context": 1000,
+        "copy_bandwidth": 1e9,
         "steps": 4,
         "rollout_s": 2.0,
         "freeze_s": 0.5,
@@ -314,15 +323,49 @@ def test_update_flops_and_mfu_arithmetic():
     update = 2 * sum(
         2 * t * f(t, True, False) + s * (f(t, True) - f(t, True, False)) for t, s in ((100, 30), (40, 10))
     )
-    got = gsr.measures(CFG, r, peak=1e9, kl_passes=0)
+    got = gsr.measures(CFG, r, peak=1e9, kl_passes=0, element_bytes=2)
     assert got["update"]["flops"] == update and got["update"]["mfu"] == pytest.approx(update / 1.0 / 1e9)
     assert got["rollout"]["decode_mfu"] == pytest.approx(40 * 2 * 186_880 / 2.0 / 1e9)
     assert (
         got["update"]["tokens_trained"] == 2 * 2 * 140
-        and gsr.measures(CFG, r, None, 0)["update"]["mfu"] is None
+        and gsr.measures(CFG, r, None, 0, 2)["update"]["mfu"] is None
     )
+    ceiling = 40 * 1e9 / (10 * 186_880 * 2 + 1000 * 192)  # 10 steps of 4 rows; 192 KV bytes a position
+    assert got["rollout"]["memory_bound_tokens_per_s"] == pytest.approx(ceiling)
+    assert got["rollout"]["of_memory_bound"] == pytest.approx(20 / ceiling)  # 40 tokens in 2 s
     partial = {k: v for k, v in r.items() if k not in ("update_s", "freeze_s", "steps", "epochs")}
-    assert set(gsr.measures(CFG, partial, 1e9, 0)) == {"rollout"}  # the receipt written after the rollout
+    assert set(gsr.measures(CFG, partial, 1e9, 0, 2)) == {"rollout"}  # the receipt written after the rollout
+
+
+def test_memory_bound_ceiling_by_hand():
+    # N = 186,880 matmul weights (above); K and V of 3 layers x 2 heads x 8 dims in bf16 = 192 bytes
+    # a position. 10 tokens at 4 rows a step: 3 steps (the last one of 2 rows reads all weights too).
+    read = 3 * 186_880 * 2 + 500 * 192
+    assert read == 1_217_280
+    assert gsr.memory_bound_tokens_per_s(CFG, 2, 4, 10, 500, 1e9) == pytest.approx(10 * 1e9 / read)
+    assert gsr.memory_bound_tokens_per_s(CFG, 2, 1, 10, 500, 1e9) < gsr.memory_bound_tokens_per_s(
+        CFG, 2, 10, 10, 500, 1e9
+    )  # one row a step reads the weights ten times
+
+
+def test_the_7b_ceiling_is_the_issues_floor():
+    """Issue 44: ~15 GB of weights a step at ~4.3 TB/s is ~3.5 ms, about 18k tokens/s at batch 64."""
+
+    class QwenSizedTokenizer:
+        bos_token_id, eos_token_id, pad_token_id = 1, 2, 0
+
+        def __len__(self) -> int:
+            return 152064
+
+    cfg = gs.model_config("7b", QwenSizedTokenizer(), params=None)
+    layers = 28 * (2 * 3584 * 3584 + 2 * 3584 * 512 + 3 * 3584 * 18944)  # q, o; k, v; gate, up, down
+    assert layers == 6_525_288_448 and gsr.matmul_weights(cfg) == layers + 3584 * 152064 == 7_070_285_824
+    floor = gsr.memory_bound_tokens_per_s(cfg, 2, 64, 64 * 100, 0, 4.3e12)
+    assert 18_000 < floor < 20_000
+    # 1,000 positions of context a token add 57,344 KV bytes each: 3.7 GB a step of 64 rows
+    assert gsr.memory_bound_tokens_per_s(cfg, 2, 64, 6400, 6400 * 1000, 4.3e12) == pytest.approx(
+        6400 * 4.3e12 / (100 * 2 * 7_070_285_824 + 6400 * 1000 * 57_344)
+    )
 
 
 @pytest.mark.parametrize(
