@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, Qwen2Config
@@ -138,25 +140,34 @@ def test_same_seed_same_rollout_and_greedy(model, fx_params):
     assert [t.token_ids for t in a] == [t.token_ids for t in b] != [t.token_ids for t in c]
 
 
-@pytest.mark.parametrize("greedy", [True, False])
-def test_batched_rollout_equals_one_episode_at_a_time(model, fx_params, greedy: bool):
-    """Padding and sub-batches in the shared cache change nothing: each episode samples exactly
-    what it samples alone (same per-episode seed)."""
-    params = RolloutParams(max_new_tokens_per_turn=60, max_tokens_per_episode=900)
+def together_and_alone(
+    model, fx_params, params, seeds: list[int], max_turns: int, greedy: bool = False, codec=None
+):
+    """The fixture's repofix tasks (cycled, one episode a seed) played in one batch, then each
+    alone, with the same episode seeds; returns both and the compactions the batch made."""
     store = TaskStore.from_params(fx_params, "repofix")
-    tasks = list(store.tasks.values())
-    engine = RolloutEngine(Qwen2Decoder(model), ByteCodec(), params)
+    pool = list(store.tasks.values())
+    tasks = [pool[i % len(pool)] for i in range(len(seeds))]
+    engine = RolloutEngine(Qwen2Decoder(model), codec or ByteCodec(), params)
 
     def envs(ts):
-        return [RepairEnv(t, store.clean(t), store.buggy(t), EnvParams(max_turns=4)) for t in ts]
+        return [RepairEnv(t, store.clean(t), store.buggy(t), EnvParams(max_turns=max_turns)) for t in ts]
 
-    seeds = [11, 12, 13, 14]
     together = engine.run(VecEnv(envs(tasks), FakeGrader()), seed=0, greedy=greedy, episode_seeds=seeds)
     compactions = engine.compactions
     alone = [
         engine.run(VecEnv(envs([t]), FakeGrader()), seed=0, greedy=greedy, episode_seeds=[s])[0]
         for t, s in zip(tasks, seeds)
     ]
+    return together, alone, compactions
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_batched_rollout_equals_one_episode_at_a_time(model, fx_params, greedy: bool):
+    """Padding and sub-batches in the shared cache change nothing: each episode samples exactly
+    what it samples alone (same per-episode seed)."""
+    params = RolloutParams(max_new_tokens_per_turn=60, max_tokens_per_episode=900)
+    together, alone, compactions = together_and_alone(model, fx_params, params, [11, 12, 13, 14], 4, greedy)
     assert [t.token_ids for t in together] == [t.token_ids for t in alone]
     if not greedy:  # sampled turns end at different steps: idle rows were left out
         assert compactions > 0
@@ -235,6 +246,45 @@ def test_a_split_feed_gives_what_one_padded_block_gives(model, shared_first):
     assert two.mask.shape[1] == shared + 4 + 41 + 1 and two.mask.sum() == one.mask.sum()  # each block's width
 
 
+def last_logits_alone(model, rows: list[list[int]]) -> torch.Tensor:
+    """Each row's last logits, the row alone and unpadded through the transformers forward: (B, V)."""
+    with torch.no_grad():
+        return torch.stack([model(input_ids=torch.tensor([r])).logits[0, -1] for r in rows])
+
+
+@torch.inference_mode()  # as RolloutEngine.run
+def test_a_feed_past_the_limit_repacks_or_groups_and_never_grows_a_static_cache(model):
+    """Every row fits `limit` (60) but side by side they do not: the holes idle rows leave are
+    repacked away first; a long row beside a short row's long chunk is fed in two groups. The static
+    cache keeps its 60 positions and each row's logits are its own alone; dies without the limit
+    (the cache doubles) or if a group or a narrower sub-batch loses or shifts columns."""
+    decoder = Qwen2Decoder(model)
+    batch = decode_batch.DecodeBatch([0, 1, 2], decoder.new_cache(60), decoder.device, limit=60)
+    parts: list[list[list[int]]] = []
+    real_fit = batch._fit
+    batch._fit = lambda chunks: parts.append(real_fit(chunks)) or parts[-1]
+    seqs = [[9 + (i * 5 + r) % 250 for i in range(n)] for r, n in enumerate((30, 4, 20))]
+
+    def feed(chunks: list[list[int]]) -> torch.Tensor:
+        for r, c in enumerate(chunks):
+            seqs[r] += c
+        return batch.feed(decoder, chunks, 0)
+
+    batch.feed(decoder, [list(s) for s in seqs], 0)
+    for i in range(20):  # row 1 idles: real 50, 4, 40 in 50 columns
+        feed([[40 + i], [], [70 + i]])
+    for i in range(11):  # then row 0: the 11th step needs column 61; repacked to 50, it fits
+        feed([[], [100 + i], [120 + i]])
+    assert (batch.width, parts) == (51, [])  # real 50, 15, 51: no holes left for the longest row
+    logits = feed([[99] * 8, [98] * 30, [97] * 5])  # 51 + 30 > 60; 58, 45 and 56 alone
+    assert parts == [[[0, 2], [1]]]  # rows 2 and 0 (51 + 8) together, row 1 (15 + 30) in a group of its own
+    assert batch.cache.k[0].shape[2] == 60 and batch.width == 59  # never reallocated larger
+    torch.testing.assert_close(logits, last_logits_alone(model, seqs), atol=1e-5, rtol=1e-5)
+    nxt = feed([[11], [12], [13]])  # the merged batch decodes on
+    torch.testing.assert_close(nxt, last_logits_alone(model, seqs), atol=1e-5, rtol=1e-5)
+    assert batch.cache.k[0].shape[2] == 60 and [len(s) for s in seqs] == [59, 46, 57]
+
+
 def test_token_budget_truncates_the_episode(model, fx_params):
     tight = RolloutParams(max_new_tokens_per_turn=12, max_tokens_per_episode=90)
     trajs, envs = play(model, fx_params, params=tight)
@@ -272,6 +322,71 @@ def test_a_static_kv_cache_gives_the_same_tokens_and_logprobs_allocated_once(mod
     assert all(real(kv_cache.KVCache(1, cap), n) == 900 for cap, n in sizes)  # never past the fixed capacity
     assert [t.token_ids for t in a] == [t.token_ids for t in b]
     assert [t.logprobs for t in a] == [t.logprobs for t in b]  # bit for bit, not only within 1e-5
+
+
+class StatementCodec(ByteCodec):
+    """ByteCodec with prompts of unequal length: 60 + (the statement's length mod 251) of its bytes
+    (73 to 291 ids on the fixture's tasks)."""
+
+    def prompt_ids(self, messages: list[dict]) -> list[int]:
+        text = messages[-1]["content"]
+        return [self.START] + self._ids(text, 60 + len(text.encode()) % 251) + [self.END, self.START]
+
+
+@pytest.fixture(scope="module")
+def never_stops(model) -> torch.nn.Module:
+    """The module's model with the stop ids' logits lowered by 1e4 (an lm_head bias, as
+    benchmarks/gpu_step.py gives ids its tokenizer lacks): every turn runs to its limit, so every
+    episode's length is set by the limits alone, on any machine's floats."""
+    twin = copy.deepcopy(model)
+    head = torch.nn.Linear(twin.config.hidden_size, twin.config.vocab_size, bias=True)
+    with torch.no_grad():
+        head.weight.copy_(twin.lm_head.weight)
+        head.bias.zero_()
+        head.bias[sorted(ByteCodec.stop_ids)] = -1e4
+    twin.lm_head = head
+    return twin
+
+
+@pytest.mark.parametrize("limit", [300, 480, 560])
+def test_episodes_at_the_limit_keep_a_static_cache_and_their_own_tokens(
+    never_stops, fx_params, monkeypatch, limit
+):
+    """Five episodes with prompts of unequal length run to a tight token limit, rows reaching it
+    mid-turn while others decode on: the batch is repacked, compacted or fed in groups where it
+    would pass the limit (`DecodeBatch.limit`), so the static cache is never reallocated larger,
+    a decode step is never fed in groups (idle rows in the way are compacted away once, not split
+    off at every step), and each episode samples exactly what it samples alone. Dies if a feed
+    takes the batch past the limit (the cache grows), if a row's keys move, or without the
+    compaction (decode steps fed in groups at each of these limits)."""
+    from pappo.policy import kv_cache
+
+    params = RolloutParams(max_new_tokens_per_turn=60, max_tokens_per_episode=limit, kv_cache="static")
+    sizes: list[int] = []
+    over: list[int] = []
+    grouped: list[int] = []
+    real_size, real_fits, real_fit = (
+        kv_cache.KVCache.size_for,
+        decode_batch.DecodeBatch.fits,
+        decode_batch.DecodeBatch._fit,
+    )
+    monkeypatch.setattr(kv_cache.KVCache, "size_for", lambda self, n: sizes.append(n) or real_size(self, n))
+    monkeypatch.setattr(
+        decode_batch.DecodeBatch, "fits", lambda self, w: real_fits(self, w) or over.append(w) is not None
+    )
+    monkeypatch.setattr(
+        decode_batch.DecodeBatch,
+        "_fit",
+        lambda self, c: grouped.append(max(map(len, c))) or real_fit(self, c),
+    )
+    seeds = [40, 41, 42, 43, 44]  # five: one row idle at the limit leaves four live, more than 3/4
+    together, alone, _ = together_and_alone(never_stops, fx_params, params, seeds, 6, codec=StatementCodec())
+    assert over and max(sizes) <= limit  # the limit was in the way, and no feed went past it
+    assert 1 not in grouped
+    assert [t.token_ids for t in together] == [t.token_ids for t in alone]
+    assert max(len(t.token_ids) for t in together) == limit  # episodes ran to the limit
+    for a, b in zip(together, alone):
+        assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs)) < 1e-5
 
 
 @torch.inference_mode()  # as RolloutEngine.run

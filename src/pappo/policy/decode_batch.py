@@ -52,12 +52,23 @@ class DecodeBatch:
     The mask lives on the model's device in a buffer that grows as the KV cache does, so a decode step
     writes one column: concatenating it on the host and copying it over cost O(T) a step (0.94 ms
     host time at 64 rows x 8192 positions on CPU, and 4 MB host-to-device on a GPU;
-    `benchmarks/decode_host.py`)."""
+    `benchmarks/decode_host.py`).
 
-    def __init__(self, rows: list[int], cache: KVCache, device: torch.device) -> None:
+    `limit` (rollout.max_tokens_per_episode): the real positions a row can hold. The batch's width
+    also holds padding (idle rows, chunks of unequal length), so it can pass the limit while every
+    row is within it; a feed that would take it past `limit` repacks the cache first and, where the
+    rows' lengths still do not fit side by side, feeds them in groups that do (`_fit`). So a static
+    cache (rollout.kv_cache static, `limit` positions) is never reallocated larger, and a growing
+    one never passes what a row needs: what `policy/memory.py` counts. Without it a static cache
+    of 64 rows at 4,096 positions doubled to 8,194 in a tiny-model run of the hub profile's shape."""
+
+    def __init__(
+        self, rows: list[int], cache: KVCache, device: torch.device, limit: int | None = None
+    ) -> None:
         self.rows = rows  # env index of each batch row
         self.cache = cache
         self.device = device
+        self.limit = limit
         self._mask = torch.zeros(len(rows), 0, dtype=torch.long, device=device)  # (B, capacity)
         self.width = 0  # positions fed so far: the mask's columns in use
         self.next_pos = torch.zeros(len(rows), dtype=torch.long)  # (B,)
@@ -82,9 +93,18 @@ class DecodeBatch:
         self._mask[:, self.width : need] = chunk_mask
         self.width = need
 
+    def fits(self, width: int) -> bool:
+        """Whether `width` more columns keep the batch within `limit`."""
+        return self.limit is None or self.width + width <= self.limit
+
     def feed(self, forward: Forward, chunks: list[list[int]], pad_id: int) -> torch.Tensor:
-        """Feed one left-padded chunk per row; returns each row's last logits (B, V)."""
+        """Feed one left-padded chunk per row; returns each row's last logits (B, V) (zeros for a
+        row with no chunk that `_fit` left out). Past `limit`: repacked, or fed in groups."""
         width = max(len(c) for c in chunks)
+        if not self.fits(width):
+            self.mask = self.cache.repack(self.mask, min_holes=0.0)
+            if not self.fits(width) and len(chunks) > 1:
+                return self._feed_parts(forward, chunks, pad_id, self._fit(chunks))
         ids = torch.tensor([[pad_id] * (width - len(c)) + c for c in chunks], dtype=torch.long)  # (B, T)
         chunk_mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in chunks], dtype=torch.long)
         pos = self.next_pos[:, None] + (chunk_mask.cumsum(-1) - 1).clamp(min=0)  # (B, T)
@@ -124,12 +144,37 @@ class DecodeBatch:
         cost, k = min(((j * widths[j - 1] + (n - j) * widths[-1], j) for j in range(1, n)), default=(0, 0))
         if n < 2 or not widths[0] or cost > SPLIT_AT * n * widths[-1]:
             return self.feed(forward, chunks, pad_id)
+        return self._feed_parts(forward, chunks, pad_id, [sorted(order[:k]), sorted(order[k:])])
+
+    def _fit(self, chunks: list[list[int]]) -> list[list[int]]:
+        """The rows with a chunk, in groups that fit in `limit` once each is repacked (its longest
+        row's real positions plus its longest chunk): longest rows first, a new group where the
+        next row would not fit. A row fits alone (the rollout keeps each within the limit)."""
+        assert self.limit is not None
+        real = self.mask.sum(1).tolist()
+        groups: list[list[int]] = []
+        top = wide = 0  # the open group's longest row (its first) and longest chunk
+        for r in sorted((r for r in range(len(chunks)) if chunks[r]), key=lambda r: -real[r]):
+            if groups and top + max(wide, len(chunks[r])) <= self.limit:
+                groups[-1].append(r)
+                wide = max(wide, len(chunks[r]))
+            else:
+                groups.append([r])
+                top, wide = real[r], len(chunks[r])
+        return [sorted(g) for g in groups]
+
+    def _feed_parts(
+        self, forward: Forward, chunks: list[list[int]], pad_id: int, parts: list[list[int]]
+    ) -> torch.Tensor:
+        """Feed the rows of each part as a sub-batch of its own (`compact`, `feed`, `absorb`); the
+        holes repacked once they are a quarter of the cache. Returns each row's last logits (B, V),
+        zeros for a row in no part."""
         out: torch.Tensor | None = None
-        for keep in (sorted(order[:k]), sorted(order[k:])):
+        for keep in parts:
             sub = self.compact(keep)
             logits = sub.feed(forward, [chunks[r] for r in keep], pad_id)  # (len(keep), V)
             self.absorb(sub, keep)
-            out = logits.new_empty(n, logits.shape[-1]) if out is None else out
+            out = logits.new_zeros(len(chunks), logits.shape[-1]) if out is None else out
             out[keep] = logits
         self.mask = self.cache.repack(self.mask)
         assert out is not None
@@ -146,17 +191,19 @@ class DecodeBatch:
         """A sub-batch of the rows `keep`, to decode without the rows that are idle. Their cache
         moves to the sub-batch (`KVCache.split`): this batch is not fed until `absorb`."""
         index = torch.tensor(keep, dtype=torch.long)
-        sub = DecodeBatch([self.rows[k] for k in keep], self.cache.split(index), self.device)
+        sub = DecodeBatch([self.rows[k] for k in keep], self.cache.split(index), self.device, self.limit)
         sub.mask, sub.next_pos = self.mask[index], self.next_pos[index]
         return sub
 
     def absorb(self, sub: DecodeBatch, keep: list[int]) -> None:
-        """Merge back a sub-batch made by `compact(keep)` after it decoded further."""
+        """Merge back a sub-batch made by `compact(keep)` after it decoded further (or was
+        repacked: narrower). Its rows take its mask; the others, zeros where only it has columns."""
         index = torch.tensor(keep, dtype=torch.long)
         self.cache.absorb(sub.cache, index, len(self.rows))
-        extra = self._mask.new_zeros(len(self.rows), sub.width - self.width)
-        extra[index.to(self.device)] = sub.mask[:, self.width :]
-        self._extend(extra)
+        self._extend(self._mask.new_zeros(len(self.rows), max(sub.width - self.width, 0)))
+        rows = index.to(self.device)
+        self._mask[rows, : self.width] = 0
+        self._mask[rows, : sub.width] = sub.mask
         self.next_pos[index] = sub.next_pos
 
     def keep(self, keep: list[int]) -> None:

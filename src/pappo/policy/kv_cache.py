@@ -12,9 +12,9 @@ class KVCache:
     """Keys and values of every layer, (B, Hkv, capacity, D), written in place; `n` used.
 
     capacity None: the capacity doubles as positions come (`reserve`); an int (rollout.kv_cache
-    static): the first allocation is `capacity` positions, made once, and grows only past it (a
-    lockstep batch's padding can take a row beyond its episode limit). Either way only the first
-    `n` positions are ever read, so the outputs are the same.
+    static): the first allocation is `capacity` positions, made once, and grows only past it
+    (which the rollout's `DecodeBatch.limit` keeps it from). Either way only the first `n`
+    positions are ever read, so the outputs are the same.
 
     Only `reserve` changes the capacity. Every method that reallocates (`reserve`, `keep`,
     `split`, `absorb`, `repack`) replaces one layer's buffer at a time, so the old cache is freed
@@ -72,7 +72,7 @@ class KVCache:
         Each row's real positions keep their order and move to the right end (left padding)."""
         real = mask.bool()  # (B, n)
         width = int(real.sum(1).max()) if real.numel() else 0
-        if not self.k or width > (1.0 - min_holes) * self.n:
+        if not self.k or width == self.n or width > (1.0 - min_holes) * self.n:
             return mask
         order = torch.sort(real.to(torch.int8), dim=1, stable=True).indices[:, self.n - width :]  # (B, width)
         b, h, _, d = self.k[0].shape
@@ -107,9 +107,9 @@ class KVCache:
         return sub
 
     def absorb(self, sub: KVCache, rows: torch.Tensor, total: int) -> None:
-        """Put back the rows `split(rows)` moved into `sub`, after `sub` grew: row j of `sub`
-        becomes row rows[j] of `total`; the rows this cache kept get zeros (masked out) at the
-        positions only `sub` has. `sub` is emptied."""
+        """Put back the rows `split(rows)` moved into `sub`, after `sub` was fed (and perhaps
+        repacked, so narrower): row j of `sub` becomes row rows[j] of `total`; each side's rows get
+        zeros (masked out) at the positions only the other has. `sub` is emptied."""
         n0, n1 = self.n, sub.n
         rows = self._on_device(rows)
         rest = _complement(rows, total)
@@ -124,7 +124,7 @@ class KVCache:
                 else:  # this cache held no layer yet: split before its first feed
                     mine.append(merged)
                 theirs[i] = part.new_empty(0)
-        self.n = n1
+        self.n = max(n0, n1)
 
     def _on_device(self, index: torch.Tensor) -> torch.Tensor:
         return index.to(self.k[0].device) if self.k else index

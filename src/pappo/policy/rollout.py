@@ -107,10 +107,12 @@ class RolloutEngine:
         messages = vec.reset()
         trajs = [self._start(env.task.instance_id, m) for env, m in zip(vec.envs, messages)]
         static = self.params.kv_cache == "static"
+        limit = self.params.max_tokens_per_episode
         batch = DecodeBatch(
             list(range(len(trajs))),
-            self.decoder.new_cache(self.params.max_tokens_per_episode if static else None),
+            self.decoder.new_cache(limit if static else None),
             self.decoder.device,
+            limit,
         )
         led = [self._leads(len(t.token_ids)) for t in trajs]
         prompts = [t.token_ids + (self.lead if ok else []) for t, ok in zip(trajs, led)]
@@ -183,7 +185,9 @@ class RolloutEngine:
             still = [j for j, r in enumerate(rows) if live[r]]
             if not still:
                 break
-            if len(still) <= 3 * len(rows) // 4:  # many rows idle: decode the rest in a smaller batch
+            # many rows idle, or idle rows in the way of the batch's limit (`DecodeBatch.limit`): decode
+            # the rest in a smaller batch
+            if len(still) <= 3 * len(rows) // 4 or (len(still) < len(rows) and not active.fits(1)):
                 stack.append((active, rows))
                 self.compactions += 1
                 active, rows = active.compact(still), [rows[j] for j in still]
