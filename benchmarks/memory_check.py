@@ -18,7 +18,9 @@ Measured on 2 quiet CPU cores (float32, torch 2.13 CPU, 2026-12-05), measured / 
 update-mb2-t512 965 / 928 MiB = 1.04; update-mb4-t512-ckpt 1633 / 1686 MiB = 0.97;
 rollout-b16-t640-mha 325 / 376 MiB = 0.86 (decode only: the bound counts one layer at full capacity
 while growth holds the old, half-size one); engine-b16-t1024-mha (the RolloutEngine itself: turns,
-observations, rows dropped and repacked, compaction) 366 / 381 MiB = 0.96. Each is within 15%. The
+observations, rows dropped and repacked, compaction) 366 / 381 MiB = 0.96. Each is within 15%.
+Again at 40ef037 (the batch kept within the episode limit; 2026-12-06): 1.04, 0.97, 0.86, and the
+engine 383 / 381 MiB = 1.01. The
 engine configuration with the code before the cache moved rows and reallocated layer by layer
 (5833010): 551 MiB measured. On a GPU, gpu_step's receipts put torch.cuda.max_memory_allocated
 next to the same prediction, at the profile's bound and at the run's own shapes.
