@@ -148,8 +148,9 @@ def memory_bar(name: str, rec: dict[str, Any] | None) -> str:
     if not ratios:
         return f"peak memory ({name}): not judged (no CUDA peaks measured)"
     cells = ", ".join(f"{k} {v:.2f}" for k, v in ratios.items())
-    ok = all(abs(v - 1) <= MEMORY_TOLERANCE for v in ratios.values())
-    return f"peak memory ({name}), measured / predicted at the run's shapes: {cells}; bar within 15%: {_verdict(ok)}"
+    verdict = _verdict(all(abs(v - 1) <= MEMORY_TOLERANCE for v in ratios.values()))
+    head = f"peak memory ({name}), measured / predicted at the run's shapes"
+    return f"{head}: {cells}; bar within {MEMORY_TOLERANCE:.0%}: {verdict}"
 
 
 def bar_lines(receipts: dict[str, Any]) -> list[str]:
