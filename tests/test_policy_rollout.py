@@ -19,6 +19,7 @@ from pappo.policy.rollout import RolloutEngine, hf_forward, teacher_forced_logpr
 from pappo.policy.sampler import Sampler
 from pappo.tasks.store import TaskStore
 from test_env_episode import FakeGrader
+from test_policy_decoder import reference_logits
 
 
 class ByteCodec:
@@ -248,8 +249,7 @@ def test_a_split_feed_gives_what_one_padded_block_gives(model, shared_first):
 
 def last_logits_alone(model, rows: list[list[int]]) -> torch.Tensor:
     """Each row's last logits, the row alone and unpadded through the transformers forward: (B, V)."""
-    with torch.no_grad():
-        return torch.stack([model(input_ids=torch.tensor([r])).logits[0, -1] for r in rows])
+    return torch.stack([logits[-1] for logits in reference_logits(model, rows)])
 
 
 @torch.inference_mode()  # as RolloutEngine.run
