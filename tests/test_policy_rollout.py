@@ -356,7 +356,8 @@ def test_episodes_at_the_limit_keep_a_static_cache_and_their_own_tokens(
     mid-turn while others decode on: the batch is repacked, compacted or fed in groups where it
     would pass the limit (`DecodeBatch.limit`), so the static cache is never reallocated larger,
     a decode step is never fed in groups (idle rows in the way are compacted away once, not split
-    off at every step), and each episode samples exactly what it samples alone. Dies if a feed
+    off at every step), each episode samples exactly what it samples alone, and a growing cache
+    makes the same choices, bit for bit. Dies if a feed
     takes the batch past the limit (the cache grows), if a row's keys move, or without the
     compaction (decode steps fed in groups at each of these limits)."""
     from pappo.policy import kv_cache
@@ -387,6 +388,9 @@ def test_episodes_at_the_limit_keep_a_static_cache_and_their_own_tokens(
     assert max(len(t.token_ids) for t in together) == limit  # episodes ran to the limit
     for a, b in zip(together, alone):
         assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs)) < 1e-5
+    grow = params.model_copy(update={"kv_cache": "grow"})  # the same choices, so bit for bit the same
+    grown, _, _ = together_and_alone(never_stops, fx_params, grow, seeds, 6, codec=StatementCodec())
+    assert [(t.token_ids, t.logprobs) for t in grown] == [(t.token_ids, t.logprobs) for t in together]
 
 
 @torch.inference_mode()  # as RolloutEngine.run
