@@ -51,28 +51,21 @@ PEAK_BF16 = (
 )
 
 
-def _head_dim(cfg: Any) -> int:
-    return getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-
-
 def matmul_weights(cfg: Any, lm_head: bool = True) -> int:
     """N: the matmul weights a token goes through (module docstring); cfg: any object with
     Qwen2Config's size fields."""
-    h, q, kv = (
-        cfg.hidden_size,
-        cfg.num_attention_heads * _head_dim(cfg),
-        cfg.num_key_value_heads * _head_dim(cfg),
-    )
-    layer = h * q + 2 * h * kv + q * h + 3 * h * cfg.intermediate_size
-    return cfg.num_hidden_layers * layer + (h * cfg.vocab_size if lm_head else 0)
+    d = memory.Dims.from_config(cfg)
+    h, q, kv = d.hidden, d.heads * d.head_dim, d.kv_heads * d.head_dim
+    layer = h * q + 2 * h * kv + q * h + 3 * h * d.intermediate
+    return d.layers * layer + (h * d.vocab if lm_head else 0)
 
 
 def model_flops_per_token(
     cfg: Any, context_len: float, train: bool, lora: bool, lm_head: bool = True
 ) -> float:
     """Model FLOPs per token (module docstring)."""
-    q = cfg.num_attention_heads * _head_dim(cfg)
-    forward = 2 * matmul_weights(cfg, lm_head) + 2 * 2 * cfg.num_hidden_layers * q * context_len
+    d = memory.Dims.from_config(cfg)
+    forward = 2 * matmul_weights(cfg, lm_head) + 2 * 2 * d.layers * d.heads * d.head_dim * context_len
     return forward * ((2 if lora else 3) if train else 1)
 
 
@@ -84,7 +77,7 @@ def memory_bound_tokens_per_s(
     tokens: common.sampled_context) of keys and values, at `bandwidth` bytes/s and nothing else. An
     upper bound: padding, idle rows, prefill, activations and the host are not counted (the
     issue-44 floor: ~15 GB of weights a step at ~4.3 TB/s, ~18k tokens/s at batch 64)."""
-    kv_per_position = cfg.num_hidden_layers * 2 * cfg.num_key_value_heads * _head_dim(cfg) * element_bytes
+    kv_per_position = memory.Dims.from_config(cfg).kv_bytes_per_position(element_bytes)
     steps = -(-generated // rows)
     read = steps * matmul_weights(cfg) * element_bytes + context * kv_per_position
     return generated * bandwidth / read

@@ -41,6 +41,15 @@ CFG = SimpleNamespace(
 )
 
 
+class QwenSizedTokenizer:
+    """What gpu_step.model_config reads of a tokenizer, at Qwen's vocabulary."""
+
+    bos_token_id, eos_token_id, pad_token_id = None, 1, 2
+
+    def __len__(self) -> int:
+        return 152064
+
+
 def load_bench():
     return load_benchmark("gpu_step")
 
@@ -271,12 +280,6 @@ def test_precision_flags_reach_params_or_are_refused_by_name(capsys):
 def test_7b_config_is_qwen25_7b_at_full_vocab_and_flops_count_its_matmuls():
     from transformers import Qwen2ForCausalLM
 
-    class QwenSizedTokenizer:
-        bos_token_id, eos_token_id, pad_token_id = None, 1, 2
-
-        def __len__(self) -> int:
-            return 152064
-
     cfg = gs.model_config("7b", QwenSizedTokenizer(), params=None)
     with torch.device("meta"):
         model = Qwen2ForCausalLM._from_config(cfg)
@@ -350,12 +353,6 @@ def test_memory_bound_ceiling_by_hand():
 
 def test_the_7b_ceiling_is_the_issues_floor():
     """Issue 44: ~15 GB of weights a step at ~4.3 TB/s is ~3.5 ms, about 18k tokens/s at batch 64."""
-
-    class QwenSizedTokenizer:
-        bos_token_id, eos_token_id, pad_token_id = 1, 2, 0
-
-        def __len__(self) -> int:
-            return 152064
 
     cfg = gs.model_config("7b", QwenSizedTokenizer(), params=None)
     layers = 28 * (2 * 3584 * 3584 + 2 * 3584 * 512 + 3 * 3584 * 18944)  # q, o; k, v; gate, up, down
