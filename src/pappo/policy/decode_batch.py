@@ -93,6 +93,11 @@ class DecodeBatch:
         self._mask[:, self.width : need] = chunk_mask
         self.width = need
 
+    def repack(self, min_holes: float = 0.25) -> None:
+        """Drop the cache's masked-out positions once they are `min_holes` of it (`KVCache.repack`),
+        the mask with them."""
+        self.mask = self.cache.repack(self.mask, min_holes)
+
     def fits(self, width: int) -> bool:
         """Whether `width` more columns keep the batch within `limit`."""
         return self.limit is None or self.width + width <= self.limit
@@ -102,7 +107,7 @@ class DecodeBatch:
         row with no chunk that `_fit` left out). Past `limit`: repacked, or fed in groups."""
         width = max(len(c) for c in chunks)
         if not self.fits(width):
-            self.mask = self.cache.repack(self.mask, min_holes=0.0)
+            self.repack(min_holes=0.0)
             if not self.fits(width) and len(chunks) > 1:
                 return self._feed_parts(forward, chunks, pad_id, self._fit(chunks))
         ids = torch.tensor([[pad_id] * (width - len(c)) + c for c in chunks], dtype=torch.long)  # (B, T)
@@ -176,7 +181,7 @@ class DecodeBatch:
             self.absorb(sub, keep)
             out = logits.new_zeros(len(chunks), logits.shape[-1]) if out is None else out
             out[keep] = logits
-        self.mask = self.cache.repack(self.mask)
+        self.repack()
         assert out is not None
         return out
 

@@ -319,7 +319,7 @@ class RolloutEngine:
             batch.rows = []
             return torch.empty(0), []
         batch.keep(keep)
-        batch.mask = batch.cache.repack(batch.mask)
+        batch.repack()
         for row, env_i in enumerate(batch.rows):
             trajs[env_i].append(chunks[keep[row]], policy=False)
         led = [self._leads(len(trajs[env_i].token_ids)) for env_i in batch.rows]
