@@ -142,11 +142,15 @@ def fixture_params_raw() -> dict:
 
 
 def marked_processes(marker: str) -> list[int]:
-    """Live processes whose command line contains `marker` (zombies have none)."""
+    """Live processes whose command line or name (/proc/PID/comm, which a forked daemon can set
+    without starting a program) contains `marker` (zombies have no command line)."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if cmdline and (
+                marker.encode() in cmdline or marker[:15] in Path(f"/proc/{pid}/comm").read_text()
+            ):
                 found.append(int(pid))
         except OSError:
             pass

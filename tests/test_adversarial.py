@@ -87,13 +87,18 @@ for _addr in [("127.0.0.1", {port}), ("1.1.1.1", 53)]:
     except OSError:
         pass
 """
+# A forked daemon, named by prctl(PR_SET_NAME) (its /proc/PID/comm): starting a program is refused
+# by the audit hook, which ends the run at the Popen below, after the fork.
 BACKGROUND = f"""
-import os, subprocess, sys
-subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "{MARK}"], start_new_session=True,
-                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+import ctypes, os, subprocess, sys, time
 if os.fork() == 0:
     os.setsid()
-    os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", "{MARK}-daemon"])
+    ctypes.CDLL(None).prctl(15, b"{MARK}"[:15], 0, 0, 0)
+    time.sleep(600)
+    os._exit(0)
+time.sleep(0.2)
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "{MARK}"], start_new_session=True,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 """
 FORK_BOMB = """
 import os
@@ -150,11 +155,11 @@ CASES: dict[str, tuple[dict[str, str], dict[str, bytes | None], bool | None]] = 
     ),
     "monkeypatch_builtins": (_module("import builtins\nbuiltins.isinstance = lambda *a: True\n"), {}, True),
     "forge_result_channel": (_module(FORGE), {}, None),
-    "write_outside_workspace": (_module(WRITE_OUT), {}, False),
+    "write_outside_workspace": (_module(WRITE_OUT), {}, True),  # its test_*.py: the audit hook
     "network_connection": (_module(NETWORK), {}, False),
     "write_home": (_module(WRITE_HOME), {}, False),
     "unix_sockets": (_module(UNIX_SOCKETS), {}, False),
-    "background_process": (_module(BACKGROUND), {}, False),
+    "background_process": (_module(BACKGROUND), {}, True),  # its Popen: the audit hook
 }
 # Reaching the plugin's key in-process can forge valid records; only the static scan stops it.
 STATIC_ONLY = {

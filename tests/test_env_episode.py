@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -316,3 +317,51 @@ def test_truncate_between_turns_grades_the_current_tree(store: TaskStore):
     assert env.per_turn_rewards[-1] == pytest.approx(P.rewards.edit_progress + P.rewards.success)
     with pytest.raises(PappoError, match="truncate out of order"):
         env.begin_truncate()
+
+
+class CountingGrader(FakeGrader):
+    """Grades the reset tree with the task's count, then each edit with the next of `counts`."""
+
+    def __init__(self, counts: Sequence[int]) -> None:
+        super().__init__()
+        self.counts = list(counts)
+
+    def grade(self, task: Task, clean: Mapping[str, bytes], cand: Mapping[str, bytes], k: int) -> Grade:
+        g = super().grade(task, clean, cand, k)
+        n = len(task.FAIL_TO_PASS) if k == 0 else self.counts[k - 1]
+        return dataclasses.replace(g, n_failing=n, success=n == 0)
+
+
+def progress_of(store: TaskStore, counts: list[int]) -> list[float]:
+    """edit_progress of each edit when the edits leave `counts` failing tests (an edit per turn)."""
+    env = make_env(store, CountingGrader(counts), max_turns=len(counts) + 1)
+    env.reset()
+    for i in range(len(counts)):
+        old, new = ("def chunk", "#0\ndef chunk") if i == 0 else (f"#{i - 1}\n", f"#{i}\n")
+        env.step(Action("str_replace", {"path": "tinycalc/ranges.py", "old_str": old, "new_str": new}).text())
+    events = [e for e in env.events if e.kind == "edit_progress"]
+    assert len(events) == len(counts)
+    return [e.reward for e in events]
+
+
+def test_edit_progress_cannot_be_farmed_by_breaking_and_restoring(store: TaskStore):
+    """Break 15 more tests in one edit, restore one per edit: the progress sums to 0, not to the
+    +1.2 a per-turn clip paid (a free-mode farm found by review); a real fix earns one weight."""
+    initial = len(store.task("tinycalc-001").FAIL_TO_PASS)
+    farm = progress_of(store, [initial + 15, *range(initial + 14, initial - 1, -1)])
+    assert sum(farm) == pytest.approx(0.0, abs=1e-12) and max(farm) <= P.rewards.edit_progress + 1e-12
+    fix = progress_of(store, [0])
+    assert fix == [pytest.approx(P.rewards.edit_progress)]
+    # whatever the path, the progress sums to the potential at the end: one weight for a fix
+    path = progress_of(store, [initial + 3, 0, initial + 9, 0])
+    assert sum(path) == pytest.approx(P.rewards.edit_progress)
+
+
+def test_through_the_buggy_tree_progress_is_the_clipped_share_of_each_edit(store: TaskStore):
+    """Apply, revert, apply (candidates mode moves so): each edit's progress is its clipped share
+    of the drop from the buggy tree's count, and a revert pays it back exactly."""
+    initial = len(store.task("tinycalc-001").FAIL_TO_PASS)
+    w = P.rewards.edit_progress
+    rewards = progress_of(store, [initial + 4, initial, 0, initial])
+    share = max(-1.0, min(1.0, -4 / max(1, initial)))
+    assert rewards == [w * share, -(w * share), w * 1.0, -(w * 1.0)]

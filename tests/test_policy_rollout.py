@@ -12,6 +12,7 @@ from pappo.config.env import EnvParams
 from pappo.config.policy import RolloutParams
 from pappo.env.episode import RepairEnv
 from pappo.env.vec import VecEnv
+from pappo.io import PappoError
 from pappo.policy import decode_batch
 from pappo.policy.decisions import ARG, INSIDE, NAME, decision_flags
 from pappo.policy.decoder import Qwen2Decoder
@@ -291,6 +292,30 @@ def test_token_budget_truncates_the_episode(model, fx_params):
     for traj, env in zip(trajs, envs):
         assert len(traj.token_ids) <= 90 and env.done
         assert env.metrics.truncated or env.metrics.turns == 4
+
+
+def test_a_prompt_with_no_room_for_a_turn_is_refused_before_anything_is_fed(model, fx_params):
+    class LongPrompts(ByteCodec):
+        def prompt_ids(self, messages: list[dict]) -> list[int]:
+            return [self.START] + self._ids(messages[-1]["content"], 10_000) + [self.END, self.START]
+
+    store = TaskStore.from_params(fx_params, "repofix")
+    tasks = list(store.tasks.values())[:3]
+    envs = [RepairEnv(t, store.clean(t), store.buggy(t), EnvParams(max_turns=4)) for t in tasks]
+    vec = VecEnv(envs, FakeGrader())
+    lengths = [len(LongPrompts().prompt_ids(messages)) for messages in vec.reset()]
+    limit = sorted(lengths)[1]  # one prompt fits with room, two do not
+    assert lengths.count(limit) == 1 and min(lengths) < limit
+    params = RolloutParams(max_new_tokens_per_turn=12, max_tokens_per_episode=limit, kv_cache="static")
+    engine = RolloutEngine(Qwen2Decoder(model), LongPrompts(), params)
+    fed, forward = [], engine.forward
+    engine.forward = lambda *args: fed.append(1) or forward(*args)
+    with pytest.raises(PappoError) as e:
+        engine.run(vec, seed=0)
+    refused = [t.instance_id for t, n in zip(tasks, lengths) if n >= limit]
+    assert len(refused) == 2 and all(task in str(e.value) for task in refused)
+    assert "rollout.max_tokens_per_episode" in str(e.value) and f"at least {max(lengths) + 1}" in str(e.value)
+    assert not fed
 
 
 def test_top_p_only_samples_the_nucleus():

@@ -248,8 +248,11 @@ def test_nothing_outlives_a_killed_runner(tmp_path):
     """SIGKILL the process that owns the pool mid-run: worker, run and its daemons all go away."""
     marker = f"zzkill{os.getpid()}"
     body = (
-        f"import subprocess, sys, time\ndef test_a():\n"
-        f"    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'], start_new_session=True)\n"
+        f"import ctypes, os, time\ndef test_a():\n"
+        f"    if os.fork() == 0:\n"
+        f"        os.setsid()\n"
+        f"        ctypes.CDLL(None).prctl(15, b'{marker}', 0, 0, 0)  # PR_SET_NAME: its /proc/PID/comm\n"
+        f"        time.sleep(600)\n"
         f"    time.sleep(60)\n"
     )
     script = tmp_path / "owner.py"
@@ -314,7 +317,8 @@ def test_library_module_named_like_a_test_is_not_tampering(pool: SandboxPool):
 
 
 def test_test_file_changed_during_the_run_is_tampering():
-    """Rewriting a not-yet-imported test file from library code is caught (fallback: no read-only tests)."""
+    """Rewriting a not-yet-imported test file from library code is caught (fallback: no read-only
+    tests): the audit hook refuses the write; the rewrite cache's content check stands behind it."""
     evil = (
         "import pathlib\np = pathlib.Path('tests/test_z.py')\n"
         "try:\n    p.write_text('def test_b():\\n    pass\\n')\nexcept OSError:\n    pass\n"
@@ -325,7 +329,7 @@ def test_test_file_changed_during_the_run_is_tampering():
     }
     with SandboxPool(FAST.model_copy(update={"isolation": "rlimits"}), workers=1) as p:
         run = p.run(files)
-    assert any("test file tests/test_z.py" in t for t in run.tamper), run.tamper
+    assert any("tests/test_z.py" in t for t in run.tamper), run.tamper
     assert run.outcomes.get("tests/test_z.py::test_b") != "passed"
 
 

@@ -58,6 +58,15 @@ def git(
     )
 
 
+CHUNK = 1 << 20  # bytes a file is read by when hashed: constant memory whatever its size
+
+
+def git_blob_hasher(size: int) -> Any:
+    """A sha1 primed with git's blob header for `size` bytes; fed the bytes, it gives the blob id
+    git (and a SWHID, and the hub for non-LFS files) names them by (Pro Git, "Git Objects")."""
+    return hashlib.sha1(b"blob %d\0" % size)
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -70,7 +79,7 @@ def file_digest(path: Path, algorithm: str) -> str:
     """Hex digest of a file read in 1 MiB chunks (sha256 for our hashes, md5 where a service asks)."""
     h = hashlib.new(algorithm)
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
+        for chunk in iter(lambda: f.read(CHUNK), b""):
             h.update(chunk)
     return h.hexdigest()
 

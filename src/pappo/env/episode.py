@@ -276,16 +276,26 @@ class RepairEnv:
         return CandidateBoard(self.candidates, self.params.candidates.k, self.seed, self.buggy_tree)
 
     def _progress(self, grade: Grade | None) -> Event:
-        """edit_progress: the drop in failing tests, over the initial count (negative if worse)."""
+        """edit_progress: the change in a potential, the drop in failing tests from the start over
+        the initial count, clipped to [-1, 1] and weighted (negative if worse). A potential's changes
+        sum to its last value over the episode (Ng, Harada & Russell 1999, "Policy invariance under
+        reward transformations"), so no sequence of edits earns more than one fix: clipping each
+        turn's change instead let an agent break many tests in one edit for one weight and earn a
+        weight back for each test restored. Through the buggy tree (candidates mode) the two agree
+        bit for bit."""
         if grade is None or grade.infra_error:
             return Event(self.turn, "edit_progress", 0.0, {"infra_error": True})
         delta = self._failing - grade.n_failing
-        # Clipped to one weight per turn, so a single edit never outweighs the terminal reward.
-        share = max(-1.0, min(1.0, delta / max(1, self.initial_failing)))
-        reward = self.params.rewards.edit_progress * share
+        reward = self._potential(grade.n_failing) - self._potential(self._failing)
         detail = {"delta_failing": delta, "failing_before": self._failing, "failing_after": grade.n_failing}
         self._failing = grade.n_failing
         return Event(self.turn, "edit_progress", reward, detail)
+
+    def _potential(self, failing: int) -> float:
+        """edit_progress weight x (initial - failing) / initial, clipped to [-1, 1]: at most one
+        weight for a fix, at least minus one for any breakage."""
+        share = max(-1.0, min(1.0, (self.initial_failing - failing) / max(1, self.initial_failing)))
+        return self.params.rewards.edit_progress * share
 
     def _run_tests(self, grade: Grade | None) -> str:
         if grade is None:  # cannot happen: begin_step asks for a grade when none is cached

@@ -25,6 +25,7 @@ from pappo.evidence.bundle_read import SOURCE, Bundle, Entry, scan
 from pappo.evidence.defined_stages import current_outs
 from pappo.evidence.dvc_cache import LockedOut, out_md5
 from pappo.experiment.receipt import Receipt, check_receipt
+from pappo.io import git_blob_hasher
 
 SUMS = "SHA256SUMS"
 TOP_FILES = ("params.yaml", "dvc.lock", "CITATION.cff", ".zenodo.json")
@@ -43,7 +44,9 @@ def git_tree_id(files: dict[str, tuple[int, bytes]]) -> str:
 
 def blob_id(data: bytes) -> bytes:
     """git's blob id of a file's bytes (raw sha1)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).digest()
+    blob = git_blob_hasher(len(data))
+    blob.update(data)
+    return blob.digest()
 
 
 def tree_id(blobs: dict[str, tuple[int, bytes]]) -> str:

@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from pappo.io import sha256_bytes
+from pappo.io import CHUNK, git_blob_hasher, sha256_bytes
 
 SOURCE = "source/"
 REGULAR, EXECUTABLE, SYMLINK = stat.S_IFREG | 0o644, stat.S_IFREG | 0o755, stat.S_IFLNK | 0o777
 MODES = (REGULAR, EXECUTABLE, SYMLINK)
-CHUNK = 1 << 20
 LINK_MAX = 4096  # a symlink's target: PATH_MAX on Linux
 MAX_READ = 64 << 20  # an entry the checks parse whole: KBs in a real bundle
 # A zip bomb (GiBs of zeros in a few MB) is refused from its declared sizes: a zip may unpack to
@@ -52,7 +51,7 @@ def _digested(src: BinaryIO, mode: int, size: int) -> Entry:
     """Read `src` to its end in chunks; the entry it holds. `size` is what was declared (git's blob
     header needs it first); bytes that differ from it raise OSError."""
     sha, md5 = hashlib.sha256(), hashlib.md5()
-    blob = hashlib.sha1(b"blob %d\0" % size)
+    blob = git_blob_hasher(size)
     read, target = 0, []
     for chunk in iter(lambda: src.read(CHUNK), b""):
         for h in (sha, md5, blob):

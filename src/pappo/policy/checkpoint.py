@@ -21,7 +21,15 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pappo.config.policy import ModelParams, TinyModelParams
-from pappo.io import PappoError, atomic_write_json, canonical_json, sha256_bytes, sha256_file
+from pappo.io import (
+    CHUNK,
+    PappoError,
+    atomic_write_json,
+    canonical_json,
+    git_blob_hasher,
+    sha256_bytes,
+    sha256_file,
+)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase, Qwen2Config
@@ -279,10 +287,10 @@ def _resolve_commit(params: ModelParams, repo: Path) -> tuple[str, str | None]:
 def _content_address(path: Path, etag: str) -> tuple[str, str]:
     """(sha256, the hash the hub names this blob by): sha256 for LFS, git blob sha1 otherwise."""
     size = path.stat().st_size
-    sha256, sha1 = hashlib.sha256(), hashlib.sha1(b"blob %d\0" % size)
+    sha256, sha1 = hashlib.sha256(), git_blob_hasher(size)
     git = len(etag) == 40  # LFS blobs are named by 64-hex sha256 (hub local-cache spec)
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
+        for chunk in iter(lambda: f.read(CHUNK), b""):
             sha256.update(chunk)
             if git:
                 sha1.update(chunk)

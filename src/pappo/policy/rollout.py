@@ -28,6 +28,7 @@ from transformers import DynamicCache
 
 from pappo.config.policy import RolloutParams
 from pappo.env.vec import VecEnv
+from pappo.io import PappoError
 from pappo.policy.constrained import CallTrie
 from pappo.policy.decisions import decision_flags
 from pappo.policy.decode_batch import DecodeBatch, Forward
@@ -106,6 +107,7 @@ class RolloutEngine:
         sample = Sampler(self.params, seeds, greedy)
         messages = vec.reset()
         trajs = [self._start(env.task.instance_id, m) for env, m in zip(vec.envs, messages)]
+        self._check_room(trajs)
         static = self.params.kv_cache == "static"
         limit = self.params.max_tokens_per_episode
         batch = DecodeBatch(
@@ -136,6 +138,22 @@ class RolloutEngine:
         traj.append(ids, policy=False)
         traj.tool_mask = [0] * len(ids)  # the prompt is neither policy nor environment feedback
         return traj
+
+    def _check_room(self, trajs: list[Trajectory]) -> None:
+        """Refuse episodes whose prompt leaves no room for a sampled token: played on, each would
+        be an empty turn the environment counts, an episode longer than the limit the trainer and
+        the memory model assume, and a static cache grown past its size (verl's default for an
+        overlong prompt is an error too: data.truncation "error")."""
+        limit = self.params.max_tokens_per_episode
+        over = [(t.instance_id, len(t.token_ids)) for t in trajs if len(t.token_ids) >= limit]
+        if over:
+            tasks = ", ".join(f"{task} ({n} tokens)" for task, n in over[:5])
+            more = f" and {len(over) - 5} more" if len(over) > 5 else ""
+            raise PappoError(
+                f"{len(over)} task prompt(s) leave no room for a turn within rollout.max_tokens_per_episode "
+                f"{limit}: {tasks}{more}. Raise rollout.max_tokens_per_episode in the params file to "
+                f"at least {max(n for _, n in over) + 1}, or leave these tasks out."
+            )
 
     def _leads(self, length: int) -> bool:
         """Whether a turn starting after `length` ids is fed its call's forced start (`self.lead`)

@@ -113,7 +113,8 @@ def parse_records(data: bytes, key: bytes) -> dict[str, Any]:
         elif kind == "collect_error":
             out["collect_errors"].append(record["nodeid"])
         elif kind == "tamper":
-            out["tamper"].append(f"{record['where']}: replaced {', '.join(record['changed'])}")
+            what = record.get("reason") or f"replaced {', '.join(record['changed'])}"
+            out["tamper"].append(f"{record['where']}: {what}")
         elif kind == "hidden":
             out["hidden"] = record["results"]
         elif kind == "trace":

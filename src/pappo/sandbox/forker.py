@@ -28,7 +28,17 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import _pytest.main
 import pytest
 
-from pappo.sandbox import channel, child, isolation, prefault, pytest_plugin, rewrite_cache, seccomp, userns
+from pappo.sandbox import (
+    channel,
+    child,
+    guard,
+    isolation,
+    prefault,
+    pytest_plugin,
+    rewrite_cache,
+    seccomp,
+    userns,
+)
 
 if TYPE_CHECKING:
     from pappo.sandbox.server import Worker
@@ -176,6 +186,7 @@ def _child(worker: Worker, fds: tuple[int, int, int], limits: dict[str, Any], ma
         pytest_plugin.begin_run(
             3, bytes.fromhex(go["key"]), go["test_timeout"], go["trusted"], hidden, go["trace"]
         )
+        guard.install(worker.workspace, pytest_plugin.refused)  # last: nothing of ours writes after it
     except BaseException as e:  # setup failed before any code under test ran: infra_error
         os.write(2, f"sandbox child setup failed: {type(e).__name__}: {e}\n".encode())
         os._exit(70)

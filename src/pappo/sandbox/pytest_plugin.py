@@ -78,6 +78,13 @@ def emit(kind: str, **payload: Any) -> None:
     _write(_RUN["fd"], (body + "\t" + mac + "\n").encode())
 
 
+def refused(reason: str) -> None:
+    """`guard`'s verdict on an audit event: the run reaches past the code the scan read; ended as
+    tampering, like a changed runner."""
+    emit("tamper", where="audit hook", reason=reason)
+    _exit(3)
+
+
 def _on_alarm(signum: int, frame: object) -> None:
     raise SandboxTestTimeout("test exceeded its time limit")
 
