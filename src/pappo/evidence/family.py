@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pappo.config.evidence import ClaimParams
-from pappo.stats import seed_interval
+from pappo.stats import TIE, seed_interval
 
 ALPHA = 0.025  # one-sided: the 95% interval's lower end above 0
 
@@ -36,13 +36,23 @@ def family_size(claims: Sequence[ClaimParams], claim: ClaimParams, on_cuda: bool
     return max(1, sum(judged(c, hardware) for c in claims))
 
 
+def settled(diffs: Sequence[float]) -> list[float]:
+    """Per-seed differences (n,) with float representation residue removed: differences that span
+    at most `TIE` (equal but for residue, as 12/30 - 9/30 and 10/30 - 7/30) become one value, their
+    mean, so that zero spread is zero, not an SD of 1e-17 that a t test reads as certainty."""
+    d = [float(x) for x in diffs]
+    if len(d) > 1 and max(d) - min(d) <= TIE:
+        return [sum(d) / len(d)] * len(d)
+    return d
+
+
 def one_sided_p(diffs: Sequence[float]) -> float | None:
     """P-value of the one-sided t test that the mean of per-seed differences (n,) is above 0, with
     n - 1 degrees of freedom; None with one seed or zero observed spread (no test: equal
     differences cannot show that the spread between seeds is small)."""
     from scipy import stats as sps
 
-    level = seed_interval(diffs)
+    level = seed_interval(settled(diffs))
     if level.sd is None or level.sd == 0.0:
         return None
     t = level.mean / (level.sd / math.sqrt(level.n))

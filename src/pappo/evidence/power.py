@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from pappo.config.evidence import ClaimParams
-from pappo.evidence.family import ALPHA
+from pappo.evidence.family import ALPHA, settled
 from pappo.stats import POWER, mde, seed_interval, seeds_needed
 
 EFFECTS: tuple[float, ...] = (0.05, 0.10, 0.15)  # absolute effects whose seed counts are reported
@@ -51,8 +51,8 @@ class Power(BaseModel):
 
 def power_of(diffs: Sequence[float], claim: ClaimParams | None = None, family: int = 1) -> Power:
     """MDE and seeds needed from per-seed differences (n,), and a claim's `rule_mde` in a family of
-    `family` claims; one seed or zero SD say so instead."""
-    level = seed_interval(diffs)
+    `family` claims; one seed or zero SD (up to float residue) say so instead."""
+    level = seed_interval(settled(diffs))
     keys = [f"{e:.2f}" for e in EFFECTS]
     if level.sd is None or level.sd == 0.0:
         why = level.note if level.sd is None else "zero observed SD between seeds: power cannot be estimated"

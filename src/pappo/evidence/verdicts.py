@@ -22,7 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pappo.config.evidence import ClaimParams
-from pappo.evidence.family import FamilyTest, family_size, family_tests, judged
+from pappo.evidence.family import FamilyTest, family_size, family_tests, judged, settled
 from pappo.evidence.history import History, claim_history
 from pappo.evidence.power import Power, power_of
 from pappo.evidence.summary import claim_differences, per_seed
@@ -85,7 +85,9 @@ def decide(
 
     A claim without an interval rule (ci_rule none) never holds: a mean's sign and a count of seed
     wins are no test (under a true null about half of such experiments pass at 5 or more seeds).
-    Zero observed spread gives no interval, so neither `holds` nor `does not hold`."""
+    Zero observed spread (up to float residue: `settled`) gives no test, so neither `holds` nor
+    `does not hold`."""
+    diffs = settled(diffs)
     level = seed_interval(diffs)
     n_wins = wins(diffs, claim.min_delta)
     reasons = []
