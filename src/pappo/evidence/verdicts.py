@@ -8,7 +8,8 @@ fixed seeds (that one measures evaluation noise only and is reported as such). M
 groups of 5 seeds of one algorithm looked like two algorithms).
 
 Verdicts: `holds` (every registered rule holds on the seed-level numbers), `does not hold` (the
-interval lies wholly below the registered min_delta: it excludes the claimed effect),
+one-sided test of "improvement >= min_delta" rejects it at the family's level, Holm over the same
+claims as `holds`: family.py),
 `inconclusive` (neither: the minimum detectable effect says how far the seeds are from telling),
 `exploratory` (the tuning history shows other configurations on these seeds, or the bar was edited
 after evidence existed: Eimer et al. 2023, Dodge et al. 2019); an exploratory claim cannot hold.
@@ -100,7 +101,7 @@ def decide(
     if claim.ci_rule == "none":
         reasons.append("registered without an interval rule (ci_rule none): descriptive, it cannot hold")
     else:
-        test = test or FamilyTest.alone(diffs)
+        test = test or FamilyTest.alone(diffs, claim.min_delta)
         if not test.passes:
             shown = "none (one seed)" if level.lo is None else f"[{level.lo:+.3f}, {level.hi:+.3f}]"
             alone = level.lo is not None and level.lo > 0  # the claim's own test, not the family's
@@ -108,9 +109,10 @@ def decide(
             reasons.append(f"95% interval over seeds {shown} {says}; {test.describe()}")
     if not reasons:
         return "holds", []
-    if level.hi is not None and level.sd and level.hi < claim.min_delta:
+    if test is not None and test.excludes_bar:  # family-wise, as `holds` is (family.py)
         return "does not hold", reasons + [
-            f"the interval lies below min_delta {claim.min_delta}: it excludes the claim"
+            f"the improvement is below min_delta {claim.min_delta} at the family's level, so the "
+            f"test excludes the claim: {test.describe(below=True)}"
         ]
     return "inconclusive", reasons
 
@@ -125,7 +127,9 @@ def evaluate_claims(
     """Every claim's verdict, the claims these runs can support tested together (`family`: Holm)."""
     on_cuda = bool(receipts) and all(r.hardware.accelerator == "cuda" for r in receipts.values())
     diffs = [per_seed(claim_differences(c, reports, seeds)[1]) for c in claims]
-    tests = family_tests([d if judged(c, on_cuda) else None for c, d in zip(claims, diffs)])
+    tests = family_tests(
+        [d if judged(c, on_cuda) else None for c, d in zip(claims, diffs)], [c.min_delta for c in claims]
+    )
     return [
         evaluate_claim(c, reports, receipts, seeds, history, t, family_size(claims, c, on_cuda))
         for c, t in zip(claims, tests, strict=True)
