@@ -433,7 +433,7 @@ def test_release_notes_state_every_claim_with_numbers(bundle: Path) -> None:
         "| pappo | 1 | 0.500 [0.400, 0.600] |" in notes
         and "| pappo | grpo | +0.050 [-0.100, +0.200] | 1/1 |" in notes
     )
-    assert "1 of 2 pre-registered claims hold" in notes and "pipeline check" in notes
+    assert "1 of 2 pre-registered claims with a rule hold" in notes and "pipeline check" in notes
 
 
 @pytest.mark.parametrize(

@@ -177,6 +177,8 @@ def _diff(c: Any) -> str:
 def _notes_head(bundle: dict[str, Any], summary: Any, verdict: Any) -> list[str]:
     """The notes' title and the bundle's, the run's and the audit's facts (the tiny profile flagged)."""
     holds = [c for c in verdict.claims if c.holds]
+    ruled = [c for c in verdict.claims if c.label != "descriptive"]
+    described = len(verdict.claims) - len(ruled)
     lines = [
         f"# PAPPO evidence bundle {bundle['version']}",
         "",
@@ -184,7 +186,9 @@ def _notes_head(bundle: dict[str, Any], summary: Any, verdict: Any) -> list[str]
         f"- source tree: `{bundle['swhid_dir']}` (files under `source/`)",
         f"- profile: {summary.profile} on {summary.device}; seeds {summary.seeds}; K = {summary.eval_samples}",
         f"- audit: integrity {'OK' if verdict.integrity_ok else 'FAILED'}, runs checked: {verdict.runs_checked}; "
-        f"{len(holds)} of {len(verdict.claims)} pre-registered claims hold (exit code {verdict.exit_code})",
+        f"{len(holds)} of {len(ruled)} pre-registered claims with a rule hold"
+        + (f", {described} descriptive (no rule)" if described else "")
+        + f" (exit code {verdict.exit_code})",
     ]
     if summary.profile == "tiny":
         lines += [

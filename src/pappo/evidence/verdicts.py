@@ -13,6 +13,8 @@ claims as `holds`: family.py),
 `inconclusive` (neither: the minimum detectable effect says how far the seeds are from telling),
 `exploratory` (the tuning history shows other configurations on these seeds, or the bar was edited
 after evidence existed: Eimer et al. 2023, Dodge et al. 2019); an exploratory claim cannot hold.
+`descriptive` (registered without an interval rule, ci_rule none: its numbers are shown and no rule
+tests it) is outside "every claim holds" (`every_rule_holds`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pappo.experiment import receipt as rc
 from pappo.experiment.report import RunReport
 from pappo.stats import above, paired_diff_ci_seeds, seed_interval, wins
 
-Verdict = Literal["holds", "does not hold", "inconclusive", "exploratory"]
+Verdict = Literal["holds", "does not hold", "inconclusive", "exploratory", "descriptive"]
 
 
 class ClaimVerdict(BaseModel):
@@ -40,7 +42,7 @@ class ClaimVerdict(BaseModel):
     holds: bool = Field(description="verdict == 'holds'.")
     verdict: Verdict | None = Field(
         None,
-        description="holds | does not hold | inconclusive | exploratory; "
+        description="holds | does not hold | inconclusive | exploratory | descriptive; "
         "absent in verdicts of older audits (then read from holds).",
     )
     metric: str
@@ -84,10 +86,16 @@ def decide(
     """The statistical verdict of signed per-seed improvements (n,) under the claim's registered
     rules; `test`: its one-sided test within the family of claims judged together (default: alone).
 
-    A claim without an interval rule (ci_rule none) never holds: a mean's sign and a count of seed
-    wins are no test (under a true null about half of such experiments pass at 5 or more seeds).
+    A claim without an interval rule (ci_rule none) is `descriptive`, never `holds`: a mean's sign
+    and a count of seed wins are no test (under a true null about half of such experiments pass at 5
+    or more seeds).
     Zero observed spread (up to float residue: `settled`) gives no test, so neither `holds` nor
     `does not hold`."""
+    if claim.ci_rule == "none":
+        return "descriptive", [
+            "registered without an interval rule (ci_rule none): descriptive, it cannot hold; "
+            "its interval is shown, no rule tests it"
+        ]
     diffs = settled(diffs)
     level = seed_interval(diffs)
     n_wins = wins(diffs, claim.min_delta)
@@ -98,18 +106,15 @@ def decide(
         )
     if n_wins < claim.min_seed_wins:
         reasons.append(f"{n_wins}/{level.n} seed wins < {claim.min_seed_wins}")
-    if claim.ci_rule == "none":
-        reasons.append("registered without an interval rule (ci_rule none): descriptive, it cannot hold")
-    else:
-        test = test or FamilyTest.alone(diffs, claim.min_delta)
-        if not test.passes:
-            shown = "none (one seed)" if level.lo is None else f"[{level.lo:+.3f}, {level.hi:+.3f}]"
-            alone = level.lo is not None and level.lo > 0  # the claim's own test, not the family's
-            says = "excludes 0 alone, not at the family's level" if alone else "does not exclude 0"
-            reasons.append(f"95% interval over seeds {shown} {says}; {test.describe()}")
+    test = test or FamilyTest.alone(diffs, claim.min_delta)
+    if not test.passes:
+        shown = "none (one seed)" if level.lo is None else f"[{level.lo:+.3f}, {level.hi:+.3f}]"
+        alone = level.lo is not None and level.lo > 0  # the claim's own test, not the family's
+        says = "excludes 0 alone, not at the family's level" if alone else "does not exclude 0"
+        reasons.append(f"95% interval over seeds {shown} {says}; {test.describe()}")
     if not reasons:
         return "holds", []
-    if test is not None and test.excludes_bar:  # family-wise, as `holds` is (family.py)
+    if test.excludes_bar:  # family-wise, as `holds` is (family.py)
         return "does not hold", reasons + [
             f"the improvement is below min_delta {claim.min_delta} at the family's level, so the "
             f"test excludes the claim: {test.describe(below=True)}"
@@ -153,9 +158,7 @@ def evaluate_claim(
     level = seed_interval(diffs)
     verdict, reasons = decide(diffs, claim, test)
     power = power_of(diffs, claim, family)
-    if verdict == "inconclusive" and claim.ci_rule == "none":
-        reasons.append("inconclusive: a descriptive claim; its interval is shown, no rule tests it")
-    elif verdict == "inconclusive":
+    if verdict == "inconclusive":
         reasons.append(f"inconclusive: the interval neither clears the bar nor excludes it ({_told(power)})")
     if claim.needs_gpu and any(r.hardware.accelerator != "cuda" for r in receipts.values()):
         reasons.append("needs GPU receipts; these runs are CPU runs")
@@ -182,6 +185,11 @@ def evaluate_claim(
         history=why,
         reasons=reasons,
     )
+
+
+def every_rule_holds(claims: Sequence[ClaimVerdict]) -> bool:
+    """Whether every claim with a rule holds; descriptive claims (no rule) are not counted."""
+    return all(c.holds for c in claims if c.label != "descriptive")
 
 
 def _told(power: Power) -> str:
