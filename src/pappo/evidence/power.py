@@ -32,12 +32,13 @@ class Power(BaseModel):
     n_seeds: int
     sd: float | None = Field(description="SD (ddof 1) of the per-seed differences; None with one seed.")
     mde: float | None = Field(
-        description="Smallest true mean difference detected with 80% power by a two-sided "
-        "5% t test on n_seeds seeds; None when the SD is unknown or zero."
+        description="Single test, not a claim's rule: the smallest true mean difference detected "
+        "with 80% power by one two-sided 5% t test against 0 on n_seeds seeds; None when the SD is "
+        "unknown or zero. A claim's own power is rule_mde."
     )
     seeds_needed: dict[str, int | None] = Field(
-        description="Effect ('0.05', '0.10', '0.15') -> seeds for 80% "
-        "power at this SD; None: not computable or above 10000."
+        description="Single test, not a claim's rule: effect ('0.05', '0.10', '0.15') -> seeds for "
+        "80% power of one two-sided 5% t test at this SD; None: not computable or above 10000."
     )
     note: str = Field(description="Why a number is missing, or '' when all are there.")
     rule_mde: float | None = Field(

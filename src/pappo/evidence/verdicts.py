@@ -193,21 +193,38 @@ def every_rule_holds(claims: Sequence[ClaimVerdict]) -> bool:
 
 
 def _told(power: Power) -> str:
-    """What the seeds could detect, for an inconclusive verdict."""
+    """What the seeds could detect, for an inconclusive verdict: the rule's own power first."""
     if power.mde is None:
         return power.note
-    told = f"MDE {power.mde:.3f} at 80% power with {power.n_seeds} seeds"
-    if power.rule_mde is not None:
-        told += (
-            f"; the registered rule holds with 80% probability at a true improvement of {power.rule_mde:.3f}"
-        )
-    return told
+    single = (
+        f"a single two-sided 5% t test (not this rule) has MDE {power.mde:.3f} with {power.n_seeds} seeds"
+    )
+    if power.rule_mde is None:
+        return single
+    return f"the registered rule holds with 80% probability at a true improvement of {power.rule_mde:.3f}; {single}"
 
 
 def task_bootstrap_note(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> str:
     """The old interval, tasks resampled within fixed seeds, as text labelled for what it measures."""
     iv = paired_diff_ci_seeds(pairs)
     return f"{iv.mean:+.3f} [{iv.lo:+.3f}, {iv.hi:+.3f}] (tasks resampled within fixed seeds)"
+
+
+def _power_line(p: Power) -> str:
+    """A claim's power in words: its rule's own (`rule_mde`), then the single test's, labelled."""
+    if p.mde is None or p.sd is None:
+        return p.note
+    need = ", ".join(f"{k}: {'-' if n is None else n}" for k, n in p.seeds_needed.items())
+    rule = (
+        "the rule cannot hold with these seeds (descriptive, or more seed wins required than seeds)"
+        if p.rule_mde is None
+        else f"this claim's rule holds with 80% probability at a true improvement of {p.rule_mde:.3f} "
+        f"({p.family} claims judged together, its bar and seed wins)"
+    )
+    return (
+        f"{rule}; SD over seeds {p.sd:.3f}; a single two-sided 5% t test against 0 (not this claim's "
+        f"rule): MDE {p.mde:.3f} with {p.n_seeds} seeds, seeds needed for an effect of {need}"
+    )
 
 
 def render_claim(c: ClaimVerdict) -> list[str]:
@@ -220,23 +237,7 @@ def render_claim(c: ClaimVerdict) -> list[str]:
         f"{c.seed_wins}/{c.n_seeds} seed wins"
     ]
     if c.power is not None:
-        p = c.power
-        need = ", ".join(f"{k}: {'-' if n is None else n}" for k, n in p.seeds_needed.items())
-        lines.append(
-            "  power: "
-            + (
-                f"SD over seeds {p.sd:.3f}, MDE {p.mde:.3f} (80% power, two-sided 5%, "
-                f"{p.n_seeds} seeds); seeds needed for an effect of {need}"
-                + (
-                    ""
-                    if p.rule_mde is None
-                    else f"; the registered rule holds with 80% probability at a true improvement of "
-                    f"{p.rule_mde:.3f} ({p.family} claims judged together)"
-                )
-                if p.mde is not None and p.sd is not None
-                else p.note
-            )
-        )
+        lines.append("  power: " + _power_line(c.power))
     if c.within_seed_noise:
         lines.append(
             f"  evaluation noise within a seed (not evidence about {c.method}): {c.within_seed_noise}"
