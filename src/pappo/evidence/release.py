@@ -165,6 +165,13 @@ def _iv(x: Any) -> str:
     return f"{x.mean:.3f} [{x.lo:.3f}, {x.hi:.3f}]"
 
 
+def _seed_iv(m: Any, metric: str) -> str:
+    """A method's metric as the rules read it: mean over seeds, 95% t interval over seeds
+    (`MethodSummary.over_seeds`); one seed has no interval (the mean alone)."""
+    level = m.over_seeds.get(metric)
+    return f"{getattr(m, metric).mean:.3f} (one seed: no interval)" if level is None else _iv(level)
+
+
 def _diff(c: Any) -> str:
     """A comparison's seed-level difference; one seed has no interval (summary_models.Comparison.difference None)."""
     if c.difference is None:
@@ -203,13 +210,19 @@ def _notes_results(summary: Any) -> list[str]:
     """The held-out success table and the comparisons vs the best baseline, from the `Summary`."""
     lines = [
         "",
-        "## Held-out success (mean over seeds, 95% stratified bootstrap interval)",
+        "## Held-out success (mean over seeds, 95% t interval over seeds)",
         "",
         "| method | seeds | success | pass@K |",
         "|---|---|---|---|",
     ]
     lines += [
-        f"| {m.method} | {m.n_seeds} | {_iv(m.success)} | {_iv(m.pass_at_k)} |" for m in summary.summaries
+        f"| {m.method} | {m.n_seeds} | {_seed_iv(m, 'success')} | {_seed_iv(m, 'pass_at_k')} |"
+        for m in summary.summaries
+    ]
+    lines += [
+        "",
+        "The seed is what was randomised (one trained policy per seed); the interval that resamples "
+        "tasks within fixed seeds is evaluation noise only and is in reports/summary.md.",
     ]
     lines += [
         "",
