@@ -23,7 +23,7 @@ from pappo.evidence.bundle_read import scan
 from pappo.evidence.history import History
 from pappo.evidence.release import build_bundle
 from test_bundle_safety import forged
-from test_release import entries, make_repo
+from test_release import RUN, entries, make_repo
 
 
 @pytest.fixture(scope="module")
@@ -190,3 +190,20 @@ def test_a_schema_that_is_not_a_json_schema_is_named(tmp_path: Path, data: bytes
     problems = bi.input_problems(tmp_path)
     assert [n for n, _ in problems] == ["source/schemas/receipt.schema.json"], problems
     assert "not a valid JSON Schema" in problems[0][1]
+
+
+# --------------------------------------------------------------- 5. the single-seed experiment
+def test_the_experiment_s_receipts_bind_its_files(bundle: Path, tmp_path: Path) -> None:
+    """reports/experiment/<method>/ is checked against its receipt like a seed's run (s8)."""
+    run = {n: d for n, d in entries(bundle).items() if n.startswith(f"{RUN}/")}
+    copy = {n.replace(RUN, "reports/experiment/pappo"): d for n, d in run.items()}
+    assert (
+        bc.verify_bundle(forged(bundle, tmp_path / "x.zip", [(n, 0o100644, d) for n, d in copy.items()]))
+        == []
+    )
+    copy["reports/experiment/pappo/report.json"] = b'{"method": "pappo", "success": 0.59}\n'
+    edited = forged(bundle, tmp_path / "y.zip", [(n, 0o100644, d) for n, d in copy.items()])
+    problems = bc.verify_bundle(edited)
+    assert any(p.startswith("reports/experiment/pappo: outputs.files['report.json']") for p in problems), (
+        problems
+    )

@@ -153,23 +153,24 @@ def _check_ids(b: Bundle) -> dict[str, Any]:
     return bundle
 
 
+def _is_receipt(parts: list[str]) -> bool:
+    """`reports/runs/seed_*/<method>/receipt.json`, or the single-seed experiment's
+    `reports/experiment/<method>/receipt.json`: each binds its run's files."""
+    if parts[:2] == ["reports", "runs"]:
+        return len(parts) == 5 and fnmatchcase(parts[2], "seed_*") and parts[4] == "receipt.json"
+    return parts[:2] == ["reports", "experiment"] and len(parts) == 4 and parts[3] == "receipt.json"
+
+
 def _run_receipts(b: Bundle) -> list[str]:
-    """The entries `reports/runs/seed_*/<method>/receipt.json`."""
-    return [
-        name
-        for name in sorted(b.entries)
-        if (parts := name.split("/"))[:2] == ["reports", "runs"]
-        and len(parts) == 5
-        and fnmatchcase(parts[2], "seed_*")
-        and parts[4] == "receipt.json"
-    ]
+    """The run receipts among the bundle's entries (`_is_receipt`)."""
+    return [name for name in sorted(b.entries) if _is_receipt(name.split("/"))]
 
 
 def _check_runs(b: Bundle) -> None:
     """Each run's receipt against the digests of its folder's entries; dvc.lock's md5 of every
     output the bundle holds (the report files, the base checkpoint too)."""
     receipts = _run_receipts(b)
-    if not receipts:
+    if not any(name.startswith("reports/runs/") for name in receipts):
         b.problems.append("reports/runs: no run receipt in the bundle")
     for name in receipts:
         run = name.rsplit("/", 1)[0]
