@@ -119,6 +119,9 @@ def test_history_must_agree_with_the_audit_stage_s_verdict(bundle: Path) -> None
     assert len(problems) == 1 and "disagrees with receipts/audit.stage.json" in problems[0][1], problems
     files[ba.STAGE_VERDICT] = json.dumps({"history": history.model_dump(mode="json")}).encode()
     assert ba.history_problems(files.get) == []
+    unread = other.model_copy(update={"readable": False})  # a first repro: no dvc.lock committed yet
+    files[ba.STAGE_VERDICT] = json.dumps({"history": unread.model_dump(mode="json")}).encode()
+    assert ba.history_problems(files.get) == []
 
 
 def test_bundle_text_is_printed_with_control_characters_escaped() -> None:

@@ -113,7 +113,8 @@ def history_problems(read: Read) -> list[Problem]:
         stage = None if raw is None else History.model_validate(raw)
     except ValueError:
         return [(STAGE_VERDICT, "not a verdict with a tuning history")]
-    why = None if stage is None else disagreement(record, stage)
+    # the stage ran before its commit: a first repro has no committed dvc.lock to read yet
+    why = None if stage is None or not stage.readable else disagreement(record, stage)
     return [] if why is None else [(HISTORY, f"disagrees with {STAGE_VERDICT}'s history ({one_line(why)})")]
 
 
