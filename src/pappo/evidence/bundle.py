@@ -19,8 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pappo.evidence.archived import Archive
+from pappo.evidence.archived import Archive, describe
+from pappo.evidence.bundle_agree import agreement_problems, printable
 from pappo.evidence.bundle_check import verify
+from pappo.evidence.bundle_inputs import input_problems
 from pappo.evidence.bundle_read import LINK_MAX, SOURCE, Bundle, scan
 from pappo.io import PappoError
 
@@ -70,7 +72,7 @@ def verified(path: Path) -> Iterator[Bundle]:
 def refuse(path: Path, problems: list[str]) -> NoReturn:
     """A PappoError listing a bundle's problems (the first twelve) and what to do."""
     more = f"\n  ... and {len(problems) - 12} more" if len(problems) > 12 else ""
-    shown = "\n  - ".join(problems[:12]) + more
+    shown = "\n  - ".join(printable(p) for p in problems[:12]) + more
     raise PappoError(
         f"{path} fails verification ({len(problems)} problems):\n  - {shown}\n"
         "download the bundle again (or rebuild it with `pappo release`); a changed bundle is "
@@ -153,6 +155,8 @@ def audit_bundle(folder: Path) -> Any:
             "zip, or rebuild it with `pappo release` from the commit"
         )
     archive = Archive(source=folder / SOURCE, commit=str(meta(folder).get("commit")))
+    if problems := _inconsistent(folder):
+        return _refused(archive, problems)
     with contextlib.chdir(folder):
         params = load_params(folder / "params.yaml")
         verdict = audit(
@@ -163,7 +167,42 @@ def audit_bundle(folder: Path) -> Any:
             folder / SOURCE / "schemas",
             archive=archive,
         )
-    return _as_released(verdict, meta(folder))
+    released = _as_released(verdict, meta(folder))
+    return released.model_copy(update={"verdict": printable(released.verdict)})
+
+
+def _inconsistent(folder: Path) -> list[tuple[str, str]]:
+    """(file, why) of the inputs not of the shape the checks read, or parts that disagree
+    (bundle_inputs.py, bundle_agree.py): the audit judges nothing of such a bundle."""
+
+    def read(name: str) -> bytes | None:
+        path = folder / name
+        return path.read_bytes() if path.is_file() else None
+
+    return input_problems(folder) or agreement_problems(read)
+
+
+def _refused(archive: Archive, problems: list[tuple[str, str]]) -> Any:
+    """The verdict of a bundle whose inputs are malformed or disagree: integrity fails, nothing judged."""
+    from pappo.evidence.audit import AuditVerdict, render
+    from pappo.evidence.audit_context import AuditFailure
+
+    failures = [
+        AuditFailure(file=f, field="bundle", expected="as `pappo release` packs it", found="not", message=why)
+        for f, why in problems
+    ]
+    text = render(False, failures, [], None) + "\n" + describe(archive)
+    return AuditVerdict(
+        exit_code=1,
+        integrity_ok=False,
+        head=archive.commit,
+        runs_checked=0,
+        failures=failures,
+        claims=[],
+        numerics=None,
+        history=None,
+        verdict=printable(text),
+    )
 
 
 def _as_released(verdict: Any, bundle: dict[str, Any]) -> Any:

@@ -361,7 +361,11 @@ def from_record(data: bytes | None, where: str) -> History:
         history = History.model_validate_json(data)
     except ValueError as e:
         return unreadable(f"{where}/history.json is not a tuning history ({str(e).splitlines()[0]})")
-    return history.model_copy(update={"reason": f"recorded by the release from git: {history.reason}"})
+    from pappo.evidence.bundle_agree import one_line  # the reason is a bundle's text: one printable line
+
+    return history.model_copy(
+        update={"reason": f"recorded by the release from git: {one_line(history.reason)}"}
+    )
 
 
 def disagreement(record: History, here: History) -> str | None:
