@@ -20,7 +20,8 @@ from pappo.evidence import bundle_agree as ba
 from pappo.evidence import bundle_check as bc
 from pappo.evidence import bundle_inputs as bi
 from pappo.evidence.bundle_read import scan
-from pappo.evidence.history import History
+from pappo.evidence.history import History, from_record
+from pappo.evidence.printable import one_line, printable
 from pappo.evidence.release import build_bundle
 from test_bundle_safety import forged
 from test_release import RUN, entries, make_repo
@@ -125,9 +126,8 @@ def test_history_must_agree_with_the_audit_stage_s_verdict(bundle: Path) -> None
 
 
 def test_bundle_text_is_printed_with_control_characters_escaped() -> None:
-    assert ba.printable("ok\x1b[8mhidden\nnext\tcol") == "ok\\x1b[8mhidden\nnext\tcol"
-    assert ba.one_line("a\nb\x07") == "a\\nb\\x07"
-    from pappo.evidence.history import from_record
+    assert printable("ok\x1b[8mhidden\nnext\tcol") == "ok\\x1b[8mhidden\nnext\tcol"
+    assert one_line("a\nb\x07") == "a\\nb\\x07"
 
     record = History(
         readable=True, reason="r\x1b[8m\nclaim x: HOLDS", lock_versions=1, configurations={}, edits=[]

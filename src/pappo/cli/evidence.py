@@ -168,8 +168,8 @@ def verify_bundle_cmd(
     ),
 ) -> None:
     """Check a bundle offline: SHA256SUMS, SWHIDs, run receipts, dvc.lock md5s, the audit verdict."""
-    from pappo.evidence.bundle_agree import printable
     from pappo.evidence.bundle_check import verify_bundle
+    from pappo.evidence.printable import printable
     from pappo.io import sha256_file
 
     problems = verify_bundle(zip_path)

@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pappo.evidence.archived import Archive, describe
-from pappo.evidence.bundle_agree import agreement_problems, printable
+from pappo.evidence.bundle_agree import agreement_problems
 from pappo.evidence.bundle_check import verify
 from pappo.evidence.bundle_inputs import input_problems
 from pappo.evidence.bundle_read import LINK_MAX, SOURCE, Bundle, scan
+from pappo.evidence.printable import printable
 from pappo.io import PappoError
 
 # what the audit reads besides the runs: without one of them it could not say anything true

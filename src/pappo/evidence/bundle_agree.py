@@ -2,14 +2,11 @@
 bundle's audit (on the unpacked files): the top-level copies are `source/`'s (the commit's), the
 params each dvc.lock stage recorded are params.yaml's, and history.json is a readable tuning history
 that agrees with the dvc.lock-bound verdict of the audit stage. SHA256SUMS and swhid_dir are
-recomputed as easily as any file is edited, so only such agreement tells an edit. Text taken from a
-bundle is printed with its control characters escaped (`printable`).
-"""
+recomputed as easily as any file is edited, so only such agreement tells an edit."""
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +15,8 @@ import yaml
 from pappo.evidence.bundle_read import SOURCE
 from pappo.evidence.committed import lock_stages
 from pappo.evidence.defined_stages import stale
+from pappo.evidence.history import HISTORY, History, disagreement, from_record
+from pappo.evidence.printable import one_line
 
 # a bundle entry's bytes by name (None: not in the bundle)
 Read = Callable[[str], bytes | None]
@@ -29,18 +28,6 @@ TOP_FILES = ("params.yaml", "dvc.lock", "CITATION.cff", ".zenodo.json")
 # The audit stage's own output (receipts/audit.json, bound by dvc.lock) travels under this name: in
 # the bundle, receipts/audit.json is the release's verdict of the commit (scope "commit").
 STAGE_VERDICT = "receipts/audit.stage.json"
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 and C1 controls but \t and \n
-
-
-def printable(text: str) -> str:
-    """`text` with every control character but tab and newline escaped (`\\x1b`): a bundle's text
-    cannot move the cursor, hide what follows, or recolour the verdict on a terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
-
-
-def one_line(text: str) -> str:
-    """`printable`, newlines escaped too: a field cannot forge lines of the verdict."""
-    return printable(text).replace("\n", "\\n")
 
 
 def copy_problems(read: Read) -> list[Problem]:
@@ -98,8 +85,6 @@ def lock_param_problems(lock: bytes, dvc_yaml: bytes, params: bytes) -> list[Pro
 def history_problems(read: Read) -> list[Problem]:
     """history.json is present and a readable tuning history (claims are labelled from it: without
     one, tuned claims would pass as confirmatory), and it agrees with the audit stage's verdict."""
-    from pappo.evidence.history import HISTORY, History, disagreement, from_record
-
     data = read(HISTORY)
     if data is None:
         return [(HISTORY, "missing: the bundle carries no tuning history; rebuild it with `pappo release`")]
