@@ -12,10 +12,16 @@ STRONG = [0.3, 0.31, 0.29, 0.3, 0.32, 0.28, 0.3]
 
 
 def verdict(id: str, label: str) -> ClaimVerdict:
+    numbers = dict(delta=0.3, lo=0.29, hi=0.31, seed_wins=7, n_seeds=7, reasons=[])
     return ClaimVerdict(
-        id=id, holds=label == "holds", verdict=label, metric="success", method="pappo", baseline="ppo",
-        delta=0.3, lo=0.29, hi=0.31, seed_wins=7, n_seeds=7, reasons=[],
-    )  # fmt: skip
+        id=id,
+        holds=label == "holds",
+        verdict=label,
+        metric="success",
+        method="pappo",
+        baseline="ppo",
+        **numbers,
+    )
 
 
 def test_a_descriptive_claim_is_descriptive_whatever_its_numbers():

@@ -124,10 +124,10 @@ def family_tests(
     """Each family member's tests (None: a claim outside the family), Holm-adjusted together (Holm
     1979), each side over the same members; `bars` (one per entry): the claims' min_delta, 0 if None."""
     bars = bars if bars is not None else [0.0] * len(diffs)
-    members = [i for i, d in enumerate(diffs) if d is not None]
-    ps = [one_sided_p(diffs[i]) for i in members]  # type: ignore[arg-type]
-    below = [one_sided_p(diffs[i], bars[i], below=True) for i in members]  # type: ignore[arg-type]
+    members = [(i, d) for i, d in enumerate(diffs) if d is not None]
+    ps = [one_sided_p(d) for _, d in members]
+    below = [one_sided_p(d, bars[i], below=True) for i, d in members]
     out: list[FamilyTest | None] = [None] * len(diffs)
-    for i, p, a, q, b in zip(members, ps, holm(ps), below, holm(below)):
+    for (i, _), p, a, q, b in zip(members, ps, holm(ps), below, holm(below)):
         out[i] = FamilyTest(p, a, len(members), q, b)
     return out
