@@ -210,3 +210,33 @@ def test_the_experiment_s_receipts_bind_its_files(bundle: Path, tmp_path: Path) 
     assert any(p.startswith("reports/experiment/pappo: outputs.files['report.json']") for p in problems), (
         problems
     )
+
+
+# ---------------------------------------------------------------------- the release notes
+def test_release_notes_edited_to_say_more_fail_verification(bundle: Path, tmp_path: Path) -> None:
+    """The adversarial review's a1: notes claiming every claim holds, SHA256SUMS recomputed."""
+    notes = entries(bundle)["RELEASE_NOTES.md"]
+    edited = notes.replace(b"INCONCLUSIVE", b"HOLDS") + b"\nEvery pre-registered claim holds.\n"
+    problems = changed(bundle, tmp_path, {"RELEASE_NOTES.md": edited})
+    assert any(p.startswith("RELEASE_NOTES.md: not the notes") for p in problems), problems
+    assert changed(bundle, tmp_path, {"RELEASE_NOTES.md": notes}) == []  # the same bytes pass
+
+
+def test_a_released_verdict_with_other_numbers_fails_the_bundle_audit(tmp_path: Path) -> None:
+    """The adversarial review's a3: receipts/audit.json's claim numbers raised (labels kept; the
+    notes can be rendered from them): the audit re-derives the claims and compares."""
+    from test_bundle_safety import verdict
+
+    found = verdict("a" * 40)
+    labels = {"audit": {"verdicts": {c.id: c.label for c in found.claims}}}
+    released = tmp_path / "audit.json"
+    released.write_text(found.model_dump_json())
+    assert bd._as_released(found, labels, released) == found
+    raised = [c.model_copy(update={"delta": c.delta + 0.2}) for c in found.claims]
+    released.write_text(found.model_copy(update={"claims": raised}).model_dump_json())
+    out = bd._as_released(found, labels, released)
+    assert not out.integrity_ok and out.exit_code == 1
+    assert {f.field for f in out.failures} == {f"claims[{c.id}].delta" for c in found.claims}
+    rounded = [c.model_copy(update={"delta": c.delta + 1e-12}) for c in found.claims]  # another CPU's sum
+    released.write_text(found.model_copy(update={"claims": rounded}).model_dump_json())
+    assert bd._as_released(found, labels, released) == found

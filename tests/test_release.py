@@ -675,7 +675,7 @@ def test_a_file_streams_into_the_zip_as_the_same_bytes_in_bounded_memory(tmp_pat
 def test_release_notes_headline_shows_the_seed_level_interval_not_the_task_bootstrap() -> None:
     from types import SimpleNamespace as NS
 
-    from pappo.evidence.release import _notes_results
+    from pappo.evidence.release_notes import _notes_results
     from pappo.rl.results import Interval
 
     boot, seed = Interval(mean=0.5, lo=0.45, hi=0.55), Interval(mean=0.5, lo=0.30, hi=0.70)

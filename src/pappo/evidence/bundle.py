@@ -27,6 +27,8 @@ from pappo.evidence.bundle_read import LINK_MAX, SOURCE, Bundle, scan
 from pappo.evidence.printable import printable
 from pappo.io import PappoError
 
+RELEASED_VERDICT = "receipts/audit.json"  # the release's verdict of the commit (what its notes print)
+
 # what the audit reads besides the runs: without one of them it could not say anything true
 AUDIT_INPUTS = (
     "BUNDLE.json",
@@ -168,7 +170,7 @@ def audit_bundle(folder: Path) -> Any:
             folder / SOURCE / "schemas",
             archive=archive,
         )
-    released = _as_released(verdict, meta(folder))
+    released = _as_released(verdict, meta(folder), folder / RELEASED_VERDICT)
     return released.model_copy(update={"verdict": printable(released.verdict)})
 
 
@@ -206,29 +208,70 @@ def _refused(archive: Archive, problems: list[tuple[str, str]]) -> Any:
     )
 
 
-def _as_released(verdict: Any, bundle: dict[str, Any]) -> Any:
-    """The verdict, its integrity failed when its claims' labels differ from those the release
-    stated (BUNDLE.json): the same evidence and history must give the same labels."""
+def _as_released(verdict: Any, bundle: dict[str, Any], released: Path) -> Any:
+    """The verdict, its integrity failed when its claims differ from those the release stated: their
+    labels in BUNDLE.json, their numbers in `released` (receipts/audit.json, what the release notes
+    print). The same evidence and history must give the same claims."""
     from pappo.evidence.audit import render
-    from pappo.evidence.audit_context import AuditFailure
 
     stated = (bundle.get("audit") or {}).get("verdicts")
     found = {c.id: c.label for c in verdict.claims}
-    if not verdict.integrity_ok or stated is None or stated == found:
+    if not verdict.integrity_ok:
         return verdict
-    failure = AuditFailure(
+    failures = [] if stated is None or stated == found else [_label_failure(stated, found)]
+    failures += _number_failures(verdict.claims, released)
+    if not failures:
+        return verdict
+    failures = [*verdict.failures, *failures]
+    where = verdict.verdict.rsplit("\n", 1)[-1]  # the scope line audit() ends its text with
+    text = render(False, failures, verdict.claims, verdict.numerics, verdict.history) + "\n" + where
+    return verdict.model_copy(
+        update={"integrity_ok": False, "exit_code": 1, "failures": failures, "verdict": text}
+    )
+
+
+def _label_failure(stated: Any, found: dict[str, str]) -> Any:
+    from pappo.evidence.audit_context import AuditFailure
+
+    return AuditFailure(
         file="BUNDLE.json",
         field="audit.verdicts",
         expected=str(stated),
         found=str(found),
         message="the claims re-derived here differ from the release's: the bundle (history.json?) was altered",
     )
-    failures = [*verdict.failures, failure]
-    where = verdict.verdict.rsplit("\n", 1)[-1]  # the scope line audit() ends its text with
-    text = render(False, failures, verdict.claims, verdict.numerics, verdict.history) + "\n" + where
-    return verdict.model_copy(
-        update={"integrity_ok": False, "exit_code": 1, "failures": failures, "verdict": text}
-    )
+
+
+CLAIM_NUMBERS = ("label", "metric", "method", "baseline", "delta", "lo", "hi", "seed_wins", "n_seeds")
+
+
+def _number_failures(claims: list[Any], released: Path) -> list[Any]:
+    """A failure per claim whose numbers in the release's verdict are not those re-derived here
+    (floats to 1e-9: the same code on another CPU may round a sum differently)."""
+    from pappo.evidence.audit import AuditVerdict
+    from pappo.evidence.audit_context import AuditFailure
+
+    try:
+        stated = {c.id: c for c in AuditVerdict.model_validate_json(released.read_bytes()).claims}
+    except (OSError, ValueError):
+        return []  # verify_bundle names an unreadable receipts/audit.json
+    failures = []
+    for c in claims:
+        old = stated.get(c.id)
+        for key in CLAIM_NUMBERS:
+            a, b = getattr(c, key), None if old is None else getattr(old, key)
+            same = a == b or (isinstance(a, float) and isinstance(b, float) and abs(a - b) <= 1e-9)
+            if not same:
+                failures.append(
+                    AuditFailure(
+                        file=RELEASED_VERDICT,
+                        field=f"claims[{c.id}].{key}",
+                        expected=str(a),
+                        found=str(b),
+                        message="the release's verdict states other numbers than its evidence gives here",
+                    )
+                )
+    return failures
 
 
 def audit_here(

@@ -24,8 +24,9 @@ import yaml
 from pappo.evidence.bundle_agree import STAGE_VERDICT, TOP_FILES, agreement_problems
 from pappo.evidence.bundle_inputs import BundleMeta, shape_problem
 from pappo.evidence.bundle_read import SOURCE, Bundle, Entry, scan
-from pappo.evidence.defined_stages import current_outs
+from pappo.evidence.defined_stages import current_outs, stale
 from pappo.evidence.dvc_cache import LockedOut, out_md5
+from pappo.evidence.release_notes import release_notes
 from pappo.experiment.receipt import Receipt, check_receipt
 
 SUMS = "SHA256SUMS"
@@ -218,11 +219,32 @@ def _check_audit(b: Bundle, bundle: dict[str, Any]) -> None:
         b.problems.append(f"receipts/audit.json: not a valid audit verdict ({str(e).splitlines()[0]})")
         return
     _check_agree(b, bundle, verdict)
+    if bundle:
+        _check_notes(b, bundle, verdict)
     if not verdict.integrity_ok:
         b.problems.append("receipts/audit.json: integrity_ok is false")
     if bundle and verdict.head != bundle.get("commit"):
         b.problems.append(
             f"receipts/audit.json: audited {verdict.head}, the bundle's commit is {bundle.get('commit')}"
+        )
+
+
+def _check_notes(b: Bundle, bundle: dict[str, Any], verdict: Any) -> None:
+    """RELEASE_NOTES.md is what BUNDLE.json, reports/summary.json and receipts/audit.json render
+    (release_notes.py): notes edited to say more than the evidence (a claim marked HOLDS) fail."""
+    from pappo.evidence.summary_models import Summary  # numpy: only when needed
+
+    try:
+        summary = Summary.model_validate_json(b.read("reports/summary.json") or b"")
+    except ValueError as e:
+        b.problems.append(f"reports/summary.json: not a valid summary ({str(e).splitlines()[0]})")
+        return
+    want = release_notes(bundle, summary, verdict, stale(*lock_texts(b)))
+    if b.read("RELEASE_NOTES.md") != want.encode():
+        b.problems.append(
+            "RELEASE_NOTES.md: not the notes BUNDLE.json, reports/summary.json and receipts/audit.json "
+            "render (release_notes.py): it was edited; download the bundle again or rebuild it with "
+            "`pappo release`"
         )
 
 
