@@ -190,12 +190,14 @@ def test_an_edited_history_with_recomputed_sums_is_caught(repo: Path, tmp_path: 
     assert any("BUNDLE.json's claim verdicts" in p for p in problems), problems
 
 
-def test_a_bundle_audit_whose_labels_differ_from_the_release_fails_integrity() -> None:
+def test_a_bundle_audit_whose_labels_differ_from_the_release_fails_integrity(tmp_path: Path) -> None:
     found = verdict("a" * 40)
+    released = tmp_path / "audit.json"
+    released.write_text(found.model_dump_json())
     labels = {c.id: c.label for c in found.claims}
-    assert bd._as_released(found, {"audit": {"verdicts": labels}}) == found
+    assert bd._as_released(found, {"audit": {"verdicts": labels}}, released) == found
     claimed = {**labels, "pappo-beats-best-baseline": "exploratory"}
-    out = bd._as_released(found, {"audit": {"verdicts": claimed}})
+    out = bd._as_released(found, {"audit": {"verdicts": claimed}}, released)
     assert not out.integrity_ok and out.exit_code == 1 and out.verdict.startswith("integrity: FAILED")
     assert "exploratory" in out.failures[-1].expected and "inconclusive" in out.failures[-1].found
 

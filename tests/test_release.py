@@ -430,10 +430,10 @@ def test_release_notes_state_every_claim_with_numbers(bundle: Path) -> None:
     assert "| HOLDS |" in row and "+0.031 [+0.010, +0.050]" in row
     assert "pappo-beats-best-baseline INCONCLUSIVE: 95% interval" in notes
     assert (
-        "| pappo | 1 | 0.500 [0.400, 0.600] |" in notes
+        "| pappo | 1 | 0.500 (one seed: no interval) |" in notes
         and "| pappo | grpo | +0.050 [-0.100, +0.200] | 1/1 |" in notes
     )
-    assert "1 of 2 pre-registered claims hold" in notes and "pipeline check" in notes
+    assert "1 of 2 pre-registered claims with a rule hold" in notes and "pipeline check" in notes
 
 
 @pytest.mark.parametrize(
@@ -670,3 +670,18 @@ def test_a_file_streams_into_the_zip_as_the_same_bytes_in_bounded_memory(tmp_pat
         tracemalloc.stop()
     assert (tmp_path / "streamed.zip").read_bytes() == (tmp_path / "held.zip").read_bytes()
     assert peak < 8 << 20, f"peak {peak / 2**20:.1f} MiB"
+
+
+def test_release_notes_headline_shows_the_seed_level_interval_not_the_task_bootstrap() -> None:
+    from types import SimpleNamespace as NS
+
+    from pappo.evidence.release_notes import _notes_results
+    from pappo.rl.results import Interval
+
+    boot, seed = Interval(mean=0.5, lo=0.45, hi=0.55), Interval(mean=0.5, lo=0.30, hi=0.70)
+    m = NS(
+        method="ppo", n_seeds=7, success=boot, pass_at_k=boot, over_seeds={"success": seed, "pass_at_k": seed}
+    )
+    text = "\n".join(_notes_results(NS(summaries=[m], comparisons=[], best_baseline="base")))
+    assert "| ppo | 7 | 0.500 [0.300, 0.700] | 0.500 [0.300, 0.700] |" in text
+    assert "0.450" not in text and "stratified bootstrap" not in text

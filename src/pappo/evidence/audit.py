@@ -25,7 +25,13 @@ from pappo.evidence.git_trees import GitTrees, git_output
 from pappo.evidence.history import HISTORY, IMPORTED_HISTORY, History, disagreement, from_record, read_history
 from pappo.evidence.numerics_audit import NumericsVerdict, numerics_verdict
 from pappo.evidence.run_files import load_run
-from pappo.evidence.verdicts import ClaimVerdict, evaluate_claim, evaluate_claims, render_claim
+from pappo.evidence.verdicts import (
+    ClaimVerdict,
+    evaluate_claim,
+    evaluate_claims,
+    every_rule_holds,
+    render_claim,
+)
 from pappo.experiment import receipt as rc
 from pappo.experiment.report import RUN_METHODS, RunReport, params_subset, run_stage
 from pappo.io import canonical_json, sha256_bytes, sha256_file
@@ -98,7 +104,7 @@ def audit(
     claims = [] if ctx.failures else evaluate_claims(params.claims, reports, receipts, params.seeds, history)
     num = numerics_verdict(ctx, receipts)
     ok = not ctx.failures
-    code: Literal[0, 1, 2] = 1 if not ok else (0 if all(c.holds for c in claims) else 2)
+    code: Literal[0, 1, 2] = 1 if not ok else (0 if every_rule_holds(claims) else 2)
     head = git_output(ctx.root, "rev-parse", "HEAD") if archive is None else archive.commit
     where = describe(scope) if archive is None else archived.describe(archive)
     return AuditVerdict(

@@ -19,10 +19,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pappo.evidence.archived import Archive
+from pappo.evidence.archived import Archive, describe
+from pappo.evidence.bundle_agree import agreement_problems
 from pappo.evidence.bundle_check import verify
+from pappo.evidence.bundle_inputs import input_problems
 from pappo.evidence.bundle_read import LINK_MAX, SOURCE, Bundle, scan
+from pappo.evidence.printable import printable
 from pappo.io import PappoError
+
+RELEASED_VERDICT = "receipts/audit.json"  # the release's verdict of the commit (what its notes print)
 
 # what the audit reads besides the runs: without one of them it could not say anything true
 AUDIT_INPUTS = (
@@ -70,7 +75,7 @@ def verified(path: Path) -> Iterator[Bundle]:
 def refuse(path: Path, problems: list[str]) -> NoReturn:
     """A PappoError listing a bundle's problems (the first twelve) and what to do."""
     more = f"\n  ... and {len(problems) - 12} more" if len(problems) > 12 else ""
-    shown = "\n  - ".join(problems[:12]) + more
+    shown = "\n  - ".join(printable(p) for p in problems[:12]) + more
     raise PappoError(
         f"{path} fails verification ({len(problems)} problems):\n  - {shown}\n"
         "download the bundle again (or rebuild it with `pappo release`); a changed bundle is "
@@ -153,6 +158,8 @@ def audit_bundle(folder: Path) -> Any:
             "zip, or rebuild it with `pappo release` from the commit"
         )
     archive = Archive(source=folder / SOURCE, commit=str(meta(folder).get("commit")))
+    if problems := _inconsistent(folder):
+        return _refused(archive, problems)
     with contextlib.chdir(folder):
         params = load_params(folder / "params.yaml")
         verdict = audit(
@@ -163,32 +170,108 @@ def audit_bundle(folder: Path) -> Any:
             folder / SOURCE / "schemas",
             archive=archive,
         )
-    return _as_released(verdict, meta(folder))
+    released = _as_released(verdict, meta(folder), folder / RELEASED_VERDICT)
+    return released.model_copy(update={"verdict": printable(released.verdict)})
 
 
-def _as_released(verdict: Any, bundle: dict[str, Any]) -> Any:
-    """The verdict, its integrity failed when its claims' labels differ from those the release
-    stated (BUNDLE.json): the same evidence and history must give the same labels."""
-    from pappo.evidence.audit import render
+def _inconsistent(folder: Path) -> list[tuple[str, str]]:
+    """(file, why) of the inputs not of the shape the checks read, or parts that disagree
+    (bundle_inputs.py, bundle_agree.py): the audit judges nothing of such a bundle."""
+
+    def read(name: str) -> bytes | None:
+        path = folder / name
+        return path.read_bytes() if path.is_file() else None
+
+    return input_problems(folder) or agreement_problems(read)
+
+
+def _refused(archive: Archive, problems: list[tuple[str, str]]) -> Any:
+    """The verdict of a bundle whose inputs are malformed or disagree: integrity fails, nothing judged."""
+    from pappo.evidence.audit import AuditVerdict, render
     from pappo.evidence.audit_context import AuditFailure
+
+    failures = [
+        AuditFailure(file=f, field="bundle", expected="as `pappo release` packs it", found="not", message=why)
+        for f, why in problems
+    ]
+    text = render(False, failures, [], None) + "\n" + describe(archive)
+    return AuditVerdict(
+        exit_code=1,
+        integrity_ok=False,
+        head=archive.commit,
+        runs_checked=0,
+        failures=failures,
+        claims=[],
+        numerics=None,
+        history=None,
+        verdict=printable(text),
+    )
+
+
+def _as_released(verdict: Any, bundle: dict[str, Any], released: Path) -> Any:
+    """The verdict, its integrity failed when its claims differ from those the release stated: their
+    labels in BUNDLE.json, their numbers in `released` (receipts/audit.json, what the release notes
+    print). The same evidence and history must give the same claims."""
+    from pappo.evidence.audit import render
 
     stated = (bundle.get("audit") or {}).get("verdicts")
     found = {c.id: c.label for c in verdict.claims}
-    if not verdict.integrity_ok or stated is None or stated == found:
+    if not verdict.integrity_ok:
         return verdict
-    failure = AuditFailure(
+    failures = [] if stated is None or stated == found else [_label_failure(stated, found)]
+    failures += _number_failures(verdict.claims, released)
+    if not failures:
+        return verdict
+    failures = [*verdict.failures, *failures]
+    where = verdict.verdict.rsplit("\n", 1)[-1]  # the scope line audit() ends its text with
+    text = render(False, failures, verdict.claims, verdict.numerics, verdict.history) + "\n" + where
+    return verdict.model_copy(
+        update={"integrity_ok": False, "exit_code": 1, "failures": failures, "verdict": text}
+    )
+
+
+def _label_failure(stated: Any, found: dict[str, str]) -> Any:
+    from pappo.evidence.audit_context import AuditFailure
+
+    return AuditFailure(
         file="BUNDLE.json",
         field="audit.verdicts",
         expected=str(stated),
         found=str(found),
         message="the claims re-derived here differ from the release's: the bundle (history.json?) was altered",
     )
-    failures = [*verdict.failures, failure]
-    where = verdict.verdict.rsplit("\n", 1)[-1]  # the scope line audit() ends its text with
-    text = render(False, failures, verdict.claims, verdict.numerics, verdict.history) + "\n" + where
-    return verdict.model_copy(
-        update={"integrity_ok": False, "exit_code": 1, "failures": failures, "verdict": text}
-    )
+
+
+CLAIM_NUMBERS = ("label", "metric", "method", "baseline", "delta", "lo", "hi", "seed_wins", "n_seeds")
+
+
+def _number_failures(claims: list[Any], released: Path) -> list[Any]:
+    """A failure per claim whose numbers in the release's verdict are not those re-derived here
+    (floats to 1e-9: the same code on another CPU may round a sum differently)."""
+    from pappo.evidence.audit import AuditVerdict
+    from pappo.evidence.audit_context import AuditFailure
+
+    try:
+        stated = {c.id: c for c in AuditVerdict.model_validate_json(released.read_bytes()).claims}
+    except (OSError, ValueError):
+        return []  # verify_bundle names an unreadable receipts/audit.json
+    failures = []
+    for c in claims:
+        old = stated.get(c.id)
+        for key in CLAIM_NUMBERS:
+            a, b = getattr(c, key), None if old is None else getattr(old, key)
+            same = a == b or (isinstance(a, float) and isinstance(b, float) and abs(a - b) <= 1e-9)
+            if not same:
+                failures.append(
+                    AuditFailure(
+                        file=RELEASED_VERDICT,
+                        field=f"claims[{c.id}].{key}",
+                        expected=str(a),
+                        found=str(b),
+                        message="the release's verdict states other numbers than its evidence gives here",
+                    )
+                )
+    return failures
 
 
 def audit_here(

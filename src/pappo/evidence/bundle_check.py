@@ -21,18 +21,23 @@ from typing import Any
 
 import yaml
 
+from pappo.evidence.bundle_agree import STAGE_VERDICT, TOP_FILES, agreement_problems
+from pappo.evidence.bundle_inputs import BundleMeta, shape_problem
 from pappo.evidence.bundle_read import SOURCE, Bundle, Entry, scan
-from pappo.evidence.defined_stages import current_outs
+from pappo.evidence.defined_stages import current_outs, stale
 from pappo.evidence.dvc_cache import LockedOut, out_md5
+from pappo.evidence.release_notes import release_notes
 from pappo.experiment.receipt import Receipt, check_receipt
 from pappo.io import git_blob_hasher
 
 SUMS = "SHA256SUMS"
-TOP_FILES = ("params.yaml", "dvc.lock", "CITATION.cff", ".zenodo.json")
-REQUIRED = (*TOP_FILES, "BUNDLE.json", "RELEASE_NOTES.md", "receipts/audit.json", SUMS)
-# The audit stage's own output (receipts/audit.json, bound by dvc.lock) travels under this name: in
-# the bundle, receipts/audit.json is the release's verdict of the commit (scope "commit").
-STAGE_VERDICT = "receipts/audit.stage.json"
+REQUIRED = (
+    *TOP_FILES,
+    "BUNDLE.json",
+    "RELEASE_NOTES.md",
+    "receipts/audit.json",
+    SUMS,
+)  # history.json: bundle_agree
 _HEX40 = re.compile(r"[0-9a-f]{40}")
 
 
@@ -96,8 +101,9 @@ def bundled_out(entries: dict[str, Entry], out: LockedOut) -> dict[str, str] | N
 
 
 def lock_texts(b: Bundle) -> tuple[bytes, bytes, bytes]:
-    """The bundle's dvc.lock, dvc.yaml (the commit's, in source/) and params.yaml (b"": absent)."""
-    return tuple(b.read(n) or b"" for n in ("dvc.lock", f"{SOURCE}dvc.yaml", "params.yaml"))
+    """The bundle's dvc.lock, and the commit's dvc.yaml and params.yaml (source/'s: the top copy is
+    checked against it, never trusted to say which stages are stale); b"" when absent."""
+    return tuple(b.read(n) or b"" for n in ("dvc.lock", f"{SOURCE}dvc.yaml", f"{SOURCE}params.yaml"))
 
 
 def bundled_md5s(b: Bundle, names: dict[str, str]) -> dict[str, str]:
@@ -131,8 +137,8 @@ def _check_ids(b: Bundle) -> dict[str, Any]:
     except ValueError as e:
         b.problems.append(f"BUNDLE.json: not JSON ({e})")
         return {}
-    if not isinstance(bundle, dict):
-        b.problems.append("BUNDLE.json: not a JSON object")
+    if why := shape_problem("BUNDLE.json", b.read("BUNDLE.json") or b"", BundleMeta):
+        b.problems.append(f"BUNDLE.json: {why}")
         return {}
     commit = str(bundle.get("commit"))
     if not _HEX40.fullmatch(commit) or bundle.get("swhid_rev") != f"swh:1:rev:{commit}":
@@ -151,23 +157,24 @@ def _check_ids(b: Bundle) -> dict[str, Any]:
     return bundle
 
 
+def _is_receipt(parts: list[str]) -> bool:
+    """`reports/runs/seed_*/<method>/receipt.json`, or the single-seed experiment's
+    `reports/experiment/<method>/receipt.json`: each binds its run's files."""
+    if parts[:2] == ["reports", "runs"]:
+        return len(parts) == 5 and fnmatchcase(parts[2], "seed_*") and parts[4] == "receipt.json"
+    return parts[:2] == ["reports", "experiment"] and len(parts) == 4 and parts[3] == "receipt.json"
+
+
 def _run_receipts(b: Bundle) -> list[str]:
-    """The entries `reports/runs/seed_*/<method>/receipt.json`."""
-    return [
-        name
-        for name in sorted(b.entries)
-        if (parts := name.split("/"))[:2] == ["reports", "runs"]
-        and len(parts) == 5
-        and fnmatchcase(parts[2], "seed_*")
-        and parts[4] == "receipt.json"
-    ]
+    """The run receipts among the bundle's entries (`_is_receipt`)."""
+    return [name for name in sorted(b.entries) if _is_receipt(name.split("/"))]
 
 
 def _check_runs(b: Bundle) -> None:
     """Each run's receipt against the digests of its folder's entries; dvc.lock's md5 of every
     output the bundle holds (the report files, the base checkpoint too)."""
     receipts = _run_receipts(b)
-    if not receipts:
+    if not any(name.startswith("reports/runs/") for name in receipts):
         b.problems.append("reports/runs: no run receipt in the bundle")
     for name in receipts:
         run = name.rsplit("/", 1)[0]
@@ -215,11 +222,32 @@ def _check_audit(b: Bundle, bundle: dict[str, Any]) -> None:
         b.problems.append(f"receipts/audit.json: not a valid audit verdict ({str(e).splitlines()[0]})")
         return
     _check_agree(b, bundle, verdict)
+    if bundle:
+        _check_notes(b, bundle, verdict)
     if not verdict.integrity_ok:
         b.problems.append("receipts/audit.json: integrity_ok is false")
     if bundle and verdict.head != bundle.get("commit"):
         b.problems.append(
             f"receipts/audit.json: audited {verdict.head}, the bundle's commit is {bundle.get('commit')}"
+        )
+
+
+def _check_notes(b: Bundle, bundle: dict[str, Any], verdict: Any) -> None:
+    """RELEASE_NOTES.md is what BUNDLE.json, reports/summary.json and receipts/audit.json render
+    (release_notes.py): notes edited to say more than the evidence (a claim marked HOLDS) fail."""
+    from pappo.evidence.summary_models import Summary  # numpy: only when needed
+
+    try:
+        summary = Summary.model_validate_json(b.read("reports/summary.json") or b"")
+    except ValueError as e:
+        b.problems.append(f"reports/summary.json: not a valid summary ({str(e).splitlines()[0]})")
+        return
+    want = release_notes(bundle, summary, verdict, stale(*lock_texts(b)))
+    if b.read("RELEASE_NOTES.md") != want.encode():
+        b.problems.append(
+            "RELEASE_NOTES.md: not the notes BUNDLE.json, reports/summary.json and receipts/audit.json "
+            "render (release_notes.py): it was edited; download the bundle again or rebuild it with "
+            "`pappo release`"
         )
 
 
@@ -234,6 +262,7 @@ def verify(b: Bundle) -> list[str]:
     _check_runs(b)
     if "receipts/audit.json" not in missing:
         _check_audit(b, bundle)
+    b.problems += [f"{name}: {why}" for name, why in agreement_problems(b.read)]
     return b.problems
 
 

@@ -38,6 +38,7 @@ from pappo.evidence.committed import lock_stages
 from pappo.evidence.git_trees import git_output
 from pappo.evidence.history_seeds import SeedChange, describe, published_seeds, ran_seeds, seed_changes
 from pappo.evidence.history_walk import WORKSPACE, Version, first, reach, read_versions, walk
+from pappo.evidence.printable import one_line
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # params.yaml of every commit: C parses it
 # Every field of a claim but its id: any of them changed after the evidence changes what is tested
@@ -361,7 +362,9 @@ def from_record(data: bytes | None, where: str) -> History:
         history = History.model_validate_json(data)
     except ValueError as e:
         return unreadable(f"{where}/history.json is not a tuning history ({str(e).splitlines()[0]})")
-    return history.model_copy(update={"reason": f"recorded by the release from git: {history.reason}"})
+    return history.model_copy(
+        update={"reason": f"recorded by the release from git: {one_line(history.reason)}"}  # a bundle's text
+    )
 
 
 def disagreement(record: History, here: History) -> str | None:

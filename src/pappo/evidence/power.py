@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from pappo.config.evidence import ClaimParams
-from pappo.evidence.family import ALPHA
+from pappo.evidence.family import ALPHA, settled
 from pappo.stats import POWER, mde, seed_interval, seeds_needed
 
 EFFECTS: tuple[float, ...] = (0.05, 0.10, 0.15)  # absolute effects whose seed counts are reported
@@ -32,12 +32,13 @@ class Power(BaseModel):
     n_seeds: int
     sd: float | None = Field(description="SD (ddof 1) of the per-seed differences; None with one seed.")
     mde: float | None = Field(
-        description="Smallest true mean difference detected with 80% power by a two-sided "
-        "5% t test on n_seeds seeds; None when the SD is unknown or zero."
+        description="Single test, not a claim's rule: the smallest true mean difference detected "
+        "with 80% power by one two-sided 5% t test against 0 on n_seeds seeds; None when the SD is "
+        "unknown or zero. A claim's own power is rule_mde."
     )
     seeds_needed: dict[str, int | None] = Field(
-        description="Effect ('0.05', '0.10', '0.15') -> seeds for 80% "
-        "power at this SD; None: not computable or above 10000."
+        description="Single test, not a claim's rule: effect ('0.05', '0.10', '0.15') -> seeds for "
+        "80% power of one two-sided 5% t test at this SD; None: not computable or above 10000."
     )
     note: str = Field(description="Why a number is missing, or '' when all are there.")
     rule_mde: float | None = Field(
@@ -51,8 +52,8 @@ class Power(BaseModel):
 
 def power_of(diffs: Sequence[float], claim: ClaimParams | None = None, family: int = 1) -> Power:
     """MDE and seeds needed from per-seed differences (n,), and a claim's `rule_mde` in a family of
-    `family` claims; one seed or zero SD say so instead."""
-    level = seed_interval(diffs)
+    `family` claims; one seed or zero SD (up to float residue) say so instead."""
+    level = seed_interval(settled(diffs))
     keys = [f"{e:.2f}" for e in EFFECTS]
     if level.sd is None or level.sd == 0.0:
         why = level.note if level.sd is None else "zero observed SD between seeds: power cannot be estimated"

@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from pappo.config.evidence import ClaimParams
 from pappo.evidence.costs import method_costs
-from pappo.evidence.family import family_size
+from pappo.evidence.family import family_size, settled
 from pappo.evidence.labels import METRICS
 from pappo.evidence.mismatch_table import method_gaps
 from pappo.evidence.power import power_of
@@ -222,7 +222,7 @@ def compare(
     noise = paired_diff_ci_seeds(list(zip(a, b)), n_boot=n_boot)
     a_means = [sum(x) / len(x) for x in a]
     b_means = [sum(x) / len(x) for x in b]
-    per_seed = [sum(x - y for x, y in zip(xs, ys)) / len(xs) for xs, ys in zip(a, b)]
+    per_seed = settled([sum(x - y for x, y in zip(xs, ys)) / len(xs) for xs, ys in zip(a, b)])
     difference, note = _seed_level(per_seed)
     boot = Interval(**bootstrap_ci(per_seed, n_boot=n_boot).to_json()) if len(seeds) > 1 else None
     return Comparison(
@@ -259,8 +259,9 @@ def claim_differences(
 
 
 def per_seed(signed: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[float]:
-    """Each seed's mean paired improvement (n,), from its (method, baseline) per-task values."""
-    return [sum(a) / len(a) - sum(b) / len(b) for a, b in signed]
+    """Each seed's mean paired improvement (n,), from its (method, baseline) per-task values; equal
+    improvements are equal floats (`family.settled`: no representation residue)."""
+    return settled([sum(a) / len(a) - sum(b) / len(b) for a, b in signed])
 
 
 def claim_power(

@@ -121,10 +121,10 @@ POWER_HEAD = [
     "SD over seeds",
     "SD between / within seeds",
     "limited by",
-    "MDE (80%)",
-    "seeds for 0.05",
-    "seeds for 0.10",
-    "seeds for 0.15",
+    "single-test MDE (80%)",
+    "single-test seeds for 0.05",
+    "single-test seeds for 0.10",
+    "single-test seeds for 0.15",
 ]
 CLAIM_HEAD = [
     "claim",
@@ -189,7 +189,9 @@ def _power_text(n_seeds: int) -> str:
         "From the SD of the per-seed differences: the minimum detectable effect (MDE) at 80% power, "
         f"two-sided 5% t test, with the {n_seeds} seeds run, and the seeds needed for an effect of 0.05, "
         "0.10 and 0.15 (noncentral t, scipy.stats). An interval wider than the effect sought says "
-        "inconclusive, not no effect. The SD splits into the seeds' own spread (training: more seeds "
+        "inconclusive, not no effect. These single-test numbers are for one two-sided 5% t test against "
+        "0, not for a claim's rule (Holm over its family, its bar, its seed wins): a claim's own power "
+        "is the last column of the claims table below. The SD splits into the seeds' own spread (training: more seeds "
         "help) and each seed's evaluation noise (tasks and boards: more boards help), "
         "evidence/variance.py; the larger part limits the comparison."
     )

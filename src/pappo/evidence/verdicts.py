@@ -8,10 +8,13 @@ fixed seeds (that one measures evaluation noise only and is reported as such). M
 groups of 5 seeds of one algorithm looked like two algorithms).
 
 Verdicts: `holds` (every registered rule holds on the seed-level numbers), `does not hold` (the
-interval lies wholly below the registered min_delta: it excludes the claimed effect),
+one-sided test of "improvement >= min_delta" rejects it at the family's level, Holm over the same
+claims as `holds`: family.py),
 `inconclusive` (neither: the minimum detectable effect says how far the seeds are from telling),
 `exploratory` (the tuning history shows other configurations on these seeds, or the bar was edited
 after evidence existed: Eimer et al. 2023, Dodge et al. 2019); an exploratory claim cannot hold.
+`descriptive` (registered without an interval rule, ci_rule none: its numbers are shown and no rule
+tests it) is outside "every claim holds" (`every_rule_holds`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pappo.config.evidence import ClaimParams
-from pappo.evidence.family import FamilyTest, family_size, family_tests, judged
+from pappo.evidence.family import FamilyTest, family_size, family_tests, judged, settled
 from pappo.evidence.history import History, claim_history
 from pappo.evidence.power import Power, power_of
 from pappo.evidence.summary import claim_differences, per_seed
@@ -30,7 +33,7 @@ from pappo.experiment import receipt as rc
 from pappo.experiment.report import RunReport
 from pappo.stats import above, paired_diff_ci_seeds, seed_interval, wins
 
-Verdict = Literal["holds", "does not hold", "inconclusive", "exploratory"]
+Verdict = Literal["holds", "does not hold", "inconclusive", "exploratory", "descriptive"]
 
 
 class ClaimVerdict(BaseModel):
@@ -39,7 +42,7 @@ class ClaimVerdict(BaseModel):
     holds: bool = Field(description="verdict == 'holds'.")
     verdict: Verdict | None = Field(
         None,
-        description="holds | does not hold | inconclusive | exploratory; "
+        description="holds | does not hold | inconclusive | exploratory | descriptive; "
         "absent in verdicts of older audits (then read from holds).",
     )
     metric: str
@@ -83,9 +86,17 @@ def decide(
     """The statistical verdict of signed per-seed improvements (n,) under the claim's registered
     rules; `test`: its one-sided test within the family of claims judged together (default: alone).
 
-    A claim without an interval rule (ci_rule none) never holds: a mean's sign and a count of seed
-    wins are no test (under a true null about half of such experiments pass at 5 or more seeds).
-    Zero observed spread gives no interval, so neither `holds` nor `does not hold`."""
+    A claim without an interval rule (ci_rule none) is `descriptive`, never `holds`: a mean's sign
+    and a count of seed wins are no test (under a true null about half of such experiments pass at 5
+    or more seeds).
+    Zero observed spread (up to float residue: `settled`) gives no test, so neither `holds` nor
+    `does not hold`."""
+    if claim.ci_rule == "none":
+        return "descriptive", [
+            "registered without an interval rule (ci_rule none): descriptive, it cannot hold; "
+            "its interval is shown, no rule tests it"
+        ]
+    diffs = settled(diffs)
     level = seed_interval(diffs)
     n_wins = wins(diffs, claim.min_delta)
     reasons = []
@@ -95,20 +106,18 @@ def decide(
         )
     if n_wins < claim.min_seed_wins:
         reasons.append(f"{n_wins}/{level.n} seed wins < {claim.min_seed_wins}")
-    if claim.ci_rule == "none":
-        reasons.append("registered without an interval rule (ci_rule none): descriptive, it cannot hold")
-    else:
-        test = test or FamilyTest.alone(diffs)
-        if not test.passes:
-            shown = "none (one seed)" if level.lo is None else f"[{level.lo:+.3f}, {level.hi:+.3f}]"
-            alone = level.lo is not None and level.lo > 0  # the claim's own test, not the family's
-            says = "excludes 0 alone, not at the family's level" if alone else "does not exclude 0"
-            reasons.append(f"95% interval over seeds {shown} {says}; {test.describe()}")
+    test = test or FamilyTest.alone(diffs, claim.min_delta)
+    if not test.passes:
+        shown = "none (one seed)" if level.lo is None else f"[{level.lo:+.3f}, {level.hi:+.3f}]"
+        alone = level.lo is not None and level.lo > 0  # the claim's own test, not the family's
+        says = "excludes 0 alone, not at the family's level" if alone else "does not exclude 0"
+        reasons.append(f"95% interval over seeds {shown} {says}; {test.describe()}")
     if not reasons:
         return "holds", []
-    if level.hi is not None and level.sd and level.hi < claim.min_delta:
+    if test.excludes_bar:  # family-wise, as `holds` is (family.py)
         return "does not hold", reasons + [
-            f"the interval lies below min_delta {claim.min_delta}: it excludes the claim"
+            f"the improvement is below min_delta {claim.min_delta} at the family's level, so the "
+            f"test excludes the claim: {test.describe(below=True)}"
         ]
     return "inconclusive", reasons
 
@@ -123,7 +132,9 @@ def evaluate_claims(
     """Every claim's verdict, the claims these runs can support tested together (`family`: Holm)."""
     on_cuda = bool(receipts) and all(r.hardware.accelerator == "cuda" for r in receipts.values())
     diffs = [per_seed(claim_differences(c, reports, seeds)[1]) for c in claims]
-    tests = family_tests([d if judged(c, on_cuda) else None for c, d in zip(claims, diffs)])
+    tests = family_tests(
+        [d if judged(c, on_cuda) else None for c, d in zip(claims, diffs)], [c.min_delta for c in claims]
+    )
     return [
         evaluate_claim(c, reports, receipts, seeds, history, t, family_size(claims, c, on_cuda))
         for c, t in zip(claims, tests, strict=True)
@@ -147,9 +158,7 @@ def evaluate_claim(
     level = seed_interval(diffs)
     verdict, reasons = decide(diffs, claim, test)
     power = power_of(diffs, claim, family)
-    if verdict == "inconclusive" and claim.ci_rule == "none":
-        reasons.append("inconclusive: a descriptive claim; its interval is shown, no rule tests it")
-    elif verdict == "inconclusive":
+    if verdict == "inconclusive":
         reasons.append(f"inconclusive: the interval neither clears the bar nor excludes it ({_told(power)})")
     if claim.needs_gpu and any(r.hardware.accelerator != "cuda" for r in receipts.values()):
         reasons.append("needs GPU receipts; these runs are CPU runs")
@@ -178,22 +187,44 @@ def evaluate_claim(
     )
 
 
+def every_rule_holds(claims: Sequence[ClaimVerdict]) -> bool:
+    """Whether every claim with a rule holds; descriptive claims (no rule) are not counted."""
+    return all(c.holds for c in claims if c.label != "descriptive")
+
+
 def _told(power: Power) -> str:
-    """What the seeds could detect, for an inconclusive verdict."""
+    """What the seeds could detect, for an inconclusive verdict: the rule's own power first."""
     if power.mde is None:
         return power.note
-    told = f"MDE {power.mde:.3f} at 80% power with {power.n_seeds} seeds"
-    if power.rule_mde is not None:
-        told += (
-            f"; the registered rule holds with 80% probability at a true improvement of {power.rule_mde:.3f}"
-        )
-    return told
+    single = (
+        f"a single two-sided 5% t test (not this rule) has MDE {power.mde:.3f} with {power.n_seeds} seeds"
+    )
+    if power.rule_mde is None:
+        return single
+    return f"the registered rule holds with 80% probability at a true improvement of {power.rule_mde:.3f}; {single}"
 
 
 def task_bootstrap_note(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> str:
     """The old interval, tasks resampled within fixed seeds, as text labelled for what it measures."""
     iv = paired_diff_ci_seeds(pairs)
     return f"{iv.mean:+.3f} [{iv.lo:+.3f}, {iv.hi:+.3f}] (tasks resampled within fixed seeds)"
+
+
+def _power_line(p: Power) -> str:
+    """A claim's power in words: its rule's own (`rule_mde`), then the single test's, labelled."""
+    if p.mde is None or p.sd is None:
+        return p.note
+    need = ", ".join(f"{k}: {'-' if n is None else n}" for k, n in p.seeds_needed.items())
+    rule = (
+        "the rule cannot hold with these seeds (descriptive, or more seed wins required than seeds)"
+        if p.rule_mde is None
+        else f"this claim's rule holds with 80% probability at a true improvement of {p.rule_mde:.3f} "
+        f"({p.family} claims judged together, its bar and seed wins)"
+    )
+    return (
+        f"{rule}; SD over seeds {p.sd:.3f}; a single two-sided 5% t test against 0 (not this claim's "
+        f"rule): MDE {p.mde:.3f} with {p.n_seeds} seeds, seeds needed for an effect of {need}"
+    )
 
 
 def render_claim(c: ClaimVerdict) -> list[str]:
@@ -206,23 +237,7 @@ def render_claim(c: ClaimVerdict) -> list[str]:
         f"{c.seed_wins}/{c.n_seeds} seed wins"
     ]
     if c.power is not None:
-        p = c.power
-        need = ", ".join(f"{k}: {'-' if n is None else n}" for k, n in p.seeds_needed.items())
-        lines.append(
-            "  power: "
-            + (
-                f"SD over seeds {p.sd:.3f}, MDE {p.mde:.3f} (80% power, two-sided 5%, "
-                f"{p.n_seeds} seeds); seeds needed for an effect of {need}"
-                + (
-                    ""
-                    if p.rule_mde is None
-                    else f"; the registered rule holds with 80% probability at a true improvement of "
-                    f"{p.rule_mde:.3f} ({p.family} claims judged together)"
-                )
-                if p.mde is not None and p.sd is not None
-                else p.note
-            )
-        )
+        lines.append("  power: " + _power_line(c.power))
     if c.within_seed_noise:
         lines.append(
             f"  evaluation noise within a seed (not evidence about {c.method}): {c.within_seed_noise}"
