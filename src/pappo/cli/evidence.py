@@ -169,7 +169,6 @@ def verify_bundle_cmd(
 ) -> None:
     """Check a bundle offline: SHA256SUMS, SWHIDs, run receipts, dvc.lock md5s, the audit verdict."""
     from pappo.evidence.bundle_check import verify_bundle
-    from pappo.evidence.printable import printable
     from pappo.io import sha256_file
 
     problems = verify_bundle(zip_path)
@@ -178,7 +177,7 @@ def verify_bundle_cmd(
     elif sha256 is not None and not zip_path.is_file():
         problems.insert(0, f"{zip_path}: --sha256 checks a zip, not a folder")
     for p in problems:
-        typer.echo(f"  - {printable(p)}", err=True)
+        typer.echo(f"  - {p}", err=True)
     if problems:
         raise PappoError(f"{zip_path}: {len(problems)} problems")
     typer.echo(f"{zip_path}: OK")

@@ -26,6 +26,7 @@ from pappo.evidence.bundle_inputs import BundleMeta, shape_problem
 from pappo.evidence.bundle_read import SOURCE, Bundle, Entry, scan
 from pappo.evidence.defined_stages import current_outs, stale
 from pappo.evidence.dvc_cache import LockedOut, out_md5
+from pappo.evidence.printable import printable
 from pappo.evidence.release_notes import release_notes
 from pappo.experiment.receipt import Receipt, check_receipt
 from pappo.io import git_blob_hasher
@@ -273,4 +274,4 @@ def verify_bundle(zip_path: Path) -> list[str]:
     except (OSError, zipfile.BadZipFile) as e:
         return [f"{zip_path}: cannot read the zip ({e})"]
     with contextlib.closing(b):
-        return verify(b)
+        return [printable(p) for p in verify(b)]  # a bundle's text, shown on a terminal
