@@ -174,7 +174,13 @@ def test_the_unpacked_bundle_alone_is_audited_and_reproduced(world: dict[str, Pa
 
 
 def _resum(folder: Path) -> None:
-    """SHA256SUMS and BUNDLE.json's swhid_dir made to match the folder's files again."""
+    """SHA256SUMS, BUNDLE.json's swhid_dir and the release notes made to match the folder's files
+    again, as a thorough forger would (verify-bundle renders the notes again from the bundle)."""
+    from pappo.evidence.audit import AuditVerdict
+    from pappo.evidence.defined_stages import stale
+    from pappo.evidence.release_notes import release_notes
+    from pappo.evidence.summary_models import Summary
+
     meta = json.loads((folder / "BUNDLE.json").read_text())
     source = {
         p.relative_to(folder / "source").as_posix(): (0o100644 | (p.stat().st_mode & 0o111), p.read_bytes())
@@ -183,6 +189,10 @@ def _resum(folder: Path) -> None:
     }
     meta["swhid_dir"] = f"swh:1:dir:{git_tree_id(source)}"
     (folder / "BUNDLE.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    summary = Summary.model_validate_json((folder / "reports/summary.json").read_bytes())
+    verdict = AuditVerdict.model_validate_json((folder / "receipts/audit.json").read_bytes())
+    lock = [(folder / f).read_bytes() for f in ("dvc.lock", "source/dvc.yaml", "source/params.yaml")]
+    (folder / "RELEASE_NOTES.md").write_text(release_notes(meta, summary, verdict, stale(*lock)))
     names = sorted(
         p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != "SHA256SUMS"
     )
