@@ -22,6 +22,7 @@ from pappo.evidence.family import ALPHA, settled
 from pappo.stats import POWER, mde, seed_interval, seeds_needed
 
 EFFECTS: tuple[float, ...] = (0.05, 0.10, 0.15)  # absolute effects whose seed counts are reported
+SD_LEVEL = 0.80  # the interval of the true SD whose ends bound each power figure (`sd_interval`)
 RULE_DRAWS = 100_000  # simulated experiments behind `rule_mde` (its Monte Carlo error: under 1% of an SD)
 
 
@@ -48,6 +49,14 @@ class Power(BaseModel):
         "None for a claim without an interval rule, or where mde is None.",
     )
     family: int = Field(1, description="Claims judged together with this one (the rule_mde's level).")
+    mde_range: list[float] | None = Field(
+        None,
+        description="mde at the two ends of the true SD's 80% interval from n_seeds seeds (`sd_interval`): "
+        "the observed SD of a few seeds is itself uncertain, and so is every power figure from it.",
+    )
+    rule_mde_range: list[float] | None = Field(
+        None, description="rule_mde at the two ends of the same SD interval; None where rule_mde is."
+    )
 
 
 def power_of(diffs: Sequence[float], claim: ClaimParams | None = None, family: int = 1) -> Power:
@@ -59,7 +68,9 @@ def power_of(diffs: Sequence[float], claim: ClaimParams | None = None, family: i
         why = level.note if level.sd is None else "zero observed SD between seeds: power cannot be estimated"
         return Power(n_seeds=level.n, sd=level.sd, mde=None, seeds_needed=dict.fromkeys(keys), note=why)
     needed = {k: seeds_needed(e, level.sd) for k, e in zip(keys, EFFECTS)}
+    ends = sd_interval(level.sd, level.n)
     rule = None if claim is None else rule_mde(level.sd, level.n, claim, family)
+    rule_ends = None if claim is None or rule is None else [rule_mde(x, level.n, claim, family) for x in ends]
     return Power(
         n_seeds=level.n,
         sd=level.sd,
@@ -68,7 +79,29 @@ def power_of(diffs: Sequence[float], claim: ClaimParams | None = None, family: i
         note="",
         rule_mde=rule,
         family=family,
+        mde_range=[mde(x, level.n) for x in ends],
+        rule_mde_range=None if rule_ends is None or None in rule_ends else rule_ends,
     )
+
+
+def ranged(value: float, ends: list[float] | None, spec: str = ".3f") -> str:
+    """A power figure and, where known, its values at the ends of the SD's 80% interval:
+    "0.182 (0.145 to 0.287)"."""
+    if ends is None:
+        return format(value, spec)
+    return f"{value:{spec}} ({ends[0]:{spec}} to {ends[1]:{spec}})"
+
+
+def sd_interval(sd: float, n: int, level: float = SD_LEVEL) -> tuple[float, float]:
+    """The central `level` interval of the true SD behind an observed `sd` of n normal seeds:
+    (n - 1) s^2 / sigma^2 is chi-square with n - 1 degrees of freedom. At 7 seeds it spans 0.75 to
+    1.65 times the observed SD, so a power figure from 7 seeds is good to a factor of about two."""
+    from scipy import stats as sps
+
+    tail = (1.0 - level) / 2.0
+    lo = sd * math.sqrt((n - 1) / float(sps.chi2.ppf(1.0 - tail, n - 1)))
+    hi = sd * math.sqrt((n - 1) / float(sps.chi2.ppf(tail, n - 1)))
+    return lo, hi
 
 
 def rule_mde(sd: float, n: int, claim: ClaimParams, family: int, target: float = POWER) -> float | None:

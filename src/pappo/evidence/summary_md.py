@@ -17,7 +17,7 @@ from pappo.evidence.costs import cost_lines
 from pappo.evidence.labels import LABELS, METRICS, SUMMARY_LABELS, TASK_METRICS, TITLES
 from pappo.evidence.mismatch_table import gap_lines
 from pappo.evidence.plots import render_plots
-from pappo.evidence.power import Power
+from pappo.evidence.power import Power, ranged
 from pappo.evidence.summary import load_reports, summarise
 from pappo.evidence.summary_models import ClaimPower, Comparison, MethodSummary, Summary
 from pappo.evidence.variance import VarianceSplit
@@ -97,7 +97,7 @@ def _power_cells(p: Power | None, v: VarianceSplit | None) -> list[str]:
     split = ["-", "-"] if v is None else [f"{v.between**0.5:.3f} / {v.within**0.5:.3f}", v.limited_by]
     if p is None or p.sd is None or p.mde is None:
         return ["-", *split, "-", *(["-"] * 3)]
-    return [f"{p.sd:.3f}", *split, f"{p.mde:.3f}", *_needed(p)]
+    return [f"{p.sd:.3f}", *split, ranged(p.mde, p.mde_range), *_needed(p)]
 
 
 COMPARISON_TEXT = (
@@ -191,7 +191,8 @@ def _power_text(n_seeds: int) -> str:
         "0.10 and 0.15 (noncentral t, scipy.stats). An interval wider than the effect sought says "
         "inconclusive, not no effect. These single-test numbers are for one two-sided 5% t test against "
         "0, not for a claim's rule (Holm over its family, its bar, its seed wins): a claim's own power "
-        "is the last column of the claims table below. The SD splits into the seeds' own spread (training: more seeds "
+        "is the last column of the claims table below. In brackets, each figure at the two ends of the "
+        "true SD's 80% interval (chi-square, from the seeds run): a few seeds' SD is itself uncertain. The SD splits into the seeds' own spread (training: more seeds "
         "help) and each seed's evaluation noise (tasks and boards: more boards help), "
         "evidence/variance.py; the larger part limits the comparison."
     )
@@ -199,7 +200,7 @@ def _power_text(n_seeds: int) -> str:
 
 def _claim_row(c: ClaimPower) -> list[str]:
     per_seed = ", ".join(f"{d:+.3f}" for d in c.per_seed)
-    rule = "-" if c.power.rule_mde is None else f"{c.power.rule_mde:+.3f}"
+    rule = "-" if c.power.rule_mde is None else ranged(c.power.rule_mde, c.power.rule_mde_range, "+.3f")
     return [
         c.id,
         f"{c.method} vs {c.baseline}",

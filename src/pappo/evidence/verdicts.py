@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pappo.config.evidence import ClaimParams
 from pappo.evidence.family import FamilyTest, family_size, family_tests, judged, settled
 from pappo.evidence.history import History, claim_history
-from pappo.evidence.power import Power, power_of
+from pappo.evidence.power import Power, power_of, ranged
 from pappo.evidence.summary import claim_differences, per_seed
 from pappo.experiment import receipt as rc
 from pappo.experiment.report import RunReport
@@ -201,7 +201,8 @@ def _told(power: Power) -> str:
     )
     if power.rule_mde is None:
         return single
-    return f"the registered rule holds with 80% probability at a true improvement of {power.rule_mde:.3f}; {single}"
+    rule = ranged(power.rule_mde, power.rule_mde_range)
+    return f"the registered rule holds with 80% probability at a true improvement of {rule}; {single}"
 
 
 def task_bootstrap_note(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> str:
@@ -218,12 +219,14 @@ def _power_line(p: Power) -> str:
     rule = (
         "the rule cannot hold with these seeds (descriptive, or more seed wins required than seeds)"
         if p.rule_mde is None
-        else f"this claim's rule holds with 80% probability at a true improvement of {p.rule_mde:.3f} "
-        f"({p.family} claims judged together, its bar and seed wins)"
+        else "this claim's rule holds with 80% probability at a true improvement of "
+        f"{ranged(p.rule_mde, p.rule_mde_range)} ({p.family} claims judged together, its bar and seed "
+        f"wins; in brackets: at the ends of the true SD's 80% interval, {p.n_seeds} seeds' SD being "
+        "itself uncertain)"
     )
     return (
         f"{rule}; SD over seeds {p.sd:.3f}; a single two-sided 5% t test against 0 (not this claim's "
-        f"rule): MDE {p.mde:.3f} with {p.n_seeds} seeds, seeds needed for an effect of {need}"
+        f"rule): MDE {ranged(p.mde, p.mde_range)} with {p.n_seeds} seeds, seeds needed for an effect of {need}"
     )
 
 
