@@ -1,10 +1,13 @@
-"""Names shared by the summary, its markdown and its plots: metrics, their labels, plot titles.
+"""Names shared by the summary, its markdown, its plots and the release notes: metrics, their
+labels, plot titles, and the markdown table they are written in.
 
 In a module of their own so that the plots read them without importing the summary (which
 renders the plots): the import graph of the evidence stays one-way.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 METRICS: tuple[str, ...] = ("success", "pass_at_k", "failed_edit_rate", "tool_cost", "repeated_test_rate")
 LABELS = {
@@ -31,3 +34,10 @@ TITLES = {
     "final_metrics": "Final held-out metrics per method",
     "ppo_diagnostics": "PPO / PAPPO optimisation diagnostics",
 }
+
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A markdown table: a header row, its separator, one row per entry."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pappo.evidence.defined_stages import stale_note
+from pappo.evidence.labels import md_table
 
 
 def _iv(x: Any) -> str:
@@ -57,50 +58,49 @@ def _notes_head(bundle: dict[str, Any], summary: Any, verdict: Any) -> list[str]
 
 def _notes_results(summary: Any) -> list[str]:
     """The held-out success table and the comparisons vs the best baseline, from the `Summary`."""
-    lines = [
+    success = [
+        [m.method, m.n_seeds, _seed_iv(m, "success"), _seed_iv(m, "pass_at_k")] for m in summary.summaries
+    ]
+    differences = [
+        [c.method, c.baseline, _diff(c), f"{c.seed_wins}/{c.n_seeds}"] for c in summary.comparisons
+    ]
+    return [
         "",
         "## Held-out success (mean over seeds, 95% t interval over seeds)",
         "",
-        "| method | seeds | success | pass@K |",
-        "|---|---|---|---|",
-    ]
-    lines += [
-        f"| {m.method} | {m.n_seeds} | {_seed_iv(m, 'success')} | {_seed_iv(m, 'pass_at_k')} |"
-        for m in summary.summaries
-    ]
-    lines += [
+        md_table(["method", "seeds", "success", "pass@K"], success),
         "",
         "The seed is what was randomised (one trained policy per seed); the interval that resamples "
         "tasks within fixed seeds is evaluation noise only and is in reports/summary.md.",
-    ]
-    lines += [
         "",
         f"## Comparisons (success difference vs {summary.best_baseline}, 95% t interval over seeds)",
         "",
-        "| method | baseline | difference | seed wins |",
-        "|---|---|---|---|",
+        md_table(["method", "baseline", "difference", "seed wins"], differences),
     ]
-    lines += [
-        f"| {c.method} | {c.baseline} | {_diff(c)} | {c.seed_wins}/{c.n_seeds} |" for c in summary.comparisons
-    ]
-    return lines
 
 
 def _notes_claims(verdict: Any) -> list[str]:
     """The pre-registered claims table, then every claim's reasons."""
-    lines = [
-        "",
-        "## Pre-registered claims (receipts/audit.json)",
-        "",
-        "| claim | verdict | method vs baseline | metric | improvement [95% t interval over seeds] | seed wins |",
-        "|---|---|---|---|---|---|",
+    head = [
+        "claim",
+        "verdict",
+        "method vs baseline",
+        "metric",
+        "improvement [95% t interval over seeds]",
+        "seed wins",
     ]
-    for c in verdict.claims:
-        iv = "no interval (one seed)" if c.lo is None or c.hi is None else f"[{c.lo:+.3f}, {c.hi:+.3f}]"
-        lines.append(
-            f"| {c.id} | {c.label.upper()} | {c.method} vs {c.baseline} | {c.metric} "
-            f"| {c.delta:+.3f} {iv} | {c.seed_wins}/{c.n_seeds} |"
-        )
+    rows = [
+        [
+            c.id,
+            c.label.upper(),
+            f"{c.method} vs {c.baseline}",
+            c.metric,
+            f"{c.delta:+.3f} {c.interval}",
+            f"{c.seed_wins}/{c.n_seeds}",
+        ]
+        for c in verdict.claims
+    ]
+    lines = ["", "## Pre-registered claims (receipts/audit.json)", "", md_table(head, rows)]
     reasons = [f"- {c.id} {c.label.upper()}: {r}" for c in verdict.claims for r in c.reasons]
     lines += ["", *reasons] if reasons else []
     return lines

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pappo.config.evidence import ClaimParams
 from pappo.evidence.costs import cost_lines
-from pappo.evidence.labels import LABELS, METRICS, SUMMARY_LABELS, TASK_METRICS, TITLES
+from pappo.evidence.labels import LABELS, METRICS, SUMMARY_LABELS, TASK_METRICS, TITLES, md_table
 from pappo.evidence.mismatch_table import gap_lines
 from pappo.evidence.plots import render_plots
 from pappo.evidence.power import Power, ranged
@@ -29,12 +29,6 @@ from pappo.rl.results import Interval
 def fmt_interval(i: Interval, signed: bool = False) -> str:
     f = "{:+.2f}" if signed else "{:.2f}"
     return f"{f.format(i.mean)} [{f.format(i.lo)}, {f.format(i.hi)}]"
-
-
-def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def device_label(profile: str, device: str) -> str:

@@ -79,6 +79,15 @@ class ClaimVerdict(BaseModel):
         """The verdict, read from `holds` in verdicts of older audits."""
         return self.verdict or ("holds" if self.holds else "does not hold")
 
+    @property
+    def interval(self) -> str:
+        """The seed-level interval as the audit and the release notes print it."""
+        return (
+            "no interval (one seed)"
+            if self.lo is None or self.hi is None
+            else f"[{self.lo:+.3f}, {self.hi:+.3f}]"
+        )
+
 
 def decide(
     diffs: Sequence[float], claim: ClaimParams, test: FamilyTest | None = None
@@ -232,7 +241,7 @@ def _power_line(p: Power) -> str:
 
 def render_claim(c: ClaimVerdict) -> list[str]:
     """A claim's lines in the audit's text."""
-    iv = "no interval (one seed)" if c.lo is None or c.hi is None else f"[{c.lo:+.3f}, {c.hi:+.3f}]"
+    iv = c.interval
     per_seed = ", ".join(f"{d:+.3f}" for d in c.per_seed)
     lines = [
         f"claim {c.id}: {(c.verdict or '').upper()}: {c.method} vs {c.baseline} on {c.metric}: improvement "
