@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pappo.evidence.bundle_read import SOURCE
-from pappo.evidence.committed import _LOADER
+from pappo.evidence.committed import YAML_LOADER
 
 
 class _Open(BaseModel):
@@ -104,7 +104,7 @@ def _first_error(e: ValidationError) -> str:
 def shape_problem(name: str, data: bytes, model: type[BaseModel]) -> str | None:
     """Why `data` (the file `name`, JSON or YAML by its suffix) is not `model`'s shape; None if it is."""
     try:
-        value = yaml.load(data, Loader=_LOADER) if name.endswith((".yaml", ".lock")) else json.loads(data)
+        value = yaml.load(data, Loader=YAML_LOADER) if name.endswith((".yaml", ".lock")) else json.loads(data)
         model.model_validate(value)
     except (ValueError, yaml.YAMLError) as e:
         what = _first_error(e) if isinstance(e, ValidationError) else str(e).splitlines()[0]

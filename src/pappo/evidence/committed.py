@@ -28,7 +28,7 @@ EVIDENCE_PATHS: tuple[str, ...] = (
 Scope = Literal["commit", "workspace"]
 # libyaml's parser where PyYAML was built with it (the same objects): a dvc.lock is ~200 kB and the
 # pure-Python parser took half of an audit (0.75 vs 0.15 s here)
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser where PyYAML has it
 STATES = {"M": "modified", "A": "added, not committed", "D": "deleted", "R": "renamed", "?": "untracked"}
 
 
@@ -71,4 +71,4 @@ def describe(scope: Scope) -> str:
 
 def lock_stages(text: str | bytes) -> dict[str, Any]:
     """The `stages` mapping of a dvc.lock's text ({} for an empty file); yaml.YAMLError if malformed."""
-    return (yaml.load(text, Loader=_LOADER) or {}).get("stages", {})
+    return (yaml.load(text, Loader=YAML_LOADER) or {}).get("stages", {})

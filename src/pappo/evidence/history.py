@@ -34,13 +34,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pappo.config import load_params
 from pappo.config.evidence import ClaimParams
-from pappo.evidence.committed import lock_stages
+from pappo.evidence.committed import YAML_LOADER, lock_stages
 from pappo.evidence.git_trees import git_output
 from pappo.evidence.history_seeds import SeedChange, describe, published_seeds, ran_seeds, seed_changes
 from pappo.evidence.history_walk import WORKSPACE, Version, first, reach, read_versions, walk
 from pappo.evidence.printable import one_line
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # params.yaml of every commit: C parses it
 # Every field of a claim but its id: any of them changed after the evidence changes what is tested
 BAR_FIELDS: tuple[str, ...] = (
     "metric",
@@ -274,7 +273,7 @@ def _params(text: bytes | None) -> dict[str, Any] | None:
     """{"seeds": published seeds or None, "claims": {claim id: its bar}} of one params.yaml version
     (None: absent or does not parse)."""
     try:
-        data = yaml.load(text, Loader=_LOADER) if text is not None else None  # C: ~35 versions
+        data = yaml.load(text, Loader=YAML_LOADER) if text is not None else None  # C: ~35 versions
     except yaml.YAMLError:
         return None
     if not isinstance(data, dict):
