@@ -23,7 +23,7 @@ from pappo.evidence.bundle_read import scan
 from pappo.evidence.history import History, from_record
 from pappo.evidence.printable import one_line, printable
 from pappo.evidence.release import build_bundle
-from test_bundle_safety import forged
+from test_bundle_safety import FILE, forged
 from test_release import RUN, entries, make_repo
 
 
@@ -52,6 +52,20 @@ def test_a_top_copy_that_is_not_source_s_fails_verification(bundle: Path, tmp_pa
     data = entries(bundle)[name] + b"\n# all claims hold\n"
     problems = changed(bundle, tmp_path, {name: data})
     assert any(p.startswith(f"{name}: source/{name}") and "differs" in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    "name", ["NOTE.md", f"{RUN}/claims.txt", "reports/summary.txt", "receipts/audit.extra.json"]
+)
+def test_a_file_nothing_binds_fails_verification(bundle: Path, tmp_path: Path, name: str) -> None:
+    """A file the release does not write (a note saying every claim holds, beside the runs or at
+    the top) is covered by no check, so it is refused by name; a file equal to its source/ copy is
+    committed evidence and passes (test_release's bundle holds reports/summary.md so)."""
+    note = b"Every pre-registered claim holds.\n"
+    found = bc.verify_bundle(forged(bundle, tmp_path / "x.zip", [(name, FILE, note)]))
+    assert [p for p in found if bc.UNBOUND in p] == [f"{name}: {bc.UNBOUND}"], found
+    committed = [n for n in entries(bundle) if f"source/{n}" in entries(bundle) and n.startswith("reports/")]
+    assert committed, "test_release's bundle holds committed evidence under reports/"
 
 
 def test_staleness_is_judged_from_the_commit_s_params(bundle: Path, tmp_path: Path) -> None:
@@ -200,10 +214,9 @@ def test_the_experiment_s_receipts_bind_its_files(bundle: Path, tmp_path: Path) 
     """reports/experiment/<method>/ is checked against its receipt like a seed's run (s8)."""
     run = {n: d for n, d in entries(bundle).items() if n.startswith(f"{RUN}/")}
     copy = {n.replace(RUN, "reports/experiment/pappo"): d for n, d in run.items()}
-    assert (
-        bc.verify_bundle(forged(bundle, tmp_path / "x.zip", [(n, 0o100644, d) for n, d in copy.items()]))
-        == []
-    )
+    found = bc.verify_bundle(forged(bundle, tmp_path / "x.zip", [(n, 0o100644, d) for n, d in copy.items()]))
+    # this fixture's dvc.lock records no experiment outputs, so only the binding check speaks
+    assert all(p.endswith(bc.UNBOUND) for p in found), found
     copy["reports/experiment/pappo/report.json"] = b'{"method": "pappo", "success": 0.59}\n'
     edited = forged(bundle, tmp_path / "y.zip", [(n, 0o100644, d) for n, d in copy.items()])
     problems = bc.verify_bundle(edited)
@@ -237,6 +250,35 @@ def test_a_released_verdict_with_other_numbers_fails_the_bundle_audit(tmp_path: 
     out = bd._as_released(found, labels, released)
     assert not out.integrity_ok and out.exit_code == 1
     assert {f.field for f in out.failures} == {f"claims[{c.id}].delta" for c in found.claims}
+
+
+def test_a_released_verdict_with_other_words_or_claims_fails_the_bundle_audit(tmp_path: Path) -> None:
+    """Not only the numbers: a claim's reasons, its per-seed list and a claim only the release has
+    are the release's statement too; a float's last-bit residue is not a difference."""
+    from test_bundle_safety import verdict
+
+    found = verdict("a" * 40)
+    labels = {"audit": {"verdicts": {c.id: c.label for c in found.claims}}}
+    released = tmp_path / "audit.json"
+    first, second = found.claims
+    edits = {
+        "reasons": first.model_copy(update={"reasons": ["the interval is wide; the effect is real"]}),
+        "per_seed": first.model_copy(update={"per_seed": [0.5]}),
+        "residue": first.model_copy(update={"delta": first.delta + 1e-12}),
+    }
+    fields = {}
+    for name, claim in edits.items():
+        released.write_text(found.model_copy(update={"claims": [claim, second]}).model_dump_json())
+        fields[name] = {f.field for f in bd._as_released(found, labels, released).failures}
+    assert fields == {
+        "reasons": {f"claims[{first.id}].reasons[0]"},
+        "per_seed": {f"claims[{first.id}].per_seed"},
+        "residue": set(),
+    }
+    extra = second.model_copy(update={"id": "an-extra-claim"})
+    released.write_text(found.model_copy(update={"claims": [*found.claims, extra]}).model_dump_json())
+    out = bd._as_released(found, labels, released)
+    assert not out.integrity_ok and {f.field for f in out.failures} == {"claims[an-extra-claim]"}
     rounded = [c.model_copy(update={"delta": c.delta + 1e-12}) for c in found.claims]  # another CPU's sum
     released.write_text(found.model_copy(update={"claims": rounded}).model_dump_json())
     assert bd._as_released(found, labels, released) == found

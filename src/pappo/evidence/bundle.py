@@ -242,36 +242,46 @@ def _label_failure(stated: Any, found: dict[str, str]) -> Any:
     )
 
 
-CLAIM_NUMBERS = ("label", "metric", "method", "baseline", "delta", "lo", "hi", "seed_wins", "n_seeds")
+def _differences(here: Any, stated: Any, where: str) -> Iterator[tuple[str, Any, Any]]:
+    """(field, here, stated) wherever two dumped claims differ: floats to 1e-9 (the same code on
+    another CPU may round a sum differently), everything else (reasons, history, labels) exactly."""
+    if isinstance(here, dict) and isinstance(stated, dict):
+        for key in sorted(set(here) | set(stated), key=str):
+            yield from _differences(here.get(key), stated.get(key), f"{where}.{key}")
+    elif isinstance(here, list) and isinstance(stated, list) and len(here) == len(stated):
+        for i, (a, b) in enumerate(zip(here, stated, strict=True)):
+            yield from _differences(a, b, f"{where}[{i}]")
+    elif not (
+        here == stated
+        or (isinstance(here, float) and isinstance(stated, float) and abs(here - stated) <= 1e-9)
+    ):
+        yield where, here, stated
 
 
 def _number_failures(claims: list[Any], released: Path) -> list[Any]:
-    """A failure per claim whose numbers in the release's verdict are not those re-derived here
-    (floats to 1e-9: the same code on another CPU may round a sum differently)."""
+    """A failure per field of a claim (its numbers, label, reasons, history note, power) that the
+    release's verdict states otherwise than the evidence gives here, and per claim only one side has."""
     from pappo.evidence.audit import AuditVerdict
     from pappo.evidence.audit_context import AuditFailure
 
     try:
-        stated = {c.id: c for c in AuditVerdict.model_validate_json(released.read_bytes()).claims}
+        stated = {
+            c.id: c.model_dump() for c in AuditVerdict.model_validate_json(released.read_bytes()).claims
+        }
     except (OSError, ValueError):
         return []  # verify_bundle names an unreadable receipts/audit.json
-    failures = []
-    for c in claims:
-        old = stated.get(c.id)
-        for key in CLAIM_NUMBERS:
-            a, b = getattr(c, key), None if old is None else getattr(old, key)
-            same = a == b or (isinstance(a, float) and isinstance(b, float) and abs(a - b) <= 1e-9)
-            if not same:
-                failures.append(
-                    AuditFailure(
-                        file=RELEASED_VERDICT,
-                        field=f"claims[{c.id}].{key}",
-                        expected=str(a),
-                        found=str(b),
-                        message="the release's verdict states other numbers than its evidence gives here",
-                    )
-                )
-    return failures
+    here = {c.id: c.model_dump() for c in claims}
+    return [
+        AuditFailure(
+            file=RELEASED_VERDICT,
+            field=field,
+            expected=str(a),
+            found=str(b),
+            message="the release's verdict states other claims than its evidence gives here",
+        )
+        for cid in sorted(set(here) | set(stated))
+        for field, a, b in _differences(here.get(cid), stated.get(cid), f"claims[{cid}]")
+    ]
 
 
 def audit_here(

@@ -26,6 +26,7 @@ from pappo.evidence.bundle_inputs import BundleMeta, shape_problem
 from pappo.evidence.bundle_read import SOURCE, Bundle, Entry, scan
 from pappo.evidence.defined_stages import current_outs, stale
 from pappo.evidence.dvc_cache import LockedOut, out_md5
+from pappo.evidence.history import HISTORY
 from pappo.evidence.printable import printable
 from pappo.evidence.release_notes import release_notes
 from pappo.experiment.receipt import Receipt, check_receipt
@@ -40,6 +41,10 @@ REQUIRED = (
     SUMS,
 )  # history.json: bundle_agree
 _HEX40 = re.compile(r"[0-9a-f]{40}")
+UNBOUND = (
+    "bound by nothing (not source/'s copy of a committed file, not in an output dvc.lock records): "
+    "`pappo release` packs no such file; remove it or rebuild the bundle"
+)
 
 
 # ------------------------------------------------------------------------------ SWH / git trees
@@ -199,6 +204,24 @@ def _check_runs(b: Bundle) -> None:
             )
 
 
+def _check_bound(b: Bundle) -> None:
+    """Every entry is bound by something verify checks: the release's own files, source/, a file
+    equal to its source/ copy (committed evidence), or a file of an output dvc.lock records. Any
+    other file (a note "every claim holds" beside the runs) is a statement no check covers."""
+    bound = {*REQUIRED, HISTORY}
+    try:
+        outs = current_outs(*lock_texts(b))
+    except (yaml.YAMLError, AttributeError):
+        outs = []  # _check_runs names an unreadable dvc.lock
+    for out in outs:
+        bound.update((bundled_out(b.entries, out) or {}).values())
+    for name, entry in sorted(b.entries.items()):
+        copy = b.entries.get(SOURCE + name)
+        if name in bound or name.startswith(SOURCE) or (copy is not None and copy.blob == entry.blob):
+            continue
+        b.problems.append(f"{name}: {UNBOUND}")
+
+
 def _check_agree(b: Bundle, bundle: dict[str, Any], verdict: Any) -> None:
     """history.json, the packaged verdict's history and claims, and BUNDLE.json's claims are one
     release's: SHA256SUMS is recomputed as easily as any of them is edited, so they must agree."""
@@ -261,6 +284,7 @@ def verify(b: Bundle) -> list[str]:
         _check_sums(b)
     bundle = _check_ids(b) if "BUNDLE.json" not in missing else {}
     _check_runs(b)
+    _check_bound(b)
     if "receipts/audit.json" not in missing:
         _check_audit(b, bundle)
     b.problems += [f"{name}: {why}" for name, why in agreement_problems(b.read)]
