@@ -64,10 +64,23 @@ def test_scan_flags_only_what_the_patch_adds():
         (b"from unittest import mock\n", "import unittest"),  # mock.patch("dotted.path")
         (b"import timeit\n", "import timeit"),  # runs source text
         (b"typing.get_type_hints(f)\n", "attribute .get_type_hints"),  # evaluates string annotations
+        # the second review read the run's key by a format field: str.format looks names up
+        (b"('{0.__globals__[sys].mod' + 'ules[k]}').format(f)\n", "string '{0.__globals__[sys].mod'"),
+        (b"('{0.f' + '_globals}').format(f)\n", "string '{0.f'"),
     ]:
         reasons = scan(base, {**base, "pkg/a.py": base["pkg/a.py"] + snippet})
         assert reasons and all(r.startswith("pkg/a.py: patch adds") for r in reasons), snippet
         assert any(what in r for r in reasons), (snippet, reasons)
+
+
+def test_format_strings_that_only_format_are_not_flagged():
+    base = {"pkg/a.py": SRC}
+    for snippet in (
+        b"x = '{} of {:.2f}'.format(a, b)\n",
+        b"x = '{name!r:>10}'.format(name=a)\n",
+        b"x = f'{a.b}'\n",
+    ):
+        assert scan(base, {"pkg/a.py": SRC + snippet}) == [], snippet
 
 
 def test_scan_flags_test_and_config_changes():

@@ -110,6 +110,37 @@ ATTACKS = {
         "wrote a file Python could import",
     ),
     "function code replaced": ("add.__code__ = (lambda a, b: a + b).__code__\n", "__code__"),
+    # the second review: text no scan read, compiled by the library's private helpers
+    "text compiled by dataclasses' helper": (
+        "import dataclasses as _d\n"
+        f"add = _d._create_fn('add', ['a', 'b'], [bytes.fromhex('{b'return a + b'.hex()}').decode()])\n",
+        "compiled text through dataclasses",
+    ),
+    "text compiled by dis' helper": (
+        "import dis as _dis\n"
+        f"add = type(lambda: 0)(_dis._try_compile(bytes.fromhex('{FIXED.hex()}').decode(), '<x>'), {{}})\n",
+        "compiled text at run time",
+    ),
+    "other text compiled as a scanned file": (
+        "_g = {}\n"
+        f"type(lambda: 0)(__loader__.source_to_code(bytes.fromhex('{FIXED.hex()}'), __file__), _g)()\n"
+        "add = _g['add']\n",
+        "compiled other text than the file",
+    ),
+    "names injected into a dataclass": (
+        "import dataclasses as _d\n"
+        "class _C:\n    pass\n"
+        f"_C.__annotations__ = {{bytes.fromhex('{b'x=print()'.hex()}').decode(): int}}\n"
+        "_d.dataclass(_C)\n",
+        "compiled text through dataclasses",
+    ),
+    "a string annotation that calls": (
+        "import typing as _t\n"
+        "def _f(x): pass\n"
+        f"_f.__annotations__ = {{'x': bytes.fromhex('{b'print(1)'.hex()}').decode()}}\n"
+        "_t.get_type_hints(_f)\n",
+        "not a type",
+    ),
     "program started": (
         "import subprocess, sys\n"
         "subprocess.run([sys.executable, '-c', 'pass'])\n"
@@ -149,6 +180,31 @@ def test_a_zip_archive_on_the_path_imports_nothing(pool: SandboxPool):
     )
     run = pool.run({"pkg/__init__.py": BUGGY + attack.encode(), "tests/test_pkg.py": TEST})
     assert run.outcomes.get("tests/test_pkg.py::test_add") != "passed", run.outcomes
+
+
+def test_code_the_library_writes_from_names_runs(pool: SandboxPool):
+    """What families do (dataclasses, namedtuples, string annotations, asyncio's import, which sets
+    a coroutine flag on a code object) compiles text in the library: not refused."""
+    lib = (
+        "from __future__ import annotations\n"
+        "import asyncio, collections, dataclasses, typing\n"
+        "Pair = collections.namedtuple('Pair', 'a b')\n"
+        "class Named(typing.NamedTuple):\n    a: int\n    b: 'typing.Optional[int]' = None\n"
+        "@dataclasses.dataclass(frozen=True, order=True)\nclass Base:\n    a: int\n    b: list[int] = dataclasses.field(default_factory=list)\n"
+        "@dataclasses.dataclass(frozen=True)\nclass Child(Base):\n    c: 'int | None' = None\n"
+        "def add(a: int, b: 'int') -> int:\n    return a + b\n"
+    )
+    body = (
+        "import asyncio, typing\nfrom pkg import Child, Named, Pair, add\n\ndef test_add():\n"
+        "    assert typing.get_type_hints(add)['b'] is int and Named(1).b is None\n"
+        "    assert asyncio.run(asyncio.sleep(0, 2)) == 2 and Pair(1, 2).b == 2\n"
+        "    assert add(*Child(1, [1]).b, 1) == 2 and Child(1) < Child(2)\n"
+    )
+    run = pool.run({"pkg/__init__.py": lib.encode(), "tests/test_pkg.py": body.encode()})
+    assert run.tamper == [] and run.outcomes == {"tests/test_pkg.py::test_add": "passed"}, (
+        run.tamper,
+        run.log_tail,
+    )
 
 
 def test_ordinary_runs_are_not_refused(pool: SandboxPool):

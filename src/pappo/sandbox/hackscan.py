@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections import Counter
 from collections.abc import Mapping
 
@@ -164,6 +165,12 @@ CONFIG_FILES = frozenset(
 )
 
 
+# A format field that reads an attribute or an item ("{0.__globals__[sys]}"): str.format walks
+# the object graph by the names in the text, as getattr would (a review read the run's key so).
+_LOOKUP_FIELD = re.compile(r"\{[^{}!:]*[.\[]").search
+_DUNDER = re.compile(r"__\w+?__").findall
+
+
 def is_test_path(path: str) -> bool:
     return path.startswith("tests/") or path.rsplit("/", 1)[-1] == "conftest.py"
 
@@ -218,6 +225,8 @@ def _tokens(source: bytes) -> Counter[str]:
             text = node.value.strip()
             if (
                 any(part in FORBIDDEN_ATTRS for part in text.split("."))  # "0.__self__" as data too
+                or any(part in FORBIDDEN_ATTRS for part in _DUNDER(text))  # "{0.__globals__[sys]}"
+                or _LOOKUP_FIELD(text)  # str.format looks attributes and items up by the text's names
                 or text.split(".")[0] in FORBIDDEN_MODULES
                 or any(t in text for t in FORBIDDEN_TEXT)
             ):
