@@ -117,3 +117,56 @@ def test_synthesize_names_every_layout_problem_before_any_sandbox_run(fx_params:
     ):
         assert needle in message
     assert not (tmp_path / "manifest.jsonl").exists()
+
+
+def _write(root: Path, files: dict[str, bytes]) -> Path:
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    return root
+
+
+def test_synthesize_names_the_problems_of_every_family_at_once(
+    fx_params: Params, tmp_path: Path, monkeypatch
+):
+    """All bad families in one message (not the first only), with the problems no sandbox run would
+    explain: a byte-order mark, a module that does not parse, the family's own pytest configuration
+    (ignored by the sandbox) and a package named like a standard-library module."""
+    repos = tmp_path / "repos"
+    shutil.copytree(FIXTURES / "repofix" / "repos", repos)
+    test = b"def test_x():\n    assert True\n"
+    first = _write(repos / "json", {
+        "json/__init__.py": b"",
+        "json/bom.py": b"\xef\xbb\xbfX = 1\n",
+        "json/broken.py": b"def f(:\n    pass\n",
+        "tests/test_x.py": test,
+        "pytest.ini": b"[pytest]\naddopts = -p no:cacheprovider\n",
+        "setup.cfg": b"[metadata]\nname = json\n",  # no pytest section: fine
+    })  # fmt: skip
+    second = _write(repos / "zkit", {
+        "zkit/__init__.py": b"",
+        "tests/test_x.py": test,
+        "pyproject.toml": b"[project]\nname = 'zkit'\n\n[tool.pytest.ini_options]\nmarkers = ['slow']\n",
+        "tox.ini": b"[pytest]\nxfail_strict = true\n",
+    })  # fmt: skip
+    monkeypatch.setattr(
+        synthesize, "check_clean_tree", lambda *_: pytest.fail("sandbox run before the check")
+    )
+    sp = fx_params.tasks.repofix.model_copy(update={"repos": repos, "manifest": tmp_path / "manifest.jsonl"})
+    params = fx_params.model_copy(update={"tasks": fx_params.tasks.model_copy(update={"repofix": sp})})
+    with pytest.raises(PappoError) as e:
+        synthesize.synthesize_set(params, "repofix", log=print)
+    message = str(e.value)
+    for needle in (
+        f"{first}: not a valid family:",
+        "json/bom.py: starts with a UTF-8 byte-order mark; re-save it as UTF-8 without BOM",
+        "json/broken.py:1: does not parse as Python (",
+        "pytest.ini: pytest configuration of the family's own",
+        "json/: the package name 'json' is a standard-library module's; rename the package",
+        f"{second}: not a valid family:",
+        "pyproject.toml: pytest configuration of the family's own",
+        "tox.ini: pytest configuration of the family's own",
+    ):
+        assert needle in message, message
+    assert "setup.cfg" not in message
+    assert not (tmp_path / "manifest.jsonl").exists()

@@ -32,6 +32,19 @@ def test_class_based_test_ids_are_accepted():
     assert set(ids) <= set(make(PASS_TO_PASS=[*BASE["PASS_TO_PASS"], *ids]).PASS_TO_PASS)
 
 
+def test_test_ids_pytest_collects_are_accepted():
+    """Hyphens in test file names and Unicode identifiers are what pytest collects too."""
+    ids = [
+        "tests/test_core-v2.py::test_area",
+        "tests/test_geom.py::test_größe",
+        "tests/sub/test_x.py::Tést::t_1",
+    ]
+    assert set(ids) <= set(make(PASS_TO_PASS=[*BASE["PASS_TO_PASS"], *ids]).PASS_TO_PASS)
+    for bad in ("tests/test core.py::test_x", "tests/test_x.py::1st", "src/test_x.py::test_x"):
+        with pytest.raises(ValidationError, match="is not of the form"):
+            make(PASS_TO_PASS=[*BASE["PASS_TO_PASS"], bad])
+
+
 @pytest.mark.parametrize(
     "changes,needle",
     [

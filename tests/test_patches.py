@@ -93,3 +93,39 @@ def test_a_diff_that_creates_a_symbolic_link_is_refused(tmp_path: Path):
     )
     with pytest.raises(PappoError, match="creates symbolic links \\(pkg/leak.txt\\)"):
         apply_git_patch({"pkg/a.py": b"x = 1\n"}, link)
+
+
+# Characters `str.splitlines` breaks lines at, but diff(1), git and patch(1) do not.
+_ODD_BREAKS = ["\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "\r"]
+
+
+@pytest.mark.parametrize("odd", _ODD_BREAKS)
+def test_patches_count_lines_at_newlines_only(odd: str):
+    """A form feed (page break) between functions, or any other character `str.splitlines` breaks
+    at: pappo's diff must apply with pappo and git, both ways, and locate the bug's function."""
+    from pappo.tasks.hidden import bug_function
+
+    line = odd if odd == "\x0c" else f"# page{odd}break"  # most are legal in comments only
+    for src in (
+        f"def f(a, b):\n    return a + b\n{line}\ndef g(x):\n    if x > 1:\n        return 2\n    return x * 3\n",
+        f"def f(a, b):\n    return a + b\n{line}\ndef g(x):\n    return x * 3\n",  # odd line in the hunk
+    ):
+        clean = {"p/m.py": src.encode()}
+        buggy = {"p/m.py": src.replace("x * 3", "x / 3").encode()}
+        bug_patch, patch = make_patch(clean, buggy), make_patch(buggy, clean)
+        for apply in (apply_patch, apply_git_patch):
+            assert apply(clean, bug_patch) == buggy and apply(buggy, patch) == clean
+        if odd != "\r":  # Python itself ends a line at a lone \r, so its line numbers differ
+            assert bug_function(clean, bug_patch) == "p.m:g"
+        assert changed_lines(bug_patch) == ["    return x * 3", "    return x / 3"]
+
+
+def test_synthesis_refuses_a_bug_whose_diffs_do_not_round_trip():
+    from pappo.tasks.synthesize import check_round_trip
+
+    clean, buggy = {"p/m.py": b"a = 1\nb = 2\n"}, {"p/m.py": b"a = 1\nb = 3\n"}
+    patch = make_patch(buggy, clean)
+    check_round_trip("family ffkit", clean, buggy, make_patch(clean, buggy), patch)
+    wrong = make_patch(clean, {"p/m.py": b"a = 1\nb = 4\n"})  # applies, to other bytes
+    with pytest.raises(PappoError, match=r"^family ffkit: its bug_patch/patch do not round-trip"):
+        check_round_trip("family ffkit", clean, buggy, wrong, patch)

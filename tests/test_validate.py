@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner
 
-from conftest import ROOT, fixture_params, write_params
+from conftest import FIXTURES, ROOT, fixture_params, write_params
 from pappo.cli import app
 from pappo.tasks.models import ManifestLock
 from pappo.tasks.patches import apply_patch, make_patch
@@ -278,4 +278,24 @@ def test_a_warm_up_family_that_is_a_benchmark_family_by_name_or_tree_is_a_proble
     assert overlap(bench, {"ledger": fam("c"), "copy": fam("b")}) == [
         "warm-up family ledger is also a benchmark family; rename or remove it",
         "warm-up family has the same tree as a benchmark family: copy = semverlib",
+    ]
+
+
+def test_hidden_checks_the_clean_tree_answers_differently_are_named_nondeterministic():
+    from pappo.sandbox.runner import TestRun
+    from pappo.tasks.hidden import read_hidden
+    from pappo.tasks.manifest import read_manifest
+    from pappo.tasks.validate_checks import Prepared, check_hidden
+
+    task = read_manifest(FIXTURES / "repofix" / "manifest.jsonl")[0][0]
+    h = read_hidden(FIXTURES / "repofix" / "manifest.hidden_checks.jsonl")[task.instance_id]
+    answers = [{"r": ["int", 1]}] * len(h.checks)
+    other = [*answers[:-1], {"r": ["int", 2]}]  # a tie broken at random: the last check differs
+    clean = [TestRun({}, hidden=answers), TestRun({}, hidden=other)]
+    errors: list[str] = []
+    assert check_hidden(Prepared(task, {}, h), object(), clean, [], errors) is None
+    last = f"checks[{len(h.checks) - 1}] ({h.checks[-1]['target']})"
+    assert errors == [
+        f"task {task.instance_id}: hidden checks: the clean tree's answers are nondeterministic: {last} "
+        "differ between clean runs; run `pappo hidden-checks`"
     ]

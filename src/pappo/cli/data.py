@@ -14,16 +14,29 @@ from pappo.io import PappoError
 
 @app.command()
 def synthesize(params_path: Path = ParamsOpt, task_set: str = SetOpt) -> None:
-    """Synthesise bugs for every family and write the manifest(s) (committed data)."""
-    from pappo.tasks.candidate_build import build_candidates
-    from pappo.tasks.hidden import build_hidden
+    """Synthesise bugs for every family and write the manifest(s), their hidden checks and candidate
+    edits (committed data). Everything is built first and written only once every step of every set
+    succeeded: a failure leaves the files as they were, never a new manifest beside stale side files."""
+    from pappo.tasks import candidate_build, hidden
+    from pappo.tasks.candidates import candidates_path
+    from pappo.tasks.manifest import write_manifest
     from pappo.tasks.synthesize import synthesize_set
 
     params = load_params(params_path)
+    built = []
     for name in task_sets(task_set):
-        synthesize_set(params, name, log=typer.echo)
-        build_hidden(params, name, log=typer.echo)
-        build_candidates(params, name, log=typer.echo)
+        sp = getattr(params.tasks, name)
+        tasks = synthesize_set(params, name, log=typer.echo)
+        checks, problems = hidden.build_tasks(tasks, sp.repos, params.sandbox)
+        hidden.refuse_problems("hidden checks", name, problems)
+        edits, problems = candidate_build.build_tasks(tasks, checks, sp.repos, params.sandbox)
+        hidden.refuse_problems("candidate edits", name, problems)
+        built.append((sp.manifest, tasks, checks, edits))
+    for manifest, tasks, checks, edits in built:
+        write_manifest(manifest, tasks)
+        typer.echo(f"wrote {manifest}: {len(tasks)} tasks")
+        hidden.save_hidden(hidden.hidden_path(manifest), checks, log=typer.echo)
+        candidate_build.save_candidates(candidates_path(manifest), edits, log=typer.echo)
 
 
 @app.command("hidden-checks")

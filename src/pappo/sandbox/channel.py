@@ -86,6 +86,7 @@ def parse_records(data: bytes, key: bytes) -> dict[str, Any]:
         "outcomes": {},
         "failures": {},
         "collect_errors": [],
+        "collect_messages": {},
         "tamper": [],
         "ready": False,
         "done": False,
@@ -112,6 +113,7 @@ def parse_records(data: bytes, key: bytes) -> dict[str, Any]:
                 out["failures"][record["nodeid"]] = record["failure"]
         elif kind == "collect_error":
             out["collect_errors"].append(record["nodeid"])
+            out["collect_messages"][record["nodeid"]] = str(record.get("message") or "")
         elif kind == "tamper":
             what = record.get("reason") or f"replaced {', '.join(record['changed'])}"
             out["tamper"].append(f"{record['where']}: {what}")

@@ -2,7 +2,7 @@
 
 A check is data: a target (`pkg.mod:Qual.name`), how to call it (`function`, `method`,
 `classmethod`, `static`, `property`), and tagged-JSON inputs (`values.encode`). `run_checks`
-decodes the inputs afresh for every check, calls the target under the per-test alarm and encodes
+decodes the inputs afresh for every check, reseeds `random` (`CHECK_SEED`), calls the target under the per-test alarm and encodes
 what came out: the return value (`r`) or the exception type (`x`), then the receiver and the
 arguments after the call (`s`, for mutations). The outcomes go back over the authenticated
 channel; the trusted grader compares them with the clean tree's, as data.
@@ -14,6 +14,7 @@ is test code, with their encoded inputs and the family functions each one reache
 
 from __future__ import annotations
 
+import random
 import signal
 import sys
 from collections.abc import Callable
@@ -22,6 +23,8 @@ from typing import Any
 from pappo.sandbox import values
 
 _setitimer, _getattr, _type = signal.setitimer, getattr, type
+_reseed = random.seed  # captured before any code under test exists, like everything here
+CHECK_SEED = 0  # `random` is reseeded with it before every check call
 _encode, _decode, _find = values.encode, values.decode, values.find_class
 _CO_GEN = 0x20 | 0x80 | 0x200  # generator, coroutine, async generator: resumed, not called
 _CO_VARARGS, _CO_VARKW = 0x04, 0x08
@@ -65,6 +68,9 @@ def run_one(c: dict[str, Any], roots: frozenset[str], timeout: float) -> dict[st
         receiver, fn, args, kwargs = _prepare(c)
     except BaseException as e:  # a candidate that lost the target fails the check
         return {"x": "setup:" + type_name(_type(e))}
+    # The same `random` state for every call: code that breaks ties with random.choice answers the
+    # same on every run (two agreeing clean runs would otherwise keep a check that later disagrees).
+    _reseed(CHECK_SEED)
     _setitimer(signal.ITIMER_REAL, timeout)
     try:
         result = fn(*args, **kwargs)

@@ -39,6 +39,8 @@ class TestRun:
     outcomes: dict[str, Outcome]
     failures: dict[str, dict[str, Any]] = field(default_factory=dict)
     collect_errors: list[str] = field(default_factory=list)
+    # node id -> the tail of pytest's report for it (messages only: never hashed or stored)
+    collect_messages: dict[str, str] = field(default_factory=dict)
     duration_s: float = 0.0
     timed_out: bool = False
     infra_error: str | None = None
@@ -56,6 +58,45 @@ class TestRun:
 
     def passing(self) -> list[str]:
         return sorted(t for t, o in self.outcomes.items() if o == "passed")
+
+    def describe(self, limit: int = 3) -> str:
+        """Why this run is not a clean pass, for a person: whatever the sandbox knows of it (the
+        deadline, the sandbox's error, collect errors with their text, tampering, up to `limit`
+        tests that did not pass with their outcome and exception)."""
+        parts = ["the run timed out (sandbox.timeout_s)"] if self.timed_out else []
+        if self.infra_error:
+            parts.append(f"sandbox error: {self.infra_error}")
+        for nodeid in self.collect_errors[:limit]:
+            why = _error_lines(self.collect_messages.get(nodeid, ""))
+            parts.append(
+                f"{nodeid or 'the test session'} could not be collected" + (f" ({why})" if why else "")
+            )
+        parts += [f"stopped as tampering: {t}" for t in self.tamper[:limit]]
+        for t in self.failing()[:limit]:
+            parts.append(f"{t} {_outcome_text(self.outcomes[t], self.failures.get(t))}")
+        if len(self.failing()) > limit:
+            parts.append(f"and {len(self.failing()) - limit} more tests not passing")
+        if not self.outcomes and not parts:
+            parts.append("no tests were collected")
+        return "; ".join(parts) or "all tests passed"
+
+
+def _outcome_text(outcome: str, failure: dict[str, Any] | None) -> str:
+    if outcome == "timeout":
+        return "timed out (sandbox.test_timeout_s)"
+    exc = (
+        f": {failure.get('exc_type')}: {_error_lines(str(failure.get('message') or ''), 1)}"
+        if failure
+        else ""
+    )
+    return f"{outcome}{exc}".rstrip(": ")
+
+
+def _error_lines(text: str, n: int = 3) -> str:
+    """The lines of a pytest report that say what went wrong ('E   ...'), else its last lines."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errors = [ln.removeprefix("E").strip() for ln in lines if ln.startswith("E ")]
+    return " / ".join((errors or lines[-n:])[:n])[:400]
 
 
 class SandboxPool:
@@ -206,6 +247,7 @@ def _to_run(reply: dict[str, Any], test_ids: Sequence[str] | None, elapsed: floa
         outcomes=dict(sorted(outcomes.items())),
         failures=reply["failures"],
         collect_errors=reply["collect_errors"],
+        collect_messages=reply.get("collect_messages", {}),
         duration_s=reply["duration_s"],
         timed_out=reply["timed_out"],
         infra_error=infra,

@@ -42,7 +42,15 @@ from pappo.tasks.candidates import (
     write_candidates,
 )
 from pappo.tasks.families import load_tree, source_files
-from pappo.tasks.hidden import bug_function, family_roots, hidden_path, read_hidden, refuse_problems, spread
+from pappo.tasks.hidden import (
+    HiddenChecks,
+    bug_function,
+    family_roots,
+    hidden_path,
+    read_hidden,
+    refuse_problems,
+    spread,
+)
 from pappo.tasks.manifest import read_manifest
 from pappo.tasks.models import Task
 from pappo.tasks.mutations import Mutant, enumerate_mutants
@@ -147,7 +155,14 @@ def build_set(manifest: Path, repos: Path, limits: SandboxParams) -> tuple[list[
     tasks, errors = read_manifest(manifest)
     if errors:
         raise PappoError(f"{manifest}: invalid manifest:\n" + "\n".join(errors))
-    hidden = {tid: h.suite() for tid, h in read_hidden(hidden_path(manifest)).items()}
+    return build_tasks(tasks, list(read_hidden(hidden_path(manifest)).values()), repos, limits)
+
+
+def build_tasks(
+    tasks: list[Task], hidden_checks: list[HiddenChecks], repos: Path, limits: SandboxParams
+) -> tuple[list[TaskCandidates], list[str]]:
+    """Candidate edits of `tasks` (in their order), graded with their hidden checks, and the problems."""
+    hidden = {h.instance_id: h.suite() for h in hidden_checks}
     trees = {f: load_tree(Path(repos) / f) for f in sorted({t.family for t in tasks})}
     built, problems = [], []
     with SandboxPool(limits) as pool:
@@ -166,7 +181,12 @@ def build_candidates(params: Params, task_set: str, log: Callable[[str], None]) 
     sp = getattr(params.tasks, task_set)
     items, problems = build_set(sp.manifest, sp.repos, params.sandbox)
     refuse_problems("candidate edits", task_set, problems)
-    path = candidates_path(sp.manifest)
+    save_candidates(candidates_path(sp.manifest), items, log)
+    return items
+
+
+def save_candidates(path: Path, items: list[TaskCandidates], log: Callable[[str], None]) -> None:
+    """Write a set's candidate edits and say which tasks have fewer than MAX_WRONG wrong ones."""
     write_candidates(path, items)
     short = [c for c in items if c.shortfall]
     log(
@@ -175,7 +195,6 @@ def build_candidates(params: Params, task_set: str, log: Callable[[str], None]) 
     )
     for c in short:
         log(f"  {c.instance_id}: {c.shortfall}")
-    return items
 
 
 def _plans(pool: SandboxPool, tasks: list[Task], trees: Mapping[str, dict[str, bytes]]) -> list[_Plan]:

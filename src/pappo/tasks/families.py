@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import codecs
 import re
+import sys
 from pathlib import Path
 
 from pappo.io import PappoError, sha256_bytes
@@ -66,10 +69,7 @@ def family_problems(root: Path, files: dict[str, bytes]) -> list[str]:
         )
     for path, data in files.items():
         if path.endswith(".py"):
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError as e:
-                problems.append(f"{path}: not UTF-8 (byte {e.start}); re-save it as UTF-8")
+            problems += _source_problems(path, data)
     if not any(is_test_file(p) and Path(p).name.startswith("test_") and p.endswith(".py") for p in files):
         found = sorted(p for p in files if Path(p).name.startswith("test_") and p.endswith(".py"))
         where = f" (found {', '.join(found[:3])}); move them there" if found else "; add a pytest suite"
@@ -80,13 +80,66 @@ def family_problems(root: Path, files: dict[str, bytes]) -> list[str]:
             f"{path}: the sandbox runs pytest with --noconftest and grading drops conftest.py files, "
             "so its fixtures would be missing; move them into the test files and remove it"
         )
-    return problems
+    return problems + _config_problems(files)
+
+
+def _source_problems(path: str, data: bytes) -> list[str]:
+    """A module must be BOM-less UTF-8 that parses: mutations, diffs and hidden checks read the text
+    (`ast.parse` of a str refuses a BOM, which `import` skips), and a module no test imports
+    would otherwise fail only when a mutant of it is made."""
+    if data.startswith(codecs.BOM_UTF8):
+        return [f"{path}: starts with a UTF-8 byte-order mark; re-save it as UTF-8 without BOM"]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return [f"{path}: not UTF-8 (byte {e.start}); re-save it as UTF-8"]
+    try:
+        ast.parse(text, filename=path)
+    except SyntaxError as e:  # ValueError too (a NUL byte)
+        return [f"{path}:{e.lineno}: does not parse as Python ({e.msg}); fix the syntax"]
+    except ValueError as e:
+        return [f"{path}: does not parse as Python ({e}); fix the file"]
+    return []
+
+
+# pytest reads its settings from the first of these it finds; the sandbox passes its own (-c), so a
+# family's would be silently ignored: tests that need them would pass here and fail for the author.
+_PYTEST_CONFIG = {
+    "pytest.ini": None,
+    ".pytest.ini": None,
+    "tox.ini": re.compile(r"^\[pytest\]", re.M),
+    "setup.cfg": re.compile(r"^\[tool:pytest\]", re.M),
+    "pyproject.toml": re.compile(r"^\[tool\.pytest\.ini_options\]", re.M),
+}
+
+
+def _config_problems(files: dict[str, bytes]) -> list[str]:
+    out = []
+    for path, data in sorted(files.items()):
+        name = Path(path).name
+        if name in _PYTEST_CONFIG:
+            section = _PYTEST_CONFIG[name]
+            if section is None or section.search(data.decode("utf-8", "replace")):
+                out.append(
+                    f"{path}: pytest configuration of the family's own; the sandbox runs pytest with its "
+                    "own trusted configuration and ignores it: remove it (and its pytest section) and "
+                    "write what the tests need into the tests themselves"
+                )
+    return out
 
 
 def _package_problems(files: dict[str, bytes]) -> list[str]:
     inits = [p for p in files if p.endswith("/__init__.py") and not is_test_file(p)]
-    if any(p.count("/") == 1 for p in inits):
-        return []
+    top = sorted(p.split("/")[0] for p in inits if p.count("/") == 1)
+    # The sandbox's own code imports standard-library modules (json, random...) before the tests
+    # run, so a family package of such a name is never the one the tests import.
+    if top:
+        return [
+            f"{name}/: the package name {name!r} is a standard-library module's; rename the package "
+            "(and its imports in the tests)"
+            for name in top
+            if name in sys.stdlib_module_names
+        ]
     hint = ""
     if inits:  # e.g. src/<package>/__init__.py
         nested = min((p.rsplit("/", 1)[0] for p in inits), key=lambda p: p.count("/"))
@@ -96,8 +149,14 @@ def _package_problems(files: dict[str, bytes]) -> list[str]:
     ]
 
 
-def check_family(root: Path, files: dict[str, bytes]) -> None:
-    """Raise a PappoError listing every layout problem of the family at `root` (family_problems)."""
-    problems = family_problems(root, files)
-    if problems:
-        raise PappoError(f"{root}: not a valid family:\n" + "\n".join(f"  - {p}" for p in problems))
+def check_families(repos: Path, families: list[str]) -> None:
+    """Raise one PappoError listing every layout problem of every family under `repos`
+    (family_problems), so an author fixes them all in one round."""
+    blocks = []
+    for family in families:
+        root = Path(repos) / family
+        problems = family_problems(root, load_tree(root))
+        if problems:
+            blocks.append(f"{root}: not a valid family:\n" + "\n".join(f"  - {p}" for p in problems))
+    if blocks:
+        raise PappoError("\n".join(blocks))

@@ -34,7 +34,7 @@ from pappo.sandbox.runner import run_many
 from pappo.tasks import amplify
 from pappo.tasks.families import is_test_file
 from pappo.tasks.models import Task
-from pappo.tasks.patches import apply_patch
+from pappo.tasks.patches import apply_patch, split_lines
 
 MAX_CHECKS = 120  # per task: grading latency (docs/sandbox.md) is the limit
 MAX_SEEDS = 40  # of them, at most this many are the visible calls themselves
@@ -116,7 +116,7 @@ def bug_function(clean: dict[str, bytes], bug_patch: str) -> str | None:
     """`module:qualname` of the innermost function holding the first line the bug changes."""
     buggy = apply_patch(clean, bug_patch)
     for path in sorted(p for p in clean if p.endswith(".py") and buggy.get(p) != clean[p]):
-        old, new = clean[path].decode().splitlines(), buggy[path].decode().splitlines()
+        old, new = split_lines(clean[path].decode()), split_lines(buggy[path].decode())
         line = next((k + 1 for k, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
         module = path[:-3].replace("/", ".").removesuffix(".__init__")
         found = _enclosing(ast.parse(clean[path]), line, [])
@@ -275,12 +275,20 @@ def _usable(outcome: dict[str, Any], roots: list[str]) -> bool:
 
 def build_set(manifest: Path, repos: Path, limits: SandboxParams) -> tuple[list[HiddenChecks], list[str]]:
     """Hidden checks for every task of a manifest, family by family, in manifest order."""
-    from pappo.tasks.families import load_tree
     from pappo.tasks.manifest import read_manifest
 
     tasks, errors = read_manifest(manifest)
     if errors:
         raise PappoError(f"{manifest}: invalid manifest:\n" + "\n".join(errors))
+    return build_tasks(tasks, repos, limits)
+
+
+def build_tasks(
+    tasks: list[Task], repos: Path, limits: SandboxParams
+) -> tuple[list[HiddenChecks], list[str]]:
+    """Hidden checks for `tasks` (families under `repos`), in their order, and the problems found."""
+    from pappo.tasks.families import load_tree
+
     by_family: dict[str, list[Task]] = {}
     for t in tasks:
         by_family.setdefault(t.family, []).append(t)
@@ -313,10 +321,14 @@ def build_hidden(params: Params, task_set: str, log: Callable[[str], None]) -> l
     sp = getattr(params.tasks, task_set)
     items, problems = build_set(sp.manifest, sp.repos, params.sandbox)
     refuse_problems("hidden checks", task_set, problems)
-    path = hidden_path(sp.manifest)
+    save_hidden(hidden_path(sp.manifest), items, log)
+    return items
+
+
+def save_hidden(path: Path, items: list[HiddenChecks], log: Callable[[str], None]) -> None:
+    """Write a set's hidden checks and say what they cover."""
     write_hidden(path, items)
     log(f"wrote {path}: {len(items)} tasks, checks per task {spread([len(h.checks) for h in items])}")
     for h in items:
         if h.uncovered:
             log(f"  {h.instance_id}: the bug is not covered by hidden checks: {h.uncovered}")
-    return items

@@ -25,8 +25,15 @@ Difficulty = Literal["easy", "medium", "hard"]
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"  # a family name (also the task ids' prefix)
 _SHA = r"^[0-9a-f]{64}$"
 # `file.py::test_x`, or in a class (unittest.TestCase or a pytest class, maybe nested):
-# `file.py::TestX::test_y`; parametrised ids may hold spaces.
-_TEST_ID = r"^tests/[A-Za-z0-9_/]+\.py(::[A-Za-z_][A-Za-z0-9_]*)+(\[[^\n]*\])?$"
+# `file.py::TestX::test_y`; parametrised ids may hold spaces. What pytest collects: Python
+# identifiers (Unicode word characters, `def test_größe`) and file names with hyphens
+# (`tests/test_core-v2.py`); `\w` is Unicode-aware on str patterns.
+_TEST_ID = r"^tests/[\w/-]+\.py(::[^\W\d]\w*)+(\[[^\n]*\])?$"
+
+
+def valid_test_id(test_id: str) -> bool:
+    """Whether a Task can hold this test id (FAIL_TO_PASS / PASS_TO_PASS)."""
+    return re.match(_TEST_ID, test_id) is not None
 
 
 class Task(BaseModel):
@@ -60,7 +67,7 @@ class Task(BaseModel):
         if self.test_patch:
             raise ValueError("test_patch must be empty: RepoFix tasks never change tests")
         for tid in [*self.FAIL_TO_PASS, *self.PASS_TO_PASS]:
-            if not re.match(_TEST_ID, tid):
+            if not valid_test_id(tid):
                 raise ValueError(f"test id {tid!r} is not of the form tests/<file>.py::[<Class>::]<name>")
         overlap = set(self.FAIL_TO_PASS) & set(self.PASS_TO_PASS)
         if overlap:

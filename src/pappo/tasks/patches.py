@@ -15,6 +15,15 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_EOL = "\\ No newline at end of file"
 
 
+def split_lines(text: str, keepends: bool = False) -> list[str]:
+    r"""`text` split at "\n" only, as diff(1), git and patch(1) count lines. `str.splitlines` also
+    splits at \r, \x0b, \x0c (form feed), \x1c-\x1e, \x85, \u2028 and \u2029: a patch made or
+    read that way numbers lines differently from every tool that applies it."""
+    parts = text.split("\n")
+    tail = parts.pop()  # what follows the last "\n": an unterminated last line, or "" (none)
+    return [ln + "\n" if keepends else ln for ln in parts] + ([tail] if tail else [])
+
+
 def make_patch(old: dict[str, bytes], new: dict[str, bytes], context: int = 3) -> str:
     """Unified diff (git-style a/ b/ headers) turning `old` into `new`; files must exist in both."""
     if set(old) != set(new):
@@ -23,8 +32,8 @@ def make_patch(old: dict[str, bytes], new: dict[str, bytes], context: int = 3) -
     for path in sorted(old):
         if old[path] == new[path]:
             continue
-        a = old[path].decode().splitlines(keepends=True)
-        b = new[path].decode().splitlines(keepends=True)
+        a = split_lines(old[path].decode(), keepends=True)
+        b = split_lines(new[path].decode(), keepends=True)
         for line in difflib.unified_diff(a, b, f"a/{path}", f"b/{path}", n=context):
             if line.endswith("\n"):
                 chunks.append(line)
@@ -46,12 +55,12 @@ def apply_patch(files: dict[str, bytes], patch: str) -> dict[str, bytes]:
 def changed_lines(patch: str) -> list[str]:
     """Text of removed and added lines (without the +/- marker)."""
     return [
-        line[1:] for line in patch.splitlines() if line[:1] in "+-" and not line.startswith(("+++ ", "--- "))
+        line[1:] for line in split_lines(patch) if line[:1] in "+-" and not line.startswith(("+++ ", "--- "))
     ]
 
 
 def _parse(patch: str) -> list[tuple[str, list[tuple[int, list[str]]]]]:
-    lines = patch.splitlines(keepends=True)
+    lines = split_lines(patch, keepends=True)
     files: list[tuple[str, list[tuple[int, list[str]]]]] = []
     i = 0
     while i < len(lines):
@@ -93,7 +102,7 @@ def _counts(body: list[str]) -> tuple[int, int]:
 
 
 def _apply_file(path: str, text: str, hunks: list[tuple[int, list[str]]]) -> str:
-    src = text.splitlines(keepends=True)
+    src = split_lines(text, keepends=True)
     out: list[str] = []
     pos = 0  # index into src of the next line not yet copied
     for start, body in hunks:

@@ -13,22 +13,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from pappo.config import Params
 from pappo.config.data import SandboxParams, SynthesisParams
 from pappo.io import PappoError
 from pappo.sandbox.runner import TestRun, run_many
 from pappo.tasks.families import (
-    check_family,
+    check_families,
     files_sha256,
     is_test_file,
     list_families,
     load_tree,
     source_files,
 )
-from pappo.tasks.manifest import write_manifest
-from pappo.tasks.models import OPERATORS, Task
+from pappo.tasks.models import OPERATORS, Task, valid_test_id
 from pappo.tasks.mutations import Mutant, enumerate_mutants
-from pappo.tasks.patches import changed_lines, make_patch
+from pappo.tasks.patches import apply_git_patch, apply_patch, changed_lines, make_patch
 from pappo.tasks.statements import problem_statement
 
 
@@ -65,12 +66,27 @@ def check_clean_tree(family: str, files: dict[str, bytes], limits: SandboxParams
         bad = run.failing() or run.collect_errors
         if run.timed_out or run.infra_error or bad or not run.outcomes:
             raise PappoError(
-                f"family {family}: clean tree does not pass its tests (run {k}): "
-                f"{bad or run.infra_error or ('timed out' if run.timed_out else 'no tests')}"
+                f"family {family}: clean tree does not pass its tests (run {k}): {run.describe()}"
             )
     if runs[0].outcomes != runs[1].outcomes:
-        raise PappoError(f"family {family}: clean-tree test outcomes differ between two runs")
-    return sorted(runs[0].outcomes)
+        differ = sorted(
+            t for t in {*runs[0].outcomes, *runs[1].outcomes} if len({r.outcomes.get(t) for r in runs}) > 1
+        )
+        raise PappoError(
+            f"family {family}: flaky: clean-tree test outcomes differ between two runs for "
+            + ", ".join(
+                f"{t} ({' then '.join(str(r.outcomes.get(t, 'missing')) for r in runs)})" for t in differ[:5]
+            )
+        )
+    ids = sorted(runs[0].outcomes)
+    refused = [t for t in ids if not valid_test_id(t)]
+    if refused:  # a Task would refuse them after every sandbox run; say so before the first mutant
+        raise PappoError(
+            f"family {family}: test ids the task format cannot hold: {', '.join(refused[:5])}; a test id is "
+            "tests/<path>.py::[<Class>::]<name> with word characters (hyphens allowed in paths): "
+            "rename the test file or function"
+        )
+    return ids
 
 
 def evaluate(
@@ -183,44 +199,67 @@ def synthesize_family(
         )
     usage.update(c.mutant.operator for c in chosen)
     chosen.sort(key=lambda c: (c.mutant.path, c.mutant.start, c.mutant.replacement))
-    hashes = files_sha256(files)
-    tasks = []
-    for n, c in enumerate(chosen, 1):
-        buggy = {**files, c.mutant.path: c.mutant.source.encode()}
-        tasks.append(
-            Task(
-                instance_id=f"{family}-{n:03d}",
-                repo=family,
-                family=family,
-                problem_statement=c.statement,
-                patch=make_patch(buggy, files),
-                test_patch="",
-                FAIL_TO_PASS=c.failing,
-                PASS_TO_PASS=c.passing,
-                bug_patch=make_patch(files, buggy),
-                operator=c.mutant.operator,
-                difficulty=c.difficulty,
-                files_sha256=hashes,
-            )
+    return [_task(family, n, c, files) for n, c in enumerate(chosen, 1)]
+
+
+def _task(family: str, n: int, c: Candidate, files: dict[str, bytes]) -> Task:
+    buggy = {**files, c.mutant.path: c.mutant.source.encode()}
+    bug_patch, patch = make_patch(files, buggy), make_patch(buggy, files)
+    where = f"family {family}: the {c.mutant.operator} bug at {c.mutant.path}:{c.mutant.lineno}"
+    check_round_trip(where, files, buggy, bug_patch, patch)
+    try:
+        return Task(
+            instance_id=f"{family}-{n:03d}",
+            repo=family,
+            family=family,
+            problem_statement=c.statement,
+            patch=patch,
+            test_patch="",
+            FAIL_TO_PASS=c.failing,
+            PASS_TO_PASS=c.passing,
+            bug_patch=bug_patch,
+            operator=c.mutant.operator,
+            difficulty=c.difficulty,
+            files_sha256=files_sha256(files),
         )
-    return tasks
+    except ValidationError as e:  # a family the layout checks let through: say which, not a traceback
+        why = "; ".join(f"{'.'.join(map(str, x['loc'])) or 'task'}: {x['msg']}" for x in e.errors()[:3])
+        raise PappoError(f"family {family}: task {family}-{n:03d} cannot be made: {why}") from e
+
+
+def check_round_trip(
+    where: str, clean: dict[str, bytes], buggy: dict[str, bytes], bug_patch: str, patch: str
+) -> None:
+    """`bug_patch` must turn the clean tree into the buggy one and `patch` turn it back, both with the
+    strict applier validation uses and with `git apply` (an agent's tools): a task whose diffs no
+    tool applies would be written, then fail every later step."""
+    for tool, apply in (("pappo's strict apply", apply_patch), ("git apply", apply_git_patch)):
+        try:
+            ok = apply(clean, bug_patch) == buggy and apply(buggy, patch) == clean
+            why = "" if ok else "it gives other bytes"
+        except PappoError as e:
+            ok, why = False, str(e)
+        if not ok:
+            raise PappoError(
+                f"{where}: its bug_patch/patch do not round-trip with {tool} ({why}); the family's "
+                "line endings or control characters confuse the diff: re-save its files with \\n line ends"
+            )
 
 
 def synthesize_set(params: Params, task_set: str, log: Callable[[str], None]) -> list[Task]:
-    """Synthesise the bugs of every family of one task set and write its manifest (`pappo synthesize`);
-    the operator usage is shared across the set's families, so they draw different operators."""
+    """Synthesise the bugs of every family of one task set (`pappo synthesize`; the caller writes the
+    manifest once every later step succeeded too); the operator usage is shared across the set's
+    families, so they draw different operators."""
     sp = getattr(params.tasks, task_set)
     usage: Counter[str] = Counter()
     tasks: list[Task] = []
     families = list_families(sp.repos)
-    for family in families:  # every family's layout first: a bad one fails before any sandbox run
-        check_family(Path(sp.repos) / family, load_tree(Path(sp.repos) / family))
+    check_families(Path(sp.repos), families)  # every family's layout first, before any sandbox run
     for family in families:
         new = synthesize_family(
             sp.repos, family, params.synthesis, params.sandbox, params.tasks.tasks_per_family, usage
         )
         log(f"{task_set}/{family}: " + ", ".join(f"{t.operator}[{t.difficulty}]" for t in new))
         tasks += new
-    write_manifest(sp.manifest, tasks)
-    log(f"wrote {sp.manifest}: {len(tasks)} tasks, operators {dict(sorted(usage.items()))}")
+    log(f"{task_set}: {len(tasks)} tasks, operators {dict(sorted(usage.items()))}")
     return tasks

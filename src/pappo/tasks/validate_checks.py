@@ -44,14 +44,13 @@ def check_families(
     out: dict[str, FamilyLock] = {}
     tests: dict[str, set[str]] = {}
     for family, runs in clean_runs.items():
-        problems = [p for r in runs if (p := _run_problem(r, "clean tree"))]
-        failing = sorted({t for r in runs for t in r.failing()})
-        if problems or failing or not runs[0].outcomes:
-            detail = "; ".join(problems) or (f"failing: {', '.join(failing)}" if failing else "no tests")
-            errors.append(f"family {family}: clean tree does not pass: {detail}")
+        bad = [(k, r) for k, r in enumerate(runs, 1) if _run_problem(r, "clean tree") or r.failing()]
+        if bad or not runs[0].outcomes:
+            k, run = bad[0] if bad else (1, runs[0])
+            errors.append(f"family {family}: clean tree does not pass (run {k}): {run.describe()}")
             continue
         if any(r.outcomes != runs[0].outcomes for r in runs):
-            errors.append(f"family {family}: flaky: clean-tree outcomes differ between runs")
+            errors.append(f"family {family}: flaky: clean-tree outcomes differ between runs{_differ(runs)}")
             continue
         out[family] = FamilyLock(
             tree_sha256=tree_sha256(trees[family]),
@@ -82,8 +81,7 @@ def check_task(
             errors.append(f"task {tid}: run {k}: {problem}")
             return None
     if any(r.outcomes != runs[0].outcomes for r in runs):
-        diff = sorted(t for t in all_tests if len({r.outcomes.get(t) for r in runs}) > 1)
-        errors.append(f"task {tid}: flaky: outcomes differ between runs for {', '.join(diff[:5])}")
+        errors.append(f"task {tid}: flaky: outcomes differ between runs{_differ(runs)}")
         return None
     outcome = runs[0].outcomes
     still_pass = sorted(t for t in task.FAIL_TO_PASS if outcome.get(t) == "passed")
@@ -116,16 +114,21 @@ def check_task(
 
 
 def _run_problem(run: TestRun, limits_note: str) -> str | None:
-    if run.timed_out:
-        return f"test run timed out ({limits_note})"
-    if run.infra_error:
-        return f"sandbox error: {run.infra_error}"
-    if run.collect_errors:
-        return f"tests could not be collected: {', '.join(run.collect_errors)}"
-    slow = sorted(t for t, o in run.outcomes.items() if o == "timeout")
-    if slow:
-        return f"test(s) timed out: {', '.join(slow)}"
+    """Why a run cannot be judged (the deadline, the sandbox, collection, a test's own deadline),
+    with what the sandbox said about it; None where its outcomes can be."""
+    slow = any(o == "timeout" for o in run.outcomes.values())
+    if run.timed_out or run.infra_error or run.collect_errors or slow:
+        return f"{limits_note}: {run.describe()}"
     return None
+
+
+def _differ(runs: list[TestRun]) -> str:
+    """' for <test> (<outcome> then <outcome>...)', up to five tests whose outcomes differ."""
+    tests = sorted({t for r in runs for t in r.outcomes})
+    differ = [t for t in tests if len({r.outcomes.get(t) for r in runs}) > 1]
+    return " for " + ", ".join(
+        f"{t} ({' then '.join(str(r.outcomes.get(t, 'missing')) for r in runs)})" for t in differ[:5]
+    )
 
 
 def check_hidden(
@@ -137,7 +140,7 @@ def check_hidden(
         return None
     digests = [outcomes_digest(r.hidden) if r.hidden is not None else None for r in clean]
     if any(d != h.outcomes_sha256 for d in digests):
-        why = "not deterministic" if len(set(digests)) > 1 else "differ from outcomes_sha256"
+        why = _nondeterministic(h, clean) if len(set(digests)) > 1 else "differ from outcomes_sha256"
         errors.append(f"task {tid}: hidden checks: the clean tree's answers {why}; run `pappo hidden-checks`")
         return None
     answers = clean[0].hidden or []
@@ -162,6 +165,20 @@ def check_hidden(
             "hidden_fail_on_bug": fails[0],
         }
     )
+
+
+def _nondeterministic(h: HiddenChecks, clean: list[TestRun]) -> str:
+    """Which checks the clean runs answered differently (the first three), for the message."""
+    answers = [r.hidden for r in clean]
+    if any(a is None or len(a) != len(h.checks) for a in answers):
+        return (
+            "are nondeterministic (a run gave no answers: "
+            + "; ".join(r.infra_error or r.describe() for r in clean if r.hidden is None)
+            + ")"
+        )
+    differ = [i for i in range(len(h.checks)) if len({canonical_json(a[i]) for a in answers}) > 1]
+    named = ", ".join(f"checks[{i}] ({h.checks[i]['target']})" for i in differ[:3])
+    return f"are nondeterministic: {named} differ between clean runs"
 
 
 def check_typed(
