@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from pappo.config.evidence import ClaimParams
-from pappo.evidence.history import claim_history, read_history
+from pappo.evidence.history import read_history
+from pappo.evidence.history_claims import claim_history
 
 CLAIM = ClaimParams(
     id="cpu-pappo-beats-ppo",
@@ -371,10 +372,30 @@ def test_a_claim_registered_or_seeds_dropped_on_a_backdated_branch_merged_after_
         {"params.yaml": registry(CLAIM, seeds=[0, 1])},
     )
     history = read_history(dropped, SEEDS, [CLAIM])
-    assert [(c.commit, c.before, c.after, c.seen) for c in history.seed_changes] == [
-        (rev(dropped, "HEAD"), [0, 1, 2], [0, 1], [0, 1])
-    ]
+    changes = [(c.commit, c.before, c.after, c.seen, c.kept) for c in history.seed_changes]
+    assert changes[-1] == (rev(dropped, "HEAD"), [0, 1, 2], [0, 1], [0, 1], [0, 1])
+    assert changes[0][1:] == ([0, 1, 2], [0, 1], [], [0, 1])  # the branch's drop: kept from a registered list
     assert claim_history(history, CLAIM, "ppo", SEEDS)[0]
+
+
+def test_dropping_a_registered_seed_with_the_first_results_is_post_hoc(tmp_path: Path):
+    """Runs are made before their reports are committed: a registered list cut in the commit that
+    brings the results may have dropped the worst seed (review F5). Fresh seeds are a fresh start."""
+    cut = repo_with(
+        tmp_path / "cut",
+        {"params.yaml": registry(CLAIM, seeds=[0, 1, 2])},
+        {"params.yaml": registry(CLAIM, seeds=[0, 1]), "dvc.lock": lock(0.003)},
+    )
+    history = read_history(cut, SEEDS, [CLAIM])
+    assert [(c.seen, c.kept) for c in history.seed_changes] == [([], [0, 1])]
+    exploratory, why = claim_history(history, CLAIM, "ppo", SEEDS)
+    assert exploratory and "keeping seeds 0, 1 of the registered list" in why
+    fresh = repo_with(
+        tmp_path / "fresh",
+        {"params.yaml": registry(CLAIM, seeds=[5, 6, 7])},
+        {"params.yaml": registry(CLAIM, seeds=[0, 1]), "dvc.lock": lock(0.003)},
+    )
+    assert read_history(fresh, SEEDS, [CLAIM]).seed_changes == []
 
 
 def test_an_honest_merge_of_a_branch_that_changed_nothing_relevant_flags_nothing(tmp_path: Path):
@@ -447,6 +468,67 @@ def test_a_claim_that_holds_on_its_numbers_is_exploratory_when_its_seeds_were_tu
     assert verdict.verdict == "exploratory" and not verdict.holds
     assert "2 configurations were evaluated on seeds 0, 1, 2" in verdict.history
     assert verdict.reasons[-1] == "exploratory: see history; the statistical verdict alone: holds"
+
+
+def test_a_gpu_claim_on_cpu_runs_is_not_judged_either_way(monkeypatch: pytest.MonkeyPatch):
+    """Outside the CPU runs' family it gets no test: its own unadjusted test said "does not hold"
+    beside a family held to 2.5% (review F4: 4.6% false "does not hold" anywhere)."""
+    from types import SimpleNamespace
+
+    import test_evidence_summary as fixture
+    from pappo.evidence.verdicts import evaluate_claim
+
+    seeds = list(fixture.SEEDS)
+    # pappo far below ppo on every seed: alone, its test excludes the 0.15 bar ("does not hold")
+    monkeypatch.setitem(fixture.SUCCESS, "pappo", [[0, 0, 0, 0, 0]] * 3)
+    monkeypatch.setitem(fixture.SUCCESS, "ppo", [[1, 1, 1, 1, 0], [1, 1, 1, 1, 1], [1, 1, 1, 1, 0]])
+    reports = {(s, m): fixture.run_report(m, s) for s in seeds for m in ("ppo", "pappo")}
+    claim = CLAIM.model_copy(update={"min_delta": 0.15})
+    assert evaluate_claim(claim, reports, {}, seeds).verdict == "does not hold"
+    cpu = {(s, m): SimpleNamespace(hardware=SimpleNamespace(accelerator="cpu")) for s, m in reports}
+    gpu_claim = claim.model_copy(update={"needs_gpu": True})
+    verdict = evaluate_claim(gpu_claim, reports, cpu, seeds)
+    assert verdict.verdict == "inconclusive" and "not judged here" in " ".join(verdict.reasons)
+
+
+def test_a_baseline_tuned_and_not_picked_makes_a_best_baseline_claim_exploratory(tmp_path: Path):
+    """best_non_ppo resolved to rft; grpo carried two configurations on the same seeds (review F3)."""
+    best = bar(id="pappo-beats-best", baseline="best_non_ppo")
+    first = {
+        **lock(0.003, methods=("rft", "pappo")),
+        "stages": {
+            **lock(0.003, methods=("rft", "pappo"))["stages"],
+            **lock(0.003, methods=("grpo",))["stages"],
+        },
+    }
+    second = {**first, "stages": {**first["stages"], **lock(0.01, methods=("grpo",))["stages"]}}
+    repo = repo_with(tmp_path, {"dvc.lock": first, "params.yaml": registry(best)}, {"dvc.lock": second})
+    history = read_history(repo, SEEDS, [best])
+    exploratory, why = claim_history(history, best, "rft", SEEDS)
+    assert exploratory and "2 configurations were evaluated on seeds 0, 1" in why, why
+    assert not claim_history(history, bar(baseline="rft"), "rft", SEEDS)[0]  # rft alone: one
+
+
+def test_a_claim_removed_after_results_makes_the_rest_exploratory(tmp_path: Path):
+    """Deleting a registered claim once its evidence exists shrinks Holm's family: every other
+    claim's test gets easier (review F8). Removed before any evidence: nothing to see."""
+    one, two = bar(id="one"), bar(id="two")
+    repo = repo_with(
+        tmp_path,
+        {"params.yaml": registry(one, two)},
+        {"dvc.lock": lock(0.003)},
+        {"params.yaml": registry(one)},
+    )
+    history = read_history(repo, SEEDS, [one])
+    exploratory, why = claim_history(history, one, "ppo", SEEDS)
+    assert history.removed == ["two"] and exploratory and "claims removed after their evidence" in why
+    early = repo_with(
+        tmp_path / "early",
+        {"params.yaml": registry(one, two)},
+        {"params.yaml": registry(one)},
+        {"dvc.lock": lock(0.003)},
+    )
+    assert read_history(early, SEEDS, [one]).removed == []
 
 
 def test_a_release_record_is_labelled_and_compared_with_the_clone_history() -> None:

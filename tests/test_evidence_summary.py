@@ -196,6 +196,10 @@ def test_best_baseline_tie_goes_to_the_most_trained_baseline(summary) -> None:
     assert summary.best_baseline == "grpo"  # rft and grpo tie at 0.2, base has 0.133
     assert pick_best_baseline({"base": 0.3, "rft": 0.3, "grpo": 0.1}) == "rft"
     assert pick_best_baseline({"base": 0.5, "rft": 0.3, "grpo": 0.4}) == "base"
+    # the same rates summed in another seed order: a tie by the rule, not rft by 5.6e-17 (review F7)
+    rates = [7 / 30, 11 / 30, 13 / 30, 17 / 30, 19 / 30, 23 / 30, 29 / 30]
+    grpo, rft = sum(rates) / 7, sum(reversed(rates)) / 7
+    assert rft != grpo and pick_best_baseline({"rft": max(rft, grpo), "grpo": min(rft, grpo)}) == "grpo"
     assert pick_best_baseline({"base": 0.3, "rft": 0.3, "grpo": 0.3}) == "grpo"
     assert pick_best_baseline({"ppo": 0.9}) is None
 

@@ -225,7 +225,7 @@ def _check_bound(b: Bundle) -> None:
 def _check_agree(b: Bundle, bundle: dict[str, Any], verdict: Any) -> None:
     """history.json, the packaged verdict's history and claims, and BUNDLE.json's claims are one
     release's: SHA256SUMS is recomputed as easily as any of them is edited, so they must agree."""
-    from pappo.evidence.history import HISTORY, disagreement, from_record
+    from pappo.evidence.history import disagreement, from_record
 
     if verdict.history is not None:
         why = disagreement(from_record(b.read(HISTORY), "the bundle"), verdict.history)

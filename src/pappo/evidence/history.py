@@ -36,7 +36,7 @@ from pappo.config import load_params
 from pappo.config.evidence import ClaimParams
 from pappo.evidence.committed import YAML_LOADER, lock_stages
 from pappo.evidence.git_trees import git_output
-from pappo.evidence.history_seeds import SeedChange, describe, published_seeds, ran_seeds, seed_changes
+from pappo.evidence.history_seeds import SeedChange, published_seeds, ran_seeds, seed_changes
 from pappo.evidence.history_walk import WORKSPACE, Version, first, reach, read_versions, walk
 from pappo.evidence.printable import one_line
 
@@ -113,6 +113,11 @@ class History(BaseModel):
         description="Post-hoc changes of the published seeds list since it was last set to seeds none "
         "of which had run (absent from older records).",
     )
+    removed: list[str] = Field(
+        default_factory=list,
+        description="Claims registered while evidence for them existed and gone from the params "
+        "audited: the family judged together shrank after results (absent from older records).",
+    )
 
 
 def unreadable(why: str) -> History:
@@ -143,7 +148,7 @@ def read_history(root: Path, seeds: Sequence[int], claims: Sequence[ClaimParams]
     if walked is None or not any(c.lock for c in walked[0]):
         return unreadable("no commit of dvc.lock on the current history")
     commits = walked[0]
-    audited = {"seeds": sorted(set(seeds)), "claims": {c.id: _bar(c) for c in claims}}
+    audited = {"seeds": sorted(set(seeds)), "claims": {c.id: bar_of(c) for c in claims}}
     versions, stages = read_versions(root, walked, audited, _stages, _params)
     configs: dict[str, set[str]] = {}
     for found in stages.values():
@@ -161,6 +166,7 @@ def read_history(root: Path, seeds: Sequence[int], claims: Sequence[ClaimParams]
         edits=[j[0] for j in judged if j[0] is not None],
         late=[j[1] for j in judged if j[1] is not None],
         seed_changes=seed_changes(versions, ran),
+        removed=graph.removed(),
     )
 
 
@@ -210,11 +216,23 @@ class _Claims:
         ]
         return (kept or renamed or [cid])[0]
 
+    def removed(self) -> list[str]:
+        """Claims (first ids) in a version that held evidence for them, absent from the params audited:
+        deleting one after results makes Holm's family smaller and every other claim's test easier."""
+        kept = set(self.names[WORKSPACE].values())
+        gone = {
+            self.names[v.commit][cid]
+            for v in self.versions
+            for cid, bar in self.bars[v.commit].items()
+            if self.names[v.commit][cid] not in kept and self.reported[v.commit] & compared(bar)
+        }
+        return sorted(gone)
+
     def judge(self, cid: str) -> tuple[ClaimEdit | None, LateClaim | None]:
         """The audited claim's edit after its evidence and its late registration (None: none)."""
         key = self.names[WORKSPACE][cid]
         bar = {c: b for c, bars in self.bars.items() for n, b in bars.items() if self.names[c][n] == key}
-        methods = set().union(*(_compared(b) for b in bar.values()))
+        methods = set().union(*(compared(b) for b in bar.values()))
         ev = {v.commit for v in self.versions if self.reported[v.commit] & methods}
         # where the evidence begins; what was in force before it is what their parents carried
         starts = [v for v in self.versions if v.commit in ev and not any(p in ev for p in v.parents)]
@@ -253,13 +271,13 @@ class _Claims:
         return LateClaim(claim=cid, commit=reg.commit, evidence=evidence, dropped=list(gone))
 
 
-def _compared(bar: dict[str, Any]) -> set[str]:
+def compared(bar: dict[str, Any]) -> set[str]:
     """The methods whose run reports are evidence for a claim with this bar."""
     baseline = bar.get("baseline")
     return {str(bar.get("method"))} | (set(NON_PPO) if baseline == "best_non_ppo" else {str(baseline)})
 
 
-def _bar(claim: ClaimParams) -> dict[str, Any]:
+def bar_of(claim: ClaimParams) -> dict[str, Any]:
     return claim.model_dump(mode="json", include=set(BAR_FIELDS))
 
 
@@ -291,59 +309,6 @@ def _stages(text: bytes) -> dict[str, Any]:
         return lock_stages(text)
     except yaml.YAMLError:
         return {}  # a version that does not parse carried no readable configuration
-
-
-def claim_history(
-    history: History, claim: ClaimParams, baseline: str, seeds: Sequence[int]
-) -> tuple[bool, str]:
-    """(exploratory, what the history says) for one claim on `seeds`."""
-    if not history.readable:
-        return False, history.reason
-    methods = [m for m in (claim.method, baseline) if m in TRAINED]
-    counts = {s: max((history.configurations.get(f"{s}/{m}", 0) for m in methods), default=0) for s in seeds}
-    edit = next((e for e in history.edits if e.claim == claim.id), None)
-    said = f"configurations in history per seed: {', '.join(f'seed {s}: {n}' for s, n in counts.items())}"
-    tuned = [s for s, n in counts.items() if n > 1]
-    parts, exploratory = [said], False
-    if tuned:
-        exploratory = True
-        parts.append(
-            f"{max(counts.values())} configurations were evaluated on seeds {', '.join(map(str, tuned))}"
-        )
-    late = next((e for e in history.late if e.claim == claim.id), None)
-    if late is not None:
-        exploratory = True
-        parts.append(_late(late))
-    if edit is not None:
-        exploratory = True
-        parts.append(
-            f"bar edited after run reports of its seeds were committed ({_at(edit.commit)}): "
-            f"registered {_show(edit.registered)}, now {_show(edit.now)}"
-        )
-    if history.seed_changes:
-        exploratory = True
-        parts.extend(describe(c) for c in history.seed_changes)
-    return exploratory, "; ".join(parts)
-
-
-def _at(commit: str) -> str:
-    return f"at {commit[:12]}" if commit else "in the params audited, not committed"
-
-
-def _late(late: LateClaim) -> str:
-    if late.commit and late.commit == late.evidence:
-        said = (
-            f"registered at {late.commit[:12]}, in the commit that brought the first run reports of its seeds"
-        )
-    else:
-        where = f"at {late.commit[:12]}" if late.commit else "in no commit"
-        first = f"at {late.evidence[:12]}" if late.evidence else "in the workspace's dvc.lock"
-        said = f"registered {where}, after run reports of its seeds (the first {first})"
-    return said + (f"; that commit removed {', '.join(late.dropped)}" if late.dropped else "")
-
-
-def _show(bar: dict[str, Any]) -> str:
-    return "{" + ", ".join(f"{k}: {bar[k]}" for k in BAR_FIELDS if k in bar) + "}"
 
 
 def recorded(root: Path) -> bytes:

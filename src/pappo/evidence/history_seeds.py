@@ -2,9 +2,11 @@
 
 A change of the list is post hoc when a seed of the new list already had a run report committed:
 adding seeds one at a time until a claim holds, or dropping the worst one, picks seeds after seeing
-their runs (under a null, false positives 0.024 -> 0.046 and 0.090). A move to seeds none of which
-ran yet (tuning seeds 0-2 to fresh seeds 100-106) is a fresh start. A run report committed in the
-same commit as the change does not count as seen before it: those runs follow from the new list.
+their runs (under a null, false positives 0.024 -> 0.046 and 0.090). It is post hoc too when the new
+list keeps seeds of a registered (committed) one: runs are made before their reports are committed,
+so a registered seed may have been run and looked at, and the worst one dropped, with the reports
+committed only with the new list (a review did so). A move to seeds none of which ran yet and none
+of which the old list held (tuning seeds 0-2 to fresh seeds 100-106) is a fresh start.
 
 On the commit graph a commit changes the list against each parent whose list differs, and what was
 seen is what that parent and its ancestors had run: a merge that takes a branch's list (made on a
@@ -34,6 +36,10 @@ class SeedChange(BaseModel):
     before: list[int] = Field(description="The list before the change (empty: none was published).")
     after: list[int] = Field(description="The list after the change.")
     seen: list[int] = Field(description="Seeds of the new list whose run reports were committed before it.")
+    kept: list[int] = Field(
+        default_factory=list,
+        description="Seeds of the new list that the registered list before it held (absent from older records).",
+    )
 
 
 def seed_changes(versions: Sequence[Version], ran: dict[str, frozenset[int]]) -> list[SeedChange]:
@@ -68,7 +74,10 @@ def _against(
     if seeds is None or seeds == before:
         return kept
     seen = [s for s in seeds if s in ran]
-    return [*kept, SeedChange(commit=commit, before=before or [], after=seeds, seen=seen)] if seen else []
+    held = [s for s in seeds if s in (before or [])]
+    if not (seen or held):
+        return []
+    return [*kept, SeedChange(commit=commit, before=before or [], after=seeds, seen=seen, kept=held)]
 
 
 def ran_seeds(stages: dict[str, Any]) -> frozenset[int]:
@@ -91,7 +100,11 @@ def published_seeds(data: dict[str, Any]) -> list[int] | None:
 
 def describe(change: SeedChange) -> str:
     where = f"at {change.commit[:12]}" if change.commit else "in the params audited (not committed)"
-    return (
-        f"published seeds changed {where} from {change.before} to {change.after} when seeds "
-        f"{', '.join(map(str, change.seen))} already had run reports"
-    )
+    if change.seen:
+        why = f"when seeds {', '.join(map(str, change.seen))} already had run reports"
+    else:  # kept from a registered list: they may have run before their reports were committed
+        why = (
+            f"keeping seeds {', '.join(map(str, change.kept))} of the registered list (they may have "
+            "run before their reports were committed; new seeds must be fresh ones)"
+        )
+    return f"published seeds changed {where} from {change.before} to {change.after} {why}"

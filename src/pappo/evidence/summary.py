@@ -49,6 +49,7 @@ from pappo.experiment.report import RUN_METHODS, RunReport, run_stage
 from pappo.io import PappoError, sha256_file
 from pappo.rl.results import Interval, TaskOutcome
 from pappo.stats import (
+    above,
     bootstrap_ci,
     bootstrap_ci_seeds,
     mean_pass_at_k,
@@ -198,10 +199,11 @@ def method_summary(
 
 
 def pick_best_baseline(mean_success: Mapping[str, float]) -> str | None:
-    """Highest mean success among base/rft/grpo; ties go to the first of BASELINE_PREFERENCE."""
+    """Highest mean success among base/rft/grpo; ties (within float residue, `stats.TIE`: the same
+    rates summed in another seed order differ by 1e-17) go to the first of BASELINE_PREFERENCE."""
     best: str | None = None
     for name in BASELINE_PREFERENCE:
-        if name in mean_success and (best is None or mean_success[name] > mean_success[best]):
+        if name in mean_success and (best is None or above(mean_success[name], mean_success[best])):
             best = name
     return best
 

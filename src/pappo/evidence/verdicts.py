@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pappo.config.evidence import ClaimParams
 from pappo.evidence.family import FamilyTest, family_size, family_tests, judged, settled
-from pappo.evidence.history import History, claim_history
+from pappo.evidence.history import History
+from pappo.evidence.history_claims import claim_history
 from pappo.evidence.power import Power, power_of, ranged
 from pappo.evidence.summary import claim_differences, per_seed
 from pappo.experiment import receipt as rc
@@ -170,8 +171,10 @@ def evaluate_claim(
     if verdict == "inconclusive":
         reasons.append(f"inconclusive: the interval neither clears the bar nor excludes it ({_told(power)})")
     if claim.needs_gpu and any(r.hardware.accelerator != "cuda" for r in receipts.values()):
-        reasons.append("needs GPU receipts; these runs are CPU runs")
-        verdict = "inconclusive" if verdict == "holds" else verdict
+        # Not in these runs' family (family.judged), so no test at all: its own unadjusted test could
+        # say "does not hold" beside a family held to 2.5% (a review found 4.6% anywhere).
+        reasons.append("needs GPU receipts; these runs are CPU runs: not judged here")
+        verdict = "inconclusive" if verdict in ("holds", "does not hold") else verdict
     exploratory, why = (False, "") if history is None else claim_history(history, claim, baseline, seeds)
     if exploratory:
         reasons.append(f"exploratory: see history; the statistical verdict alone: {verdict}")
