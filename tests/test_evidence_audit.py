@@ -150,3 +150,30 @@ def test_git_trees_gives_the_receipt_s_tree_hash_with_a_few_git_calls(
     outside.mkdir()
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     assert GitTrees(outside, ("src",)).at("HEAD") is None  # not a git repository
+
+
+def test_a_result_taken_before_the_last_update_fails(tmp_path: Path):
+    """A policy kept at an earlier update (best on the held-out tasks) is selection on the test set:
+    the published result must be the evaluation after the last update (a statistics review)."""
+    from types import SimpleNamespace
+
+    from pappo.evidence.audit import _check_final_eval
+    from test_evidence_summary import UPDATES, run_report
+
+    found: list[tuple[str, str]] = []
+    ctx = SimpleNamespace(
+        params=SimpleNamespace(rl=SimpleNamespace(updates=UPDATES)),
+        runs=tmp_path,
+        fail=lambda file, field, expected, got, message: found.append((field, message)),
+    )
+    honest = {(0, "ppo"): run_report("ppo", 0), (0, "base"): run_report("base", 0)}
+    _check_final_eval(ctx, honest)
+    assert found == []
+    ppo = honest[0, "ppo"]
+    cut = ppo.model_copy(update={"evals": ppo.evals[:-1], "final_eval": ppo.evals[-2].result})
+    _check_final_eval(ctx, {(0, "ppo"): cut})
+    assert found == [("evals[-1].update", "the last evaluation is not after the last update")]
+    found.clear()
+    picked = ppo.model_copy(update={"final_eval": ppo.evals[0].result})
+    _check_final_eval(ctx, {(0, "ppo"): picked})
+    assert found == [("final_eval", "the published result is not the last evaluation")]

@@ -94,6 +94,7 @@ def audit(
         archived.check_source_tree(ctx.fail, ctx.runs, receipts, archive.source)
     _check_inputs(ctx, reports, receipts)
     _check_budgets(ctx, reports)
+    _check_final_eval(ctx, reports)
     _check_recomputed(ctx, reports, receipts)
     if archive is None:
         scope = check_committed(ctx.fail, ctx.root, stage)
@@ -335,6 +336,28 @@ def _check_budgets(ctx: AuditContext, reports: dict[tuple[int, str], RunReport])
                     f"{b.episodes_used} episodes, {b.generated_tokens_used} tokens",
                     "budget not as planned",
                 )
+
+
+def _check_final_eval(ctx: AuditContext, reports: dict[tuple[int, str], RunReport]) -> None:
+    """Each run's published result is its evaluation after its last update (base: update 0): a
+    policy picked at an earlier update because it scored best on the held-out tasks would be
+    selected on the test set (with `eval.intermediate: full` the reports would not show it)."""
+    for (seed, method), rep in reports.items():
+        last = 0 if method == "base" else ctx.params.rl.updates
+        path = ctx.runs / f"seed_{seed}" / method / "report.json"
+        found = rep.evals[-1].update if rep.evals else None
+        if found != last:
+            ctx.fail(
+                path, "evals[-1].update", last, found, "the last evaluation is not after the last update"
+            )
+        elif rep.final_eval != rep.evals[-1].result:
+            ctx.fail(
+                path,
+                "final_eval",
+                "evals[-1].result",
+                "another evaluation",
+                "the published result is not the last evaluation",
+            )
 
 
 def render(
