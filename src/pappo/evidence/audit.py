@@ -25,6 +25,7 @@ from pappo.evidence.git_trees import GitTrees, git_output
 from pappo.evidence.history import HISTORY, IMPORTED_HISTORY, History, disagreement, from_record, read_history
 from pappo.evidence.numerics_audit import NumericsVerdict, numerics_verdict
 from pappo.evidence.run_files import load_run
+from pappo.evidence.summary import report_path
 from pappo.evidence.verdicts import (
     ClaimVerdict,
     evaluate_claim,
@@ -344,7 +345,7 @@ def _check_final_eval(ctx: AuditContext, reports: dict[tuple[int, str], RunRepor
     selected on the test set (with `eval.intermediate: full` the reports would not show it)."""
     for (seed, method), rep in reports.items():
         last = 0 if method == "base" else ctx.params.rl.updates
-        path = ctx.runs / f"seed_{seed}" / method / "report.json"
+        path = report_path(ctx.runs, seed, method)
         found = rep.evals[-1].update if rep.evals else None
         if found != last:
             ctx.fail(
