@@ -24,6 +24,7 @@ from pappo.evidence.bundle_agree import agreement_problems
 from pappo.evidence.bundle_check import verify
 from pappo.evidence.bundle_inputs import input_problems
 from pappo.evidence.bundle_read import LINK_MAX, SOURCE, Bundle, scan
+from pappo.evidence.json_diff import MISSING, differences
 from pappo.evidence.printable import printable
 from pappo.io import PappoError
 
@@ -242,22 +243,6 @@ def _label_failure(stated: Any, found: dict[str, str]) -> Any:
     )
 
 
-def _differences(here: Any, stated: Any, where: str) -> Iterator[tuple[str, Any, Any]]:
-    """(field, here, stated) wherever two dumped claims differ: floats to 1e-9 (the same code on
-    another CPU may round a sum differently), everything else (reasons, history, labels) exactly."""
-    if isinstance(here, dict) and isinstance(stated, dict):
-        for key in sorted(set(here) | set(stated), key=str):
-            yield from _differences(here.get(key), stated.get(key), f"{where}.{key}")
-    elif isinstance(here, list) and isinstance(stated, list) and len(here) == len(stated):
-        for i, (a, b) in enumerate(zip(here, stated, strict=True)):
-            yield from _differences(a, b, f"{where}[{i}]")
-    elif not (
-        here == stated
-        or (isinstance(here, float) and isinstance(stated, float) and abs(here - stated) <= 1e-9)
-    ):
-        yield where, here, stated
-
-
 def _number_failures(claims: list[Any], released: Path) -> list[Any]:
     """A failure per field of a claim (its numbers, label, reasons, history note, power) that the
     release's verdict states otherwise than the evidence gives here, and per claim only one side has."""
@@ -275,12 +260,14 @@ def _number_failures(claims: list[Any], released: Path) -> list[Any]:
         AuditFailure(
             file=RELEASED_VERDICT,
             field=field,
-            expected=str(a),
-            found=str(b),
+            expected="(absent)" if a is MISSING else str(a),
+            found="(absent)" if b is MISSING else str(b),
             message="the release's verdict states other claims than its evidence gives here",
         )
         for cid in sorted(set(here) | set(stated))
-        for field, a, b in _differences(here.get(cid), stated.get(cid), f"claims[{cid}]")
+        for field, a, b in differences(
+            here.get(cid, MISSING), stated.get(cid, MISSING), f"claims[{cid}]", 1e-9
+        )
     ]
 
 

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pappo.config import Params
+from pappo.evidence.json_diff import first_difference
 from pappo.evidence.summary import METRICS
 from pappo.evidence.verdicts import evaluate_claims
 from pappo.experiment import receipt as rc
@@ -84,23 +85,6 @@ def without_timing(obj: Any) -> Any:
     return obj
 
 
-def _first_difference(a: Any, b: Any, where: str = "") -> str | None:
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in sorted(set(a) | set(b)):
-            if k not in a or k not in b:
-                return f"{where}.{k}".lstrip(".")
-            if (d := _first_difference(a[k], b[k], f"{where}.{k}")) is not None:
-                return d.lstrip(".")
-        return None
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return f"{where} (length)"
-        return next(
-            (d for i, (x, y) in enumerate(zip(a, b)) if (d := _first_difference(x, y, f"{where}[{i}]"))), None
-        )
-    return None if a == b and type(a) is type(b) else (where.lstrip(".") or "-")
-
-
 def compare_run(
     name: str,
     published: dict[str, Any],
@@ -111,7 +95,7 @@ def compare_run(
 ) -> RunCheck:
     """Bits when the numerics match, intervals otherwise (`published`/`reproduced`: report JSON)."""
     kind, why = comparison(theirs, mine)
-    first = _first_difference(without_timing(published), without_timing(reproduced))
+    first = first_difference(without_timing(published), without_timing(reproduced))
     pub, rep = RunReport.model_validate(published).final_eval, RunReport.model_validate(reproduced).final_eval
     metrics = []
     for m in METRICS:
@@ -142,7 +126,7 @@ def compare_base(published: dict[str, Any], reproduced: dict[str, Any], wall_s: 
     """The base model: checkpoint files and per-episode outcomes; success rates as metrics."""
     theirs, mine = (NumericsInfo.model_validate(d["numerics"]) for d in (published, reproduced))
     kind, why = comparison(theirs, mine)
-    first = _first_difference(without_timing(published), without_timing(reproduced))
+    first = first_difference(without_timing(published), without_timing(reproduced))
     metrics = []
     for mode in ("greedy", "sampled"):
         p, r = published["eval"][mode]["success_rate"], reproduced["eval"][mode]["success_rate"]
