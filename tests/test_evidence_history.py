@@ -476,7 +476,7 @@ def test_a_gpu_claim_on_cpu_runs_is_not_judged_either_way(monkeypatch: pytest.Mo
     from types import SimpleNamespace
 
     import test_evidence_summary as fixture
-    from pappo.evidence.verdicts import evaluate_claim
+    from pappo.evidence.verdicts import evaluate_claim, evaluate_claims
 
     seeds = list(fixture.SEEDS)
     # pappo far below ppo on every seed: alone, its test excludes the 0.15 bar ("does not hold")
@@ -489,6 +489,13 @@ def test_a_gpu_claim_on_cpu_runs_is_not_judged_either_way(monkeypatch: pytest.Mo
     gpu_claim = claim.model_copy(update={"needs_gpu": True})
     verdict = evaluate_claim(gpu_claim, reports, cpu, seeds)
     assert verdict.verdict == "inconclusive" and "not judged here" in " ".join(verdict.reasons)
+    # runs without receipts are not CUDA runs either: outside the family, so not judged
+    verdict = evaluate_claim(gpu_claim, reports, {}, seeds)
+    assert verdict.verdict == "inconclusive" and "not judged here" in " ".join(verdict.reasons)
+    (judged,) = evaluate_claims([gpu_claim], reports, {}, seeds)
+    assert judged.verdict == "inconclusive"
+    cuda = {k: SimpleNamespace(hardware=SimpleNamespace(accelerator="cuda")) for k in cpu}
+    assert evaluate_claim(gpu_claim, reports, cuda, seeds).verdict == "does not hold"
 
 
 def test_a_baseline_tuned_and_not_picked_makes_a_best_baseline_claim_exploratory(tmp_path: Path):

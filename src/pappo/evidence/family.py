@@ -19,13 +19,20 @@ history labels exploratory stays in it, so labelling cannot make the others easi
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from pappo.config.evidence import ClaimParams
 from pappo.stats import TIE, seed_interval
 
 ALPHA = 0.025  # one-sided: the 95% interval's lower end above 0
+
+
+def runs_on_cuda(accelerators: Iterable[str]) -> bool:
+    """Whether runs support GPU claims: they have receipts, and every receipt's accelerator is cuda
+    (runs without receipts support none)."""
+    found = list(accelerators)
+    return bool(found) and all(a == "cuda" for a in found)
 
 
 def judged(claim: ClaimParams, on_cuda: bool) -> bool:

@@ -25,7 +25,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pappo.config.evidence import ClaimParams
-from pappo.evidence.family import FamilyTest, family_size, family_tests, judged, settled
+from pappo.evidence.family import FamilyTest, family_size, family_tests, judged, runs_on_cuda, settled
 from pappo.evidence.history import History
 from pappo.evidence.history_claims import claim_history
 from pappo.evidence.power import Power, power_of, ranged
@@ -140,7 +140,7 @@ def evaluate_claims(
     history: History | None = None,
 ) -> list[ClaimVerdict]:
     """Every claim's verdict, the claims these runs can support tested together (`family`: Holm)."""
-    on_cuda = bool(receipts) and all(r.hardware.accelerator == "cuda" for r in receipts.values())
+    on_cuda = runs_on_cuda(r.hardware.accelerator for r in receipts.values())
     diffs = [per_seed(claim_differences(c, reports, seeds)[1]) for c in claims]
     tests = family_tests(
         [d if judged(c, on_cuda) else None for c, d in zip(claims, diffs)], [c.min_delta for c in claims]
@@ -170,10 +170,10 @@ def evaluate_claim(
     power = power_of(diffs, claim, family)
     if verdict == "inconclusive":
         reasons.append(f"inconclusive: the interval neither clears the bar nor excludes it ({_told(power)})")
-    if claim.needs_gpu and any(r.hardware.accelerator != "cuda" for r in receipts.values()):
+    if claim.needs_gpu and not runs_on_cuda(r.hardware.accelerator for r in receipts.values()):
         # Not in these runs' family (family.judged), so no test at all: its own unadjusted test could
         # say "does not hold" beside a family held to 2.5% (a review found 4.6% anywhere).
-        reasons.append("needs GPU receipts; these runs are CPU runs: not judged here")
+        reasons.append("needs GPU receipts; these runs are not all CUDA runs: not judged here")
         verdict = "inconclusive" if verdict in ("holds", "does not hold") else verdict
     exploratory, why = (False, "") if history is None else claim_history(history, claim, baseline, seeds)
     if exploratory:
