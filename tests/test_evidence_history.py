@@ -337,6 +337,33 @@ def test_a_configuration_tried_on_a_branch_merged_with_strategy_ours_is_counted(
     assert exploratory and "2 configurations were evaluated on seeds 0, 1" in why
 
 
+def test_configurations_tried_on_an_unmerged_branch_or_in_a_dvc_experiment_are_counted(tmp_path: Path):
+    # `dvc exp run` keeps each experiment's commit (its dvc.lock with it) under refs/exps/, off
+    # HEAD's history; a branch never merged is off it too: both were evaluated on the seeds
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    commit(tmp_path, {"dvc.lock": lock(0.003), "params.yaml": params(0.15)}, "runs")
+    trunk = git(tmp_path, "rev-parse", "--abbrev-ref", "HEAD")
+    assert read_history(tmp_path, SEEDS, [CLAIM]).configurations["0/ppo"] == 1
+    git(tmp_path, "checkout", "-qb", "try")
+    commit(tmp_path, {"dvc.lock": lock(0.01)}, "a try, never merged")
+    git(tmp_path, "checkout", "-q", trunk)
+    history = read_history(tmp_path, SEEDS, [CLAIM])
+    assert history.configurations["0/ppo"] == 2
+    assert claim_history(history, CLAIM, "ppo", SEEDS)[0]
+    git(tmp_path, "checkout", "-q", "--detach")
+    commit(tmp_path, {"dvc.lock": lock(0.02)}, "dvc exp run")
+    git(tmp_path, "update-ref", "refs/exps/1a/" + "f" * 40 + "/exp-one", "HEAD")
+    git(tmp_path, "checkout", "-q", trunk)
+    git(tmp_path, "branch", "-qD", "try")
+    history = read_history(tmp_path, SEEDS, [CLAIM])
+    assert history.configurations == {"0/pappo": 2, "0/ppo": 2, "1/pappo": 2, "1/ppo": 2}
+    exploratory, why = claim_history(history, CLAIM, "ppo", SEEDS)
+    assert exploratory and "2 configurations were evaluated on seeds 0, 1" in why
+    # the workspace is HEAD's child, not the last commit walked: the audited lock is one version
+    assert yaml.safe_load((tmp_path / "dvc.lock").read_text()) == lock(0.003)
+    assert not history.seed_changes and not history.edits
+
+
 def test_a_bar_edited_on_a_backdated_branch_and_merged_after_the_runs_is_flagged(tmp_path: Path):
     # F7: the edit's date says before the evidence; the graph says its merge came after it
     lowered = bar(min_delta=0.05)

@@ -1,13 +1,14 @@
 """The tuning history, read from the repository itself: how many configurations met each seed.
 
-Every version of `dvc.lock` in a commit reachable from HEAD (history_walk.py: both sides of every
-merge, ordered by the commit graph, not by dates) records, per run stage `train@<seed>-<method>`,
+Every version of `dvc.lock` in a commit reachable from HEAD, a local branch or a DVC experiment
+(history_walk.py: both sides of every merge, ordered by the commit graph, not by dates) records, per run stage `train@<seed>-<method>`,
 the params it ran with (every params section the stage lists, whichever file held it: before
 2026-12-04 `rl` was read from matrix.yaml) and the md5 of its base checkpoint. A configuration is
 that pair; a seed that carried more than one is a tuning seed, and a claim judged on it is
 exploratory: the best of N configurations shows an effect by chance (Dodge et al. 2019, "Show your
 work": report how many configurations were tried; Eimer, Lindauer & Raileanu 2023: tuning and test
-seeds separate). A configuration tried on a branch merged with `-s ours` counts: it was tried.
+seeds separate). A configuration tried on a branch merged with `-s ours`, on a branch never merged
+or in a `dvc exp run` counts: it was tried.
 
 The same commits' params.yaml show post-hoc claims. Evidence for a claim exists at a commit when it
 or an ancestor holds a committed run report of any published seed of its method or its baseline
@@ -145,9 +146,9 @@ def read_history(root: Path, seeds: Sequence[int], claims: Sequence[ClaimParams]
     if shallow == "true":
         return unreadable("a shallow clone holds part of the history only; run `git fetch --unshallow`")
     walked = walk(root)
-    if walked is None or not any(c.lock for c in walked[0]):
+    if walked is None or not any(c.lock for c in walked.commits):
         return unreadable("no commit of dvc.lock on the current history")
-    commits = walked[0]
+    commits = walked.commits
     audited = {"seeds": sorted(set(seeds)), "claims": {c.id: bar_of(c) for c in claims}}
     versions, stages = read_versions(root, walked, audited, _stages, _params)
     configs: dict[str, set[str]] = {}

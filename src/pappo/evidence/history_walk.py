@@ -1,10 +1,16 @@
-"""Every commit reachable from HEAD with its dvc.lock and params.yaml, for history.py.
+"""Every commit reachable from HEAD, a local branch or a DVC experiment, with its dvc.lock and
+params.yaml, for history.py.
 
 `git log -- dvc.lock params.yaml` simplifies history and orders it by commit date: a side branch
 merged with `-s ours` is never walked (a configuration tried there vanishes), and a branch whose
 commits carry an old date reads as made before the evidence. Here every commit reachable from HEAD
 is read, both sides of every merge, parents before children (`git rev-list --topo-order`), and
 "before" means "an ancestor of", which no date can forge. Each distinct blob is read once.
+
+Local branches and `refs/exps/` (where `dvc exp run` keeps each experiment's commit, dvc.lock
+included) are walked too: a configuration tried on the published seeds there and never merged was
+still evaluated on them. Only ancestry orders anything, so a commit off HEAD's history adds
+configurations, never a change "in force" at HEAD.
 """
 
 from __future__ import annotations
@@ -42,11 +48,25 @@ class Version:
     params: dict[str, Any] | None  # {"seeds", "claims"} (history._params); None: none readable yet
 
 
-def walk(root: Path) -> tuple[list[Commit], dict[str, bytes | None]] | None:
-    """The commits reachable from HEAD, parents first, and the contents of their blobs of FILES
+# What is walked: HEAD's history, every local branch's, every DVC experiment's (nested refs)
+REFS = ("HEAD", "--branches", "--glob=refs/exps")
+
+
+@dataclass(frozen=True)
+class Walked:
+    """The commits walked, parents first, the contents of their blobs of FILES, and HEAD."""
+
+    commits: list[Commit]
+    blobs: dict[str, bytes | None]
+    head: str
+
+
+def walk(root: Path) -> Walked | None:
+    """The commits reachable from REFS, parents first, and the contents of their blobs of FILES
     (None: git could not list them)."""
-    listing = git_output(root, "rev-list", "--topo-order", "--reverse", "--parents", "HEAD")
-    if listing is None:
+    listing = git_output(root, "rev-list", "--topo-order", "--reverse", "--parents", *REFS)
+    head = git_output(root, "rev-parse", "--verify", "HEAD")
+    if listing is None or head is None:
         return None
     graph = [line.split() for line in listing.splitlines() if line.strip()]
     ids = _blob_ids(root, [f"{c[0]}:{f}" for c in graph for f in FILES])
@@ -54,7 +74,7 @@ def walk(root: Path) -> tuple[list[Commit], dict[str, bytes | None]] | None:
         return None
     commits = [Commit(c[0], tuple(c[1:]), ids[2 * i], ids[2 * i + 1]) for i, c in enumerate(graph)]
     blobs = list(dict.fromkeys(b for c in commits for b in (c.lock, c.params) if b))
-    return commits, dict(zip(blobs, cat_file(root, blobs), strict=True))
+    return Walked(commits, dict(zip(blobs, cat_file(root, blobs), strict=True)), head.strip())
 
 
 def _blob_ids(root: Path, revs: list[str]) -> list[str | None] | None:
@@ -69,14 +89,14 @@ def _blob_ids(root: Path, revs: list[str]) -> list[str | None] | None:
 
 def read_versions(
     root: Path,
-    walked: tuple[list[Commit], dict[str, bytes | None]],
+    walked: Walked,
     audited: dict[str, Any],
     read_lock: Callable[[bytes], dict[str, Any]],
     read_params: Callable[[bytes | None], dict[str, Any] | None],
 ) -> tuple[list[Version], dict[str, dict[str, Any]]]:
     """Each commit's version, then the workspace's (its dvc.lock, the params `audited`), and the
     stages of each distinct dvc.lock by blob id (the workspace's is HEAD's when its bytes are)."""
-    commits, blobs = walked
+    commits, blobs = walked.commits, walked.blobs
     locks = {c.lock for c in commits if c.lock}
     stages = {b: read_lock(text) for b in locks if (text := blobs.get(b)) is not None}
     parsed = {b: read_params(blobs.get(b)) for b in {c.params for c in commits if c.params}}
@@ -94,7 +114,7 @@ def read_versions(
         key = next((b for b in stages if blobs[b] == text), WORKSPACE)
         if key not in stages:  # read once: the audit's lock is most often HEAD's
             stages[key] = read_lock(text)
-    versions.append(Version(WORKSPACE, (commits[-1].id,), key, audited))
+    versions.append(Version(WORKSPACE, (walked.head,), key, audited))
     return versions, stages
 
 
