@@ -364,6 +364,25 @@ def test_configurations_tried_on_an_unmerged_branch_or_in_a_dvc_experiment_are_c
     assert not history.seed_changes and not history.edits
 
 
+def test_a_claim_added_on_an_unmerged_branch_after_the_runs_changes_nothing_at_head(tmp_path: Path):
+    # review: walking other refs for configurations must not make their claims HEAD's story
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    commit(tmp_path, {"params.yaml": params(0.15)}, "registered")
+    commit(tmp_path, {"dvc.lock": lock(0.003)}, "runs")
+    trunk = git(tmp_path, "rev-parse", "--abbrev-ref", "HEAD")
+    git(tmp_path, "checkout", "-qb", "try")
+    extra = bar(id="an-extra-claim", min_delta=0.0)
+    commit(
+        tmp_path,
+        {"params.yaml": registry(bar(min_delta=0.05), extra)},
+        "a try with an edited and a new claim",
+    )
+    git(tmp_path, "checkout", "-q", trunk)
+    history = read_history(tmp_path, SEEDS, [CLAIM])
+    assert history.removed == [] and history.edits == [] and history.late == []
+    assert not claim_history(history, CLAIM, "ppo", SEEDS)[0]
+
+
 def test_a_bar_edited_on_a_backdated_branch_and_merged_after_the_runs_is_flagged(tmp_path: Path):
     # F7: the edit's date says before the evidence; the graph says its merge came after it
     lowered = bar(min_delta=0.05)
@@ -566,7 +585,7 @@ def test_a_claim_removed_after_results_makes_the_rest_exploratory(tmp_path: Path
 
 
 def test_a_release_record_is_labelled_and_compared_with_the_clone_history() -> None:
-    from pappo.evidence.history import History, disagreement, from_record
+    from pappo.evidence.history import History, disagreement, from_record, with_record
 
     here = History(
         readable=True, reason="read", lock_versions=3, configurations={"0/ppo": 1, "0/pappo": 1}, edits=[]
@@ -574,9 +593,18 @@ def test_a_release_record_is_labelled_and_compared_with_the_clone_history() -> N
     record = from_record(here.model_dump_json().encode(), "the bundle")
     assert record.readable and record.reason.startswith("recorded by the release from git")
     assert disagreement(record, here) is None
+    # a record hiding tries this clone's git shows is refused ...
     tuned = here.model_copy(update={"configurations": {"0/ppo": 1, "0/pappo": 15}})
-    why = disagreement(from_record(tuned.model_dump_json().encode(), "the bundle"), here)
+    why = disagreement(from_record(here.model_dump_json().encode(), "the bundle"), tuned, clone=True)
+    assert why is not None and "0/pappo" in why and "15" in why and "fewer" in why
+    # ... one counting more agrees (the publisher's branches and experiments are not in a clone),
+    # and the clone then judges with the larger count, as the release did
+    more = from_record(tuned.model_dump_json().encode(), "the bundle")
+    assert disagreement(more, here, clone=True) is None
+    # within a bundle (history.json against the audit's own reading) any difference is one
+    why = disagreement(more, here)
     assert why is not None and "0/pappo" in why and "15" in why
+    assert with_record(here, more).configurations == {"0/pappo": 15, "0/ppo": 1}
     missing = from_record(None, "the bundle")
     assert not missing.readable and "carries no history.json" in missing.reason
     assert not from_record(b"{not json", "the bundle").readable

@@ -22,7 +22,15 @@ from pappo.evidence.audit_context import AuditContext, AuditFailure
 from pappo.evidence.committed import check_committed, describe, lock_stages
 from pappo.evidence.dvc_cache import out_md5, read_out
 from pappo.evidence.git_trees import GitTrees, git_output
-from pappo.evidence.history import HISTORY, IMPORTED_HISTORY, History, disagreement, from_record, read_history
+from pappo.evidence.history import (
+    HISTORY,
+    IMPORTED_HISTORY,
+    History,
+    disagreement,
+    from_record,
+    read_history,
+    with_record,
+)
 from pappo.evidence.numerics_audit import NumericsVerdict, numerics_verdict
 from pappo.evidence.run_files import load_run
 from pappo.evidence.summary import report_path
@@ -132,7 +140,10 @@ def _history(ctx: AuditContext, archive: archived.Archive | None) -> History:
     here = read_history(ctx.root, ctx.params.seeds, ctx.params.claims)
     imported = ctx.root / IMPORTED_HISTORY
     if imported.is_file():
-        why = disagreement(from_record(imported.read_bytes(), "the imported bundle"), here)
+        record = from_record(imported.read_bytes(), "the imported bundle")
+        why = disagreement(record, here, clone=True)
+        if why is None and record.readable:
+            return with_record(here, record)
         if why is not None:
             ctx.fail(
                 imported,

@@ -38,7 +38,7 @@ from pappo.config.evidence import ClaimParams
 from pappo.evidence.committed import YAML_LOADER, lock_stages
 from pappo.evidence.git_trees import git_output
 from pappo.evidence.history_seeds import SeedChange, published_seeds, ran_seeds, seed_changes
-from pappo.evidence.history_walk import WORKSPACE, Version, first, reach, read_versions, walk
+from pappo.evidence.history_walk import WORKSPACE, Version, first, lineage, reach, read_versions, walk
 from pappo.evidence.printable import one_line
 
 # Every field of a claim but its id: any of them changed after the evidence changes what is tested
@@ -133,7 +133,8 @@ def unreadable(why: str) -> History:
 
 def read_history(root: Path, seeds: Sequence[int], claims: Sequence[ClaimParams]) -> History:
     """Configurations per (seed, trained method), claim edits, late claims and post-hoc changes of the
-    seeds list, from every commit reachable from HEAD in the repository `root` (history_walk.py);
+    seeds list, from the commits reachable from HEAD, a local branch or a DVC experiment in the
+    repository `root` (history_walk.py; configurations from all, the rest from HEAD's lineage);
     `seeds` and `claims` (the params audited) are read as a last version, a child of HEAD, with the
     workspace's dvc.lock."""
     root = Path(root)
@@ -155,6 +156,7 @@ def read_history(root: Path, seeds: Sequence[int], claims: Sequence[ClaimParams]
     for found in stages.values():
         _add_configs(configs, found, seeds)
     runs = {k: (_reported(found, seeds), ran_seeds(found)) for k, found in stages.items()}
+    versions = lineage(versions)  # configurations count from every ref; the rest is HEAD's story
     reported = reach(versions, lambda v: runs[v.lock][0] if v.lock else frozenset())
     ran = reach(versions, lambda v: runs[v.lock][1] if v.lock else frozenset())
     graph = _Claims(versions, reported)
@@ -332,11 +334,30 @@ def from_record(data: bytes | None, where: str) -> History:
     )
 
 
-def disagreement(record: History, here: History) -> str | None:
-    """What differs between a release's record and this clone's own history (None: they agree)."""
+def with_record(here: History, record: History) -> History:
+    """This clone's history with each count raised to the record's where the release saw more tries
+    (its machine's branches and experiments), so the clone judges the claims as the release did."""
+    keys = here.configurations.keys() | record.configurations.keys()
+    most = {k: max(here.configurations.get(k, 0), record.configurations.get(k, 0)) for k in sorted(keys)}
+    return here.model_copy(update={"configurations": most})
+
+
+def disagreement(record: History, here: History, clone: bool = False) -> str | None:
+    """What differs between a release's record and another reading of the history (None: they
+    agree). Within a bundle the two are one reading and must be equal; against a `clone`'s own git
+    the record may count more configurations (the publisher's branches and DVC experiments are not
+    in a clone), never fewer."""
     if record.readable != here.readable:
         return f"record readable={record.readable}, this clone's history readable={here.readable}"
-    if record.configurations != here.configurations:
+    if clone:
+        fewer = sorted(k for k, n in here.configurations.items() if record.configurations.get(k, 0) < n)
+        if fewer:
+            return (
+                f"the record counts fewer configurations per seed than this clone's git shows at "
+                f"{', '.join(fewer[:4])} (record {[record.configurations.get(k, 0) for k in fewer[:4]]}, "
+                f"here {[here.configurations[k] for k in fewer[:4]]})"
+            )
+    elif record.configurations != here.configurations:
         diff = sorted(
             k
             for k in record.configurations.keys() | here.configurations.keys()

@@ -9,8 +9,9 @@ is read, both sides of every merge, parents before children (`git rev-list --top
 
 Local branches and `refs/exps/` (where `dvc exp run` keeps each experiment's commit, dvc.lock
 included) are walked too: a configuration tried on the published seeds there and never merged was
-still evaluated on them. Only ancestry orders anything, so a commit off HEAD's history adds
-configurations, never a change "in force" at HEAD.
+still evaluated on them. Such a commit adds configurations only: claims, their edits and the seeds
+list are read on the audited version's `lineage`, so a try elsewhere never changes what was "in
+force" at HEAD.
 """
 
 from __future__ import annotations
@@ -116,6 +117,16 @@ def read_versions(
             stages[key] = read_lock(text)
     versions.append(Version(WORKSPACE, (walked.head,), key, audited))
     return versions, stages
+
+
+def lineage(versions: Sequence[Version]) -> list[Version]:
+    """The versions the audited one descends from, itself included (the last version, WORKSPACE), in
+    the same order: what was in force or seen before it. Commits only other refs reach are left out."""
+    keep = {WORKSPACE}
+    for v in reversed(versions):  # children before parents
+        if v.commit in keep:
+            keep.update(v.parents)
+    return [v for v in versions if v.commit in keep]
 
 
 def reach(versions: Sequence[Version], own: Callable[[Version], frozenset[T]]) -> dict[str, frozenset[T]]:

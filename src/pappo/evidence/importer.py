@@ -95,7 +95,7 @@ def _history_agrees(root: Path, b: Bundle) -> None:
     record = history.from_record(b.read(history.HISTORY), "the bundle")
     if not record.readable:
         return  # nothing recorded to compare (an older bundle, or made without git history): the audit says so
-    why = history.disagreement(record, history.read_history(root, params.seeds, params.claims))
+    why = history.disagreement(record, history.read_history(root, params.seeds, params.claims), clone=True)
     if why is not None:
         raise PappoError(
             f"the bundle's history.json is not this clone's git history ({why}); nothing was "
