@@ -22,6 +22,7 @@ BENCH = ROOT / "benchmarks"
 
 # The smallest documented command of each script, and the regex its last line must match.
 SMOKE = {
+    "dvc_yaml_parse.py": (["--repeats", "1"], r"ratio pure / default: \d+\.\d\dx"),
     "rollout_throughput.py": (["--random-weights", "--episodes", "2"], r"ratio: \d+\.\d"),
     "numerics_pin.py": (["--repeats", "1", "--seq-len", "16"], r"ratio pinned/machine: \d+\.\d\d"),
     "sandbox_latency.py": (["--tasks", "1", "--repeats", "1"], r"ratio with hidden checks: \d+\.\d"),
@@ -89,6 +90,11 @@ def _check(name: str) -> str:
     lines = proc.stdout.strip().splitlines()
     assert lines and re.fullmatch(last, lines[-1]), f"{name}: last line {lines[-1:]} is not {last!r}"
     return proc.stdout
+
+
+def test_dvc_yaml_parse_reads_the_committed_lock_both_ways() -> None:
+    out = _check("dvc_yaml_parse.py")
+    assert "same data both ways: True" in out, out
 
 
 @pytest.mark.slow
