@@ -17,6 +17,7 @@ import yaml
 from filelock import FileLock
 
 from conftest import FIXTURES, ROOT, fixture_params_raw
+from pappo.evidence.reproduce_compare import without_timing
 
 BIN = Path(sys.executable).parent
 
@@ -299,28 +300,32 @@ def _try_on_a_dev_seed(repo: Path, tried: tuple[str, ...]) -> float:
 
 
 def _publish_the_try(repo: Path, tried: tuple[str, ...], took: float) -> None:
-    """The try made the published `rl`: the eight RL runs and the experiment go stale, and two
-    retrained runs show what each does; then the checkout is put back."""
+    """The try made the published `rl`: both seeds' stages and the experiment go stale, and one
+    retrained seed shows what each does (its four trained methods; base reads no `rl`, its report
+    the same bytes); then the checkout is put back."""
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["rl"]["ppo_epochs"], params["tune"]["rl"] = 2, {}  # the try, now made the published `rl`
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     stale = set(json.loads(sh("dvc", "status", "--json", "dvc.yaml", cwd=repo).stdout))
-    rl_runs = {f"train@{s}-{m}" for s in (0, 1) for m in ("rft", "grpo", "ppo", "pappo")}
-    assert rl_runs | {"experiment"} <= stale <= rl_runs | {"experiment", "report", "audit"}, (
+    seed_stages = {"train@0", "train@1"}
+    assert seed_stages | {"experiment"} <= stale <= seed_stages | {"experiment", "report", "audit"}, (
         stale
-    )  # not base_run, validate, base_model
-    # one method's two runs show what each of the eight does (retraining all eight: ~1 min more)
+    )  # not validate, base_model
+    base = (repo / "reports/runs/seed_0/base/report.json").read_bytes()
+    # one seed's stage shows what each does (retraining both: ~1 min more)
     t2 = time.perf_counter()
-    full = sh("dvc", "repro", "train@0-ppo", "train@1-ppo", cwd=repo)
+    full = sh("dvc", "repro", "train@0", cwd=repo)
     t3 = time.perf_counter()
     out = full.stdout + full.stderr
     assert full.returncode == 0, out
     ran = sorted(line.split("'")[1] for line in full.stdout.splitlines() if line.startswith("Running stage"))
-    assert ran == ["train@0-ppo", "train@1-ppo"], ran
-    assert out.count("seed 0: update 1/1") == 1 and out.count("seed 1: update 1/1") == 1, out
+    assert ran == ["train@0"], ran
+    assert out.count("seed 0: update 1/1") == 4 and "seed 1: update" not in out, out
+    new_base = json.loads((repo / "reports/runs/seed_0/base/report.json").read_text())
+    assert without_timing(new_base) == without_timing(json.loads(base))  # no `rl` in base's run
     print(
         f"dvc exp run {' '.join(tried)}: stage experiment, 5 runs trained, {took:.0f} s; "
-        f"then the same in rl: stale {sorted(stale)}; dvc repro of the ppo runs {t3 - t2:.0f} s"
+        f"then the same in rl: stale {sorted(stale)}; dvc repro of seed 0's stage {t3 - t2:.0f} s"
     )
     assert (
         sh("git", "checkout", "--", ".", cwd=repo).returncode == 0
@@ -447,7 +452,7 @@ def check_tampered_files(repo: Path) -> None:
     tampered(
         f"{run}/receipt.json",
         lambda t: t.write_text(t.read_text().replace('"seed": 0', '"seed": 0 ', 1)),
-        "receipt.json [dvc.lock train@0-ppo md5]",
+        "receipt.json [dvc.lock train@0 md5]",
     )
     tampered(f"{run}/adapters/policy/adapter_model.safetensors", flip, "adapter_model.safetensors")
     tampered(
@@ -505,7 +510,10 @@ def check_release_leaves_status_clean(repo: Path) -> None:
 
 def check_reproduce(repo: Path) -> None:
     """`pappo reproduce --sample 2 --base` on the committed evidence: same machine, same numerics,
-    so a bitwise comparison, and every re-run is bit-identical; the workspace is left alone."""
+    so a bitwise comparison, and every re-run is bit-identical; the workspace is left alone. The
+    pipeline trained each seed's methods one after another in one process (`pappo train-seed`),
+    reproduce trains a run alone (`pappo train`): identical bits mean no run leaves state behind
+    that changes the next (the sample holds ppo or pappo, trained after three others)."""
     before = sh("git", "status", "--porcelain", "--ignored", cwd=repo).stdout
     out = repo.parent / "reproduction.json"
     run = sh("pappo", "reproduce", "--sample", "2", "--base", "--out", str(out), cwd=repo)
@@ -525,14 +533,14 @@ def check_reproduce(repo: Path) -> None:
 
 def rehash(repo: Path, run: str, name: str) -> None:
     """Make a tampered run file look honest: its receipt's hash and dvc.lock's md5 updated."""
-    seed, method = run.split("/")[-2:]
+    seed = run.split("/")[-2]
     receipt_path, lock_path = repo / run / "receipt.json", repo / "dvc.lock"
     receipt = json.loads(receipt_path.read_text())
     if name != "receipt.json":
         receipt["outputs"]["files"][name] = hashlib.sha256((repo / run / name).read_bytes()).hexdigest()
         receipt_path.write_text(json.dumps(receipt, indent=2, sort_keys=True) + "\n")
     lock = yaml.safe_load(lock_path.read_text())
-    for out in lock["stages"][f"train@{seed.removeprefix('seed_')}-{method}"]["outs"]:
+    for out in lock["stages"][f"train@{seed.removeprefix('seed_')}"]["outs"]:
         if out["path"] in (f"{run}/{name}", f"{run}/receipt.json"):
             out["md5"] = hashlib.md5((repo / out["path"]).read_bytes()).hexdigest()
     lock_path.write_text(yaml.safe_dump(lock, sort_keys=False))
@@ -665,7 +673,7 @@ def check_run_bindings(t: Tampering) -> None:
 
     t.case(
         swap_adapter,
-        f"{run}/adapters [dvc.lock train@0-pappo md5]",
+        f"{run}/adapters [dvc.lock train@0 md5]",
         f"{run}/receipt.json [checkpoint.adapters]",
     )
     # a commit with the very same code, off HEAD's history (here a child of HEAD no branch holds)
@@ -718,7 +726,7 @@ def check_stale_only_where_code_changed(repo: Path) -> None:
     trainer.write_text(trainer.read_text() + "\n# a change\n")
     assert sh(*commit, "trainer", cwd=repo).returncode == 0
     stale = json.loads(sh("dvc", "status", "--json", cwd=repo).stdout)
-    assert "train@0-ppo" in stale and "validate" not in stale
+    assert "train@0" in stale and "validate" not in stale
     code, text = audit_output(repo)
     assert code == 1 and "stale evidence: the train stage's code changed" in text, text
     assert sh("git", "reset", "-q", "--hard", "HEAD~3", cwd=repo).returncode == 0

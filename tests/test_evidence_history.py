@@ -34,20 +34,24 @@ def lock(
     seeds: list[int] = SEEDS,
     one_file: bool = False,
     methods: tuple[str, ...] = ("ppo", "pappo"),
+    per_seed: bool = False,
 ) -> dict[str, Any]:
     """A dvc.lock with the train stages of `seeds` (of `methods`) run with actor_lr `lr`; `rl` read
-    from matrix.yaml as before 2026-12-04, or from params.yaml with `one_file`."""
+    from matrix.yaml as before 2026-12-04, or from params.yaml with `one_file`; a stage per (seed,
+    method) as before 2026-12-07, or with `per_seed` one per seed (`train@<seed>`, every method)."""
     recorded = {"params.yaml": {"seeds": SEEDS}, "matrix.yaml": {"rl": {"actor_lr": lr}}}
     if one_file:
         recorded = {"params.yaml": {"seeds": SEEDS, "rl": {"actor_lr": lr}}}
     stages = {}
     for s in seeds:
-        for m in methods:
-            stages[f"train@{s}-{m}"] = {
-                "cmd": f"pappo train --seed {s} --method {m}",
+        for group in [methods] if per_seed else [(m,) for m in methods]:
+            stages[f"train@{s}" if per_seed else f"train@{s}-{group[0]}"] = {
+                "cmd": f"pappo train-seed --seed {s}"
+                if per_seed
+                else f"pappo train --seed {s} --method {group[0]}",
                 "deps": [{"path": "models/base", "hash": "md5", "md5": base_md5}],
                 "params": recorded,
-                "outs": [{"path": f"reports/runs/seed_{s}/{m}", "md5": "c" * 32 + ".dir"}],
+                "outs": [{"path": f"reports/runs/seed_{s}/{m}", "md5": "c" * 32 + ".dir"} for m in group],
             }
     return {"schema": "2.0", "stages": stages}
 
@@ -133,6 +137,34 @@ def test_a_new_base_checkpoint_is_another_configuration_and_a_rerun_of_the_same_
         tmp_path / "base", {"dvc.lock": lock(0.003)}, {"dvc.lock": lock(0.003, "e" * 32 + ".dir")}
     )
     assert claim_history(read_history(base, SEEDS, [CLAIM]), CLAIM, "ppo", SEEDS)[0]
+
+
+def test_a_seed_stage_reads_as_the_per_method_stages_before_it(tmp_path: Path):
+    """Since 2026-12-07 one stage (`train@<seed>`) trains every method of a seed: the same params and
+    base in it are the same configuration as the older per-method stages', other params another,
+    and its run reports are evidence that a later claim comes after."""
+    same = repo_with(
+        tmp_path / "same",
+        {"dvc.lock": lock(0.003, one_file=True), "params.yaml": params(0.15)},
+        {"dvc.lock": lock(0.003, one_file=True, per_seed=True)},
+    )
+    configs = read_history(same, SEEDS, [CLAIM]).configurations  # the seed stage trains all four
+    assert configs["0/ppo"] == configs["1/pappo"] == 1 and set(configs.values()) == {1} and len(configs) == 8
+    changed = repo_with(
+        tmp_path / "changed",
+        {"dvc.lock": lock(0.003, one_file=True), "params.yaml": params(0.15)},
+        {"dvc.lock": lock(0.01, one_file=True, per_seed=True)},
+    )
+    configs = read_history(changed, SEEDS, [CLAIM]).configurations
+    assert configs["0/ppo"] == configs["1/pappo"] == 2 and configs["0/rft"] == 1  # rft: the new stage only
+    late = repo_with(
+        tmp_path / "late",
+        {"params.yaml": registry()},
+        {"dvc.lock": lock(0.003, per_seed=True)},
+        {"params.yaml": registry(CLAIM)},
+    )
+    exploratory, why = claim_history(read_history(late, SEEDS, [CLAIM]), CLAIM, "ppo", SEEDS)
+    assert exploratory and "after run reports of its seeds" in why
 
 
 def test_a_min_delta_lowered_after_the_runs_were_committed_is_flagged_with_both_versions(tmp_path: Path):

@@ -270,7 +270,7 @@ def test_budget_rows_and_sources(summary, runs: Path) -> None:
 def test_a_missing_report_names_the_path_and_the_stage(tmp_path: Path) -> None:
     runs = write_runs(tmp_path, seeds=(0,))
     (runs / "seed_0" / "rft" / "report.json").unlink()
-    with pytest.raises(PappoError, match=r"seed_0/rft/report\.json.*dvc repro train@0-rft"):
+    with pytest.raises(PappoError, match=r"seed_0/rft/report\.json.*dvc repro train@0`"):
         build_summary(runs, [0], n_boot=N_BOOT)
 
 

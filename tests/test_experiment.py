@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from conftest import ROOT, write_params
 from pappo.cli import app
 from pappo.config import Params, experiment_params, load_params
-from pappo.experiment.report import Budget, params_subset
+from pappo.experiment.report import RUN_METHODS, Budget, params_subset
 from pappo.io import PappoError
 
 
@@ -109,15 +109,29 @@ def test_an_unwritable_failure_receipt_does_not_hide_the_runs_error(
 
 
 def test_the_untrained_base_run_reads_no_rl_params(fx_params: Params):
-    """A hyperparameter change leaves the base runs valid: neither their report's params nor dvc.yaml's
-    base_run stage include `rl`; every trained method's do, from params.yaml's `rl`."""
+    """A hyperparameter change leaves the base runs' reports unchanged: their params hold no `rl`;
+    every trained method's do, and the seed's stage (every method) reads what any method reads and
+    writes every method's run folder."""
     import yaml
 
     assert "rl" not in params_subset(fx_params, "base") and "rl" in params_subset(fx_params, "ppo")
-    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    assert set(params_subset(fx_params, "base")) == set(stages["base_run"]["params"])
-    assert set(params_subset(fx_params, "ppo")) == set(stages["train"]["params"])
-    assert "base" not in stages["train"]["matrix"]["method"]
+    train = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["train"]
+    assert set(params_subset(fx_params, "ppo")) == set(train["params"])
+    assert train["cmd"].split()[:2] == ["pappo", "train-seed"] and list(train["matrix"]) == ["seed"]
+    folders = {o.split("/")[3] for o in train["outs"]}
+    assert folders == set(RUN_METHODS) and len(train["outs"]) == 5 * len(RUN_METHODS)
+
+
+def test_train_seed_refuses_bad_methods_and_a_missing_lock_before_any_work(fx_params: Params, tmp_path: Path):
+    params = write_params(fx_params, tmp_path / "params.yaml")
+    for methods in (["--method", "dpo"], ["--method", "ppo", "--method", "ppo"]):
+        bad = pappo(
+            "train-seed", "--params", str(params), "--seed", "0", "--out", "s", *methods, cwd=tmp_path
+        )
+        assert bad.exit_code == 1 and "each at most once" in bad.output, bad.output
+    no_lock = pappo("train-seed", "--params", str(params), "--seed", "0", "--out", "s", cwd=tmp_path)
+    assert no_lock.exit_code == 1 and "run `pappo validate`" in no_lock.output
+    assert not (tmp_path / "s").exists()  # no run folder, no failure receipt
 
 
 def test_a_one_seed_try_is_an_overlay_only_the_experiment_reads():

@@ -216,7 +216,7 @@ def test_a_tampered_bundle_with_consistent_hashes_is_caught(world: dict[str, Pat
     ).hexdigest()
     (folder / RUN / "receipt.json").write_text(json.dumps(receipt, indent=2, sort_keys=True) + "\n")
     lock = yaml.safe_load((folder / "dvc.lock").read_text())  # dvc.lock's md5s, in both copies,
-    for out in lock["stages"]["train@0-pappo"]["outs"]:
+    for out in lock["stages"]["train@0"]["outs"]:
         if out["path"] in (f"{RUN}/report.json", f"{RUN}/receipt.json"):
             out["md5"] = hashlib.md5((folder / out["path"]).read_bytes()).hexdigest()
     for where in ("dvc.lock", "source/dvc.lock"):

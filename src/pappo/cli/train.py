@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from pappo.cli.app import ParamsOpt, app, out_folder
 from pappo.config import Params, load_params
 from pappo.io import PappoError
+
+if TYPE_CHECKING:
+    from pappo.experiment.report import RunReport
 
 
 def pinned(path: Path) -> Params:
@@ -105,8 +109,39 @@ def train(
         raise PappoError(f"--method {method!r}: use one of {list(RUN_METHODS)}")
     require_containment(params.sandbox)
     report = run_method(params, seed, method, out, base, log=typer.echo)
-    if report is None:  # a rank other than 0 of a multi-process run: rank 0 reports
-        return
+    if report is not None:  # None: a rank other than 0 of a multi-process run; rank 0 reports
+        _said(method, seed, report, out)
+
+
+@app.command("train-seed")
+def train_seed(
+    seed: int = typer.Option(..., help="Seed: its split (from the manifest lock) and its sampling."),
+    out: Path = typer.Option(..., help="Seed folder: one run folder per method, <out>/<method>/ (replaced)."),
+    method: list[str] = typer.Option(
+        None, help="A method to run (repeat the option for several); default: base, rft, grpo, ppo, pappo."
+    ),
+    base: Path = typer.Option(
+        Path("models/base"), help="Base checkpoint folder (the base_model stage's output)."
+    ),
+    params_path: Path = ParamsOpt,
+) -> None:
+    """Every method on one seed, one after another in one process (the pipeline's `train` stage):
+    each run as `pappo train` alone writes it, into <out>/<method>/."""
+    out_folder(out)
+    params = pinned(params_path)
+    from pappo.experiment.report import RUN_METHODS
+    from pappo.experiment.single_seed import run_seed
+    from pappo.sandbox.pool import require_containment
+
+    methods = tuple(method) if method else RUN_METHODS
+    if not set(methods) <= set(RUN_METHODS) or len(set(methods)) < len(methods):
+        raise PappoError(f"--method {list(methods)}: use methods of {list(RUN_METHODS)}, each at most once")
+    require_containment(params.sandbox)
+    for m, report in run_seed(params, seed, out, base, log=typer.echo, methods=methods).items():
+        _said(m, seed, report, out / m)
+
+
+def _said(method: str, seed: int, report: RunReport, out: Path) -> None:
     s = report.final_eval.success
     typer.echo(
         f"{method} seed {seed}: held-out success {s.mean:.2f} [{s.lo:.2f}, {s.hi:.2f}] on "

@@ -186,7 +186,11 @@ def _check_lock(ctx: AuditContext) -> None:
         ctx.fail(path, "-", "a file", "missing", "run dvc repro; the lock binds the outputs")
         return
     stages = lock_stages(path.read_text())
-    names = ["base_model", "report"] + [run_stage(s, m) for s in ctx.params.seeds for m in RUN_METHODS]
+    names = [
+        "base_model",
+        "report",
+        *dict.fromkeys(run_stage(s, m) for s in ctx.params.seeds for m in RUN_METHODS),
+    ]
     for name in names:
         if name not in stages:
             ctx.fail(path, f"stages.{name}", "a locked stage", "missing", f"run `dvc repro {name}`")

@@ -1,5 +1,5 @@
 """dvc.lock's stages against the dvc.yaml that defines them (its matrix and foreach expanded with
-params.yaml, as DVC names them: `train@100-ppo`).
+params.yaml, as DVC names them: `train@100`).
 
 DVC leaves a stage's entry in dvc.lock after dvc.yaml stops defining it (runs of seeds since
 dropped from the matrix). Such stale entries are not evidence of the commit: a release does not

@@ -1,8 +1,8 @@
 """The tuning history, read from the repository itself: how many configurations met each seed.
 
 Every version of `dvc.lock` in a commit reachable from HEAD, a local branch or a DVC experiment
-(history_walk.py: both sides of every merge, ordered by the commit graph, not by dates) records, per run stage `train@<seed>-<method>`,
-the params it ran with (every params section the stage lists, whichever file held it: before
+(history_walk.py: both sides of every merge, ordered by the commit graph, not by dates) records, per
+run stage (`train@<seed>`; `train@<seed>-<method>` before 2026-12-07), the params it ran with (every params section the stage lists, whichever file held it: before
 2026-12-04 `rl` was read from matrix.yaml) and the md5 of its base checkpoint. A configuration is
 that pair; a seed that carried more than one is a tuning seed, and a claim judged on it is
 exploratory: the best of N configurations shows an effect by chance (Dodge et al. 2019, "Show your
@@ -40,6 +40,7 @@ from pappo.evidence.git_trees import git_output
 from pappo.evidence.history_seeds import SeedChange, published_seeds, ran_seeds, seed_changes
 from pappo.evidence.history_walk import WORKSPACE, Version, first, lineage, reach, read_versions, walk
 from pappo.evidence.printable import one_line
+from pappo.experiment.report import run_stage
 
 # Every field of a claim but its id: any of them changed after the evidence changes what is tested
 BAR_FIELDS: tuple[str, ...] = (
@@ -188,11 +189,20 @@ def configuration(stage: dict[str, Any]) -> str:
     return json.dumps({"params": params, "base": base}, sort_keys=True)
 
 
+def run_entry(stages: dict[str, Any], seed: int, method: str) -> dict[str, Any] | None:
+    """The lock's entry of the stage that made run (seed, method): `train@<seed>` (every method on
+    the seed, since 2026-12-07), else the older locks' `train@<seed>-<method>` and `base_run@<seed>`."""
+    old = f"base_run@{seed}" if method == "base" else f"train@{seed}-{method}"
+    for name in (run_stage(seed, method), old):
+        if isinstance(stages.get(name), dict):
+            return stages[name]
+    return None
+
+
 def _add_configs(configs: dict[str, set[str]], stages: dict[str, Any], seeds: Sequence[int]) -> None:
     for s in seeds:
         for m in TRAINED:
-            stage = stages.get(f"train@{s}-{m}")
-            if isinstance(stage, dict):
+            if (stage := run_entry(stages, s, m)) is not None:
                 configs.setdefault(f"{s}/{m}", set()).add(configuration(stage))
 
 
@@ -286,8 +296,8 @@ def bar_of(claim: ClaimParams) -> dict[str, Any]:
 
 def _locked(stages: dict[str, Any], seed: int, method: str) -> bool:
     """Run reports of (seed, method) are in this lock: its train stage, or base's run stage, has outputs."""
-    stage = stages.get(f"base_run@{seed}" if method == "base" else f"train@{seed}-{method}")
-    return isinstance(stage, dict) and bool(stage.get("outs"))
+    stage = run_entry(stages, seed, method)
+    return stage is not None and bool(stage.get("outs"))
 
 
 def _params(text: bytes | None) -> dict[str, Any] | None:

@@ -24,8 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pappo.evidence.history_walk import Version
 
-# The run stages of dvc.yaml that write a run report for one seed
-RUN_STAGE = re.compile(r"^(?:train@(-?\d+)-[a-z_]+|base_run@(-?\d+))$")
+# The run stages of dvc.yaml that write a run report for one seed: `train@<seed>`, and in locks
+# before 2026-12-07 `train@<seed>-<method>` and `base_run@<seed>`
+RUN_STAGE = re.compile(r"^(?:train@(-?\d+)(?:-[a-z_]+)?|base_run@(-?\d+))$")
 
 
 class SeedChange(BaseModel):

@@ -20,14 +20,15 @@ PARAM_SECTIONS = ("model", "lora", "rollout", "env", "rl", "eval", "sandbox", "n
 
 
 def run_stage(seed: int, method: str) -> str:
-    """The dvc.yaml stage that makes run (seed, method): the untrained `base` runs have their own
-    matrix, which does not depend on the `rl` params; the trained methods are the `train` matrix."""
-    return f"base_run@{seed}" if method == "base" else f"train@{seed}-{method}"
+    """The dvc.yaml stage that makes run (seed, method): `train@<seed>`, every method on the seed
+    (`pappo train-seed`). Locks before 2026-12-07 name `train@<seed>-<method>` and `base_run@<seed>`
+    (evidence/history.py reads both)."""
+    return f"train@{seed}"
 
 
 def params_subset(params: Params, method: str) -> dict[str, Any]:
     """The params sections a run of `method` reads (its report's `params`): the untrained `base`
-    runs read no `rl`, so a hyperparameter try leaves them valid (dvc.yaml: `base_run`)."""
+    runs read no `rl`, so their reports do not change with a hyperparameter try."""
     dumped = params.model_dump(mode="json", by_alias=True)
     return {k: dumped[k] for k in PARAM_SECTIONS if not (method == "base" and k == "rl")}
 

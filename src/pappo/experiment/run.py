@@ -59,8 +59,9 @@ CHECKPOINTS = Path(".pappo/checkpoints")
 
 
 def source_sha256() -> str:
-    """Hash of the installed package's files the train stage can run (what ran; stage_code.py)."""
-    return code_sha256("train")
+    """Hash of the installed package's files the train stage's command can run (what ran;
+    stage_code.py): `pappo train-seed`, whose code holds `pappo train`'s."""
+    return code_sha256("train-seed")
 
 
 def receipt_code(root: Path) -> list[str]:

@@ -1,11 +1,16 @@
-"""The single-seed experiment (`dvc exp run -S seed=N experiment`): every method on seed N.
+"""Every method on one seed, in one process: the pipeline's `train` stage (`pappo train-seed`, a
+published seed) and the single-seed experiment (`dvc exp run -S seed=N experiment`, a dev seed).
 
-Tuning happens here, on `dev_seeds` only: a published seed (`seeds`) is refused, so no try ever
-sees the seeds that confirm the result (docs/tuning.md; Eimer, Lindauer & Raileanu 2023).
-It trains `rl` with the try `tune.rl` merged over it (config.experiment_params); the seed matrix
-reads `rl` alone, so a try (`dvc exp run -S seed=4 -S +tune.rl.actor_lr=0.002 experiment`) trains
+One process per seed, not per run: a stage's start-up (imports, DVC rewriting dvc.lock) cost ~14 s
+a run, a fifth of the default pipeline's time. Each run seeds its own generators and loads its own
+model, so it gives the bytes `pappo train` alone gives (tests/test_experiment.py).
+
+Tuning happens in the experiment, on `dev_seeds` only: a published seed (`seeds`) is refused, so no
+try ever sees the seeds that confirm the result (docs/tuning.md; Eimer, Lindauer & Raileanu 2023).
+It trains `rl` with the try `tune.rl` merged over it (config.experiment_params); the seed stages
+read `rl` alone, so a try (`dvc exp run -S seed=4 -S +tune.rl.actor_lr=0.002 experiment`) trains
 that seed's runs only and leaves the published runs valid. Writes `<out>/<method>/` (a run folder
-each) and `<out>/metrics.json`.
+each) and, for the experiment, `<out>/metrics.json`.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pappo.config import Params, experiment_params
-from pappo.experiment.report import HEADLINE, RUN_METHODS, flat_metrics
+from pappo.experiment.report import HEADLINE, RUN_METHODS, RunReport, flat_metrics
 from pappo.experiment.run import run_method
 from pappo.io import PappoError, atomic_write_json
 
@@ -38,19 +43,33 @@ def check_dev_seed(params: Params) -> None:
         )
 
 
+def run_seed(
+    params: Params,
+    seed: int,
+    out: Path,
+    base_dir: Path,
+    log: Callable[[str], None] = print,
+    methods: tuple[str, ...] = RUN_METHODS,
+) -> dict[str, RunReport]:
+    """`methods` on `seed`, one after another, each into its run folder `<out>/<method>/` (replaced);
+    the reports by method (none on ranks other than 0 of a multi-process run: rank 0 writes)."""
+    reports: dict[str, RunReport] = {}
+    for method in methods:
+        target = Path(out) / method
+        shutil.rmtree(target, ignore_errors=True)
+        report = run_method(params, seed, method, target, base_dir, log)
+        if report is not None:
+            reports[method] = report
+    return reports
+
+
 def run_experiment(
     params: Params, out: Path, base_dir: Path, log: Callable[[str], None] = print
 ) -> dict[str, dict[str, float]]:
     check_dev_seed(params)
-    seed, out, tried = params.seed, Path(out), experiment_params(params)
-    metrics: dict[str, dict[str, float]] = {}
-    for method in RUN_METHODS:
-        target = out / method
-        shutil.rmtree(target, ignore_errors=True)
-        report = run_method(tried, seed, method, target, base_dir, log)
-        if report is None:  # a rank other than 0 of a multi-process run: rank 0 writes
-            continue
-        metrics[method] = flat_metrics(report)
+    out = Path(out)
+    reports = run_seed(experiment_params(params), params.seed, out, base_dir, log)
+    metrics = {method: flat_metrics(report) for method, report in reports.items()}
     if len(metrics) == len(RUN_METHODS):
         # the headline means only (the seed is the `seed` param's column): intervals, budgets and
         # hashes stay in the run reports and receipts, so dvc exp show shows what a person compares
