@@ -232,6 +232,19 @@ def test_stale_stages_are_the_lock_stages_dvc_yaml_no_longer_defines() -> None:
     assert ds.stale(text, "", "") == []  # no dvc.yaml to read: nothing is called stale
 
 
+def test_pruning_removes_the_stale_entries_and_keeps_the_rest_byte_for_byte(tmp_path: Path) -> None:
+    kept = (
+        "  report:\n    cmd: pappo report  # a comment DVC would not write, kept\n    outs:\n    - path: r\n"
+    )
+    lock = "schema: '2.0'\nstages:\n" + kept.replace("report", "train@5-grpo", 1).replace("r\n", "t\n")
+    lock += "  train@0-grpo:\n    cmd: x\n" + kept
+    for name, text in (("dvc.lock", lock), ("dvc.yaml", DVC_YAML), ("params.yaml", "seeds: [5]\n")):
+        (tmp_path / name).write_text(text)
+    assert ds.prune_lock(tmp_path) == ["train@0-grpo"] and ds.stale_stages(tmp_path) == []
+    assert (tmp_path / "dvc.lock").read_text() == lock.replace("  train@0-grpo:\n    cmd: x\n", "")
+    assert ds.prune_lock(tmp_path) == []  # nothing left to prune: the file untouched
+
+
 def test_a_release_with_stale_lock_stages_imports(repo: Path, tmp_path: Path) -> None:
     lock = yaml.safe_load((repo / "dvc.lock").read_text())
     lock["stages"]["train@9-pappo"] = {

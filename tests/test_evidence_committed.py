@@ -10,6 +10,7 @@ import yaml
 
 from conftest import ROOT
 from pappo.evidence.committed import check_committed, describe, lock_stages, uncommitted
+from pappo.evidence.defined_stages import stale_stages
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 
@@ -85,3 +86,10 @@ def test_lock_stages_reads_what_the_pure_python_parser_reads():
     )
     with pytest.raises(yaml.YAMLError):
         lock_stages("stages: {a: [1, 2\n")
+
+
+def test_the_committed_lock_holds_no_stale_stages():
+    """DVC leaves the entries of stages dvc.yaml no longer defines (seeds since dropped) in dvc.lock
+    and rewrites the whole lock after every stage, so they slow every stage of every `dvc repro`:
+    prune them when the seeds change (`pappo.evidence.defined_stages.prune_lock(Path("."))`)."""
+    assert stale_stages(ROOT) == [], "prune dvc.lock: pappo.evidence.defined_stages.prune_lock"

@@ -29,8 +29,9 @@ ALPHA = 0.025  # one-sided: the 95% interval's lower end above 0
 
 
 def runs_on_cuda(accelerators: Iterable[str]) -> bool:
-    """Whether runs support GPU claims: they have receipts, and every receipt's accelerator is cuda
-    (runs without receipts support none)."""
+    """Whether runs support GPU claims: there are some, and every one ran on cuda. The verdicts pass
+    the receipts' accelerators (runs without receipts support none); the summary, which reads no
+    receipt, its reports' devices, to size the family its power is quoted for."""
     found = list(accelerators)
     return bool(found) and all(a == "cuda" for a in found)
 

@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from pappo.config.evidence import ClaimParams
 from pappo.evidence.costs import method_costs
-from pappo.evidence.family import family_size, settled
+from pappo.evidence.family import family_size, runs_on_cuda, settled
 from pappo.evidence.labels import METRICS
 from pappo.evidence.mismatch_table import method_gaps
 from pappo.evidence.power import power_of
@@ -314,7 +314,9 @@ def summarise(
     comparisons = [compare(reports, seeds, m, best, n_boot) for m in COMPARED if best and m in methods]
     ran = set(methods)
     powers = [
-        claim_power(c, reports, seeds, family_size(claims, c, on_cuda=device == "cuda"))
+        claim_power(
+            c, reports, seeds, family_size(claims, c, runs_on_cuda(r.device for r in reports.values()))
+        )
         for c in claims
         if c.method in ran and (c.baseline in ran or c.baseline == "best_non_ppo" and best)
     ]
