@@ -148,7 +148,7 @@ def test_a_seed_stage_reads_as_the_per_method_stages_before_it(tmp_path: Path):
         {"dvc.lock": lock(0.003, one_file=True), "params.yaml": params(0.15)},
         {"dvc.lock": lock(0.003, one_file=True, per_seed=True)},
     )
-    configs = read_history(same, SEEDS, [CLAIM]).configurations  # the seed stage trains all four
+    configs = read_history(same, SEEDS, [CLAIM]).configurations  # a seed stage: every method's run
     assert configs["0/ppo"] == configs["1/pappo"] == 1 and set(configs.values()) == {1} and len(configs) == 8
     changed = repo_with(
         tmp_path / "changed",

@@ -116,7 +116,7 @@ def train(
 @app.command("train-seed")
 def train_seed(
     seed: int = typer.Option(..., help="Seed: its split (from the manifest lock) and its sampling."),
-    out: Path = typer.Option(..., help="Seed folder: one run folder per method, <out>/<method>/ (replaced)."),
+    out: Path = typer.Option(..., help="Seed folder: each method's run folder <out>/<method>/ is replaced."),
     method: list[str] = typer.Option(
         None, help="A method to run (repeat the option for several); default: base, rft, grpo, ppo, pappo."
     ),

@@ -191,9 +191,10 @@ def configuration(stage: dict[str, Any]) -> str:
 
 def run_entry(stages: dict[str, Any], seed: int, method: str) -> dict[str, Any] | None:
     """The lock's entry of the stage that made run (seed, method): `train@<seed>` (every method on
-    the seed, since 2026-12-07), else the older locks' `train@<seed>-<method>` and `base_run@<seed>`."""
-    old = f"base_run@{seed}" if method == "base" else f"train@{seed}-{method}"
-    for name in (run_stage(seed, method), old):
+    the seed, since 2026-12-07), else the older locks' `train@<seed>-<method>` (base too, before it
+    had its own stage) and `base_run@<seed>`."""
+    older = [f"train@{seed}-{method}"] + ([f"base_run@{seed}"] if method == "base" else [])
+    for name in (run_stage(seed, method), *older):
         if isinstance(stages.get(name), dict):
             return stages[name]
     return None

@@ -75,10 +75,17 @@ def receipt_code(root: Path) -> list[str]:
 
 
 def run_method(
-    params: Params, seed: int, method: str, out_dir: Path, base_dir: Path, log: Callable[[str], None] = print
+    params: Params,
+    seed: int,
+    method: str,
+    out_dir: Path,
+    base_dir: Path,
+    log: Callable[[str], None] = print,
+    stage: str | None = None,
 ) -> RunReport | None:
     """Train (unless `base`), evaluate, write the run's files and its receipt; returns the report
-    (None on ranks other than 0).
+    (None on ranks other than 0). `stage`: what the receipt names as having run it (default: the
+    seed's pipeline stage, run_stage).
 
     A run that fails writes `failure.json` (or failure-2.json, ...: never replaced) and re-raises;
     bad input found before any work (no split for the seed, no base checkpoint) writes nothing.
@@ -88,7 +95,7 @@ def run_method(
     dist = Dist.from_env(params.model.device)
     receipt_args = dict(
         run_id=f"seed_{seed}/{method}",
-        stage=run_stage(seed, method),
+        stage=stage or run_stage(seed, method),
         seed=seed,
         method=method,
         profile=params.model.profile,

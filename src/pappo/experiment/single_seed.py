@@ -3,7 +3,9 @@ published seed) and the single-seed experiment (`dvc exp run -S seed=N experimen
 
 One process per seed, not per run: a stage's start-up (imports, DVC rewriting dvc.lock) cost ~14 s
 a run, a fifth of the default pipeline's time. Each run seeds its own generators and loads its own
-model, so it gives the bytes `pappo train` alone gives (tests/test_experiment.py).
+model, so it gives the bytes `pappo train` alone gives (tests/test_dvc_smoke.py: `pappo reproduce`
+retrains published runs alone and finds them bit-identical). A stage killed midway retrains its
+finished runs too (DVC deletes a stage's outputs before it runs); the interrupted one resumes.
 
 Tuning happens in the experiment, on `dev_seeds` only: a published seed (`seeds`) is refused, so no
 try ever sees the seeds that confirm the result (docs/tuning.md; Eimer, Lindauer & Raileanu 2023).
@@ -50,14 +52,16 @@ def run_seed(
     base_dir: Path,
     log: Callable[[str], None] = print,
     methods: tuple[str, ...] = RUN_METHODS,
+    stage: str | None = None,
 ) -> dict[str, RunReport]:
     """`methods` on `seed`, one after another, each into its run folder `<out>/<method>/` (replaced);
-    the reports by method (none on ranks other than 0 of a multi-process run: rank 0 writes)."""
+    the reports by method (none on ranks other than 0 of a multi-process run: rank 0 writes).
+    `stage`: what the receipts name as having run them (default: the seed's pipeline stage)."""
     reports: dict[str, RunReport] = {}
     for method in methods:
         target = Path(out) / method
         shutil.rmtree(target, ignore_errors=True)
-        report = run_method(params, seed, method, target, base_dir, log)
+        report = run_method(params, seed, method, target, base_dir, log, stage)
         if report is not None:
             reports[method] = report
     return reports
@@ -68,7 +72,7 @@ def run_experiment(
 ) -> dict[str, dict[str, float]]:
     check_dev_seed(params)
     out = Path(out)
-    reports = run_seed(experiment_params(params), params.seed, out, base_dir, log)
+    reports = run_seed(experiment_params(params), params.seed, out, base_dir, log, stage="experiment")
     metrics = {method: flat_metrics(report) for method, report in reports.items()}
     if len(metrics) == len(RUN_METHODS):
         # the headline means only (the seed is the `seed` param's column): intervals, budgets and
