@@ -12,10 +12,10 @@ RUNS/seed_S/<method>/ for every dev seed and method of `--methods`. Then, from t
   two-sided 5% paired t test; pappo.stats.mde) at the SD and at its upper bound;
 - the predicted wall time of the default `dvc repro` at N seeds: N x the wall time of one seed's
   runs (every method of the matrix: the sum of each method's median over the pilot, robust to a run
-  slowed by other work on the machine, plus `--stage-start-s` per run for DVC and the stage's
-  process to start: a run's own clock misses it, about 10 s a stage on a 2-core machine, measured
-  2026-12-06) + the fixed stages (`--fixed-min`: validate, base model, the single-seed experiment,
-  report, audit).
+  slowed by other work on the machine, plus `--stage-start-s` once a seed for what the runs' own
+  clocks miss: DVC and the seed stage's process starting, each run loading; one stage a seed since
+  2026-12-07, when it was one a run and cost ~10 s each) + the fixed stages (`--fixed-min`:
+  validate, base model, the single-seed experiment, report, audit).
 
 Prints the table and the smallest N meeting `--target-mde` within `--max-min`; `--out` keeps it
 all as JSON (docs/experiment.md quotes it). Pilot runs are tuning runs: dev seeds only.
@@ -38,6 +38,7 @@ from pappo.stats import mde
 
 PAIRS = (("pappo", "ppo"), ("ppo", "base"), ("pappo", "base"))
 MATRIX = ("base", "rft", "grpo", "ppo", "pappo")
+STAGE_START_S = 10.0  # ~9 s measured: 7.9 s between seed stages, 0.3 s between runs (58ba416, 2026-12-07)
 
 
 def train_missing(runs: Path, seeds: list[int], methods: list[str], params: Path) -> None:
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--train", action="store_true", help="Train the missing pilot runs first.")
     ap.add_argument("--fixed-min", type=float, default=8.0, help="Minutes of the stages outside the matrix.")
     ap.add_argument(
-        "--stage-start-s", type=float, default=10.0, help="Seconds each matrix stage takes to start."
+        "--stage-start-s", type=float, default=STAGE_START_S, help="Seconds a seed's stage takes beyond its runs' clocks."
     )
     ap.add_argument("--target-mde", type=float, default=0.10)
     ap.add_argument("--max-min", type=float, default=45.0)
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ]
     walls = {m: [r.timing.wall_s for (s, mm), r in reports.items() if mm == m] for m in args.methods}
     runs = [w for w in walls.values() if w]
-    seed_min = (sum(statistics.median(w) for w in runs) + args.stage_start_s * len(runs)) / 60.0
+    seed_min = (sum(statistics.median(w) for w in runs) + args.stage_start_s) / 60.0
     table = design(rows, seed_min, args.fixed_min, args.n)
     key = f"mde {PAIRS[0][0]} - {PAIRS[0][1]}"
     fits = [t for t in table if t["predicted_min"] <= args.max_min and t.get(key, 1.0) <= args.target_mde]

@@ -167,6 +167,26 @@ def test_a_seed_stage_reads_as_the_per_method_stages_before_it(tmp_path: Path):
     assert exploratory and "after run reports of its seeds" in why
 
 
+def test_base_runs_under_each_older_stage_name_are_evidence(tmp_path: Path):
+    """Base ran as `train@<seed>-base` before it had its own `base_run@<seed>` stage: a claim
+    against base registered after either is post hoc."""
+    vs_base = bar(id="cpu-ppo-beats-base", method="ppo", baseline="base")
+    for layout in ("train", "base_run"):
+        runs = lock(0.003, methods=("base",))
+        if layout == "base_run":
+            runs["stages"] = {
+                n.replace("train@", "base_run@").removesuffix("-base"): st for n, st in runs["stages"].items()
+            }
+        late = repo_with(
+            tmp_path / layout,
+            {"params.yaml": registry()},
+            {"dvc.lock": runs},
+            {"params.yaml": registry(vs_base)},
+        )
+        exploratory, why = claim_history(read_history(late, SEEDS, [vs_base]), vs_base, "ppo", SEEDS)
+        assert exploratory and "after run reports of its seeds" in why, (layout, why)
+
+
 def test_a_min_delta_lowered_after_the_runs_were_committed_is_flagged_with_both_versions(tmp_path: Path):
     repo = repo_with(
         tmp_path, {"dvc.lock": lock(0.003), "params.yaml": params(0.15)}, {"params.yaml": params(0.05)}
