@@ -141,8 +141,9 @@ def test_a_new_base_checkpoint_is_another_configuration_and_a_rerun_of_the_same_
 
 def test_a_seed_stage_reads_as_the_per_method_stages_before_it(tmp_path: Path):
     """Since 2026-12-07 one stage (`train@<seed>`) trains every method of a seed: the same params and
-    base in it are the same configuration as the older per-method stages', other params another,
-    and its run reports are evidence that a later claim comes after."""
+    base in it are the same configuration as the older per-method stages', other params another
+    (an older entry kept beside it counts too), and its run reports are evidence that a later claim
+    comes after."""
     same = repo_with(
         tmp_path / "same",
         {"dvc.lock": lock(0.003, one_file=True), "params.yaml": params(0.15)},
@@ -157,6 +158,10 @@ def test_a_seed_stage_reads_as_the_per_method_stages_before_it(tmp_path: Path):
     )
     configs = read_history(changed, SEEDS, [CLAIM]).configurations
     assert configs["0/ppo"] == configs["1/pappo"] == 2 and configs["0/rft"] == 1  # rft: the new stage only
+    both = lock(0.003, one_file=True)  # an older entry DVC kept beside the new one, in one commit
+    both["stages"].update(lock(0.01, one_file=True, per_seed=True)["stages"])
+    mixed = repo_with(tmp_path / "mixed", {"dvc.lock": both, "params.yaml": params(0.15)})
+    assert read_history(mixed, SEEDS, [CLAIM]).configurations["0/ppo"] == 2
     late = repo_with(
         tmp_path / "late",
         {"params.yaml": registry()},

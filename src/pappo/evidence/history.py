@@ -189,21 +189,20 @@ def configuration(stage: dict[str, Any]) -> str:
     return json.dumps({"params": params, "base": base}, sort_keys=True)
 
 
-def run_entry(stages: dict[str, Any], seed: int, method: str) -> dict[str, Any] | None:
-    """The lock's entry of the stage that made run (seed, method): `train@<seed>` (every method on
-    the seed, since 2026-12-07), else the older locks' `train@<seed>-<method>` (base too, before it
-    had its own stage) and `base_run@<seed>`."""
+def run_entries(stages: dict[str, Any], seed: int, method: str) -> list[dict[str, Any]]:
+    """The lock's entries of stages that made run (seed, method): `train@<seed>` (every method on the
+    seed, since 2026-12-07) and the older layouts' `train@<seed>-<method>` (base too, before it had
+    its own stage) and `base_run@<seed>`. All of them: DVC keeps an older entry beside the new one
+    until it is pruned, and a configuration recorded in either was run."""
     older = [f"train@{seed}-{method}"] + ([f"base_run@{seed}"] if method == "base" else [])
-    for name in (run_stage(seed, method), *older):
-        if isinstance(stages.get(name), dict):
-            return stages[name]
-    return None
+    names = (run_stage(seed, method), *older)
+    return [stages[n] for n in names if isinstance(stages.get(n), dict)]
 
 
 def _add_configs(configs: dict[str, set[str]], stages: dict[str, Any], seeds: Sequence[int]) -> None:
     for s in seeds:
         for m in TRAINED:
-            if (stage := run_entry(stages, s, m)) is not None:
+            for stage in run_entries(stages, s, m):
                 configs.setdefault(f"{s}/{m}", set()).add(configuration(stage))
 
 
@@ -297,8 +296,7 @@ def bar_of(claim: ClaimParams) -> dict[str, Any]:
 
 def _locked(stages: dict[str, Any], seed: int, method: str) -> bool:
     """Run reports of (seed, method) are in this lock: its train stage, or base's run stage, has outputs."""
-    stage = run_entry(stages, seed, method)
-    return stage is not None and bool(stage.get("outs"))
+    return any(stage.get("outs") for stage in run_entries(stages, seed, method))
 
 
 def _params(text: bytes | None) -> dict[str, Any] | None:
