@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from pappo.evidence.committed import YAML_LOADER, lock_stages
 from pappo.evidence.git_trees import git_output
 from pappo.evidence.history_seeds import SeedChange, published_seeds, ran_seeds, seed_changes
 from pappo.evidence.history_walk import WORKSPACE, Version, first, lineage, reach, read_versions, walk
+from pappo.evidence.json_diff import MISSING, differences
 from pappo.evidence.printable import one_line
 from pappo.experiment.report import run_stage
 
@@ -366,16 +368,10 @@ def disagreement(record: History, here: History, clone: bool = False) -> str | N
                 f"{', '.join(fewer[:4])} (record {[record.configurations.get(k, 0) for k in fewer[:4]]}, "
                 f"here {[here.configurations[k] for k in fewer[:4]]})"
             )
-    elif record.configurations != here.configurations:
-        diff = sorted(
-            k
-            for k in record.configurations.keys() | here.configurations.keys()
-            if record.configurations.get(k) != here.configurations.get(k)
-        )
-        return (
-            f"configurations per seed differ at {', '.join(diff[:4])} (record "
-            f"{[record.configurations.get(k) for k in diff[:4]]}, here {[here.configurations.get(k) for k in diff[:4]]})"
-        )
+    elif diff := list(islice(differences(record.configurations, here.configurations), 4)):
+        theirs, ours = ([None if v is MISSING else v for v in side] for side in list(zip(*diff))[1:])
+        where = ", ".join(path.removeprefix(".") for path, _, _ in diff)
+        return f"configurations per seed differ at {where} (record {theirs}, here {ours})"
     if [e.claim for e in record.edits] != [e.claim for e in here.edits]:
         return f"claim edits differ: record {[e.claim for e in record.edits]}, here {[e.claim for e in here.edits]}"
     # records made before late claims and seed changes were read carry neither: nothing to compare
