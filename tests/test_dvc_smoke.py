@@ -255,8 +255,8 @@ def check_exp_show_view(repo: Path) -> None:
 def check_one_seed_try(repo: Path) -> None:
     """A one-seed hyperparameter try on a dev seed (`tune.rl`, merged over `rl` by the experiment
     alone), untargeted, trains that seed's runs only and leaves the published matrix valid; the same
-    change made to the published configuration (`rl`) then stales both seeds' stages and the
-    experiment, and nothing else."""
+    change made to the published configuration (`rl`) then stales both seeds' stages, the
+    experiment and the stages after them, not validate or base_model."""
     tried = ("-S", "seed=3", "-S", "+tune.rl.ppo_epochs=2")  # the fixture's rl names no actor_lr
     took = _try_on_a_dev_seed(repo, tried)
     _publish_the_try(repo, tried, took)
@@ -422,9 +422,10 @@ def check_audit(repo: Path) -> None:
 def check_tampered_files(repo: Path) -> None:
     """A changed byte in each kind of evidence and input, and two seeds' reports swapped.
 
-    The audit reports every failure it finds (it does not stop at the first), so tamperings of
-    different files that name different fields share one audit (~3 s each); each must be named
-    by a line of its own. The two params.yaml edits get an audit each: both change that file."""
+    The audit reports every failure it finds (it does not stop at the first), so tamperings whose
+    failures name different file/field pairs share one audit (~3 s each), each asserted by a line
+    naming its own file and field. The two params.yaml edits get an audit each: both change that
+    file."""
 
     def tampered(edits: dict[str, Callable[[Path], None] | None], *expect: str) -> None:
         """Each file edited (None: changed by another file's edit), audited, then restored."""
@@ -443,11 +444,13 @@ def check_tampered_files(repo: Path) -> None:
         data[len(data) // 2] ^= 1
         target.write_bytes(bytes(data))
 
-    def swap_with_seed_1(target: Path) -> None:  # seed 0's report and seed 1's of the same method
-        other = repo / str(target.relative_to(repo)).replace("seed_0", "seed_1")
-        a, b = target.read_bytes(), other.read_bytes()
-        target.write_bytes(b)
-        other.write_bytes(a)
+    swapped = ("reports/runs/seed_0/grpo/report.json", "reports/runs/seed_1/grpo/report.json")
+
+    def swap(_: Path) -> None:  # two seeds' reports of one method
+        a, b = repo / swapped[0], repo / swapped[1]
+        da, db = a.read_bytes(), b.read_bytes()
+        a.write_bytes(db)
+        b.write_bytes(da)
 
     tampered(
         {
@@ -458,15 +461,16 @@ def check_tampered_files(repo: Path) -> None:
             "reports/runs/seed_1/ppo/adapters/policy/adapter_model.safetensors": flip,
             "data/repofix/manifest.jsonl": lambda t: t.write_text(t.read_text() + "\n"),
             "src/pappo/io.py": lambda t: t.write_text(t.read_text() + "\n# edit\n"),
-            "reports/runs/seed_0/grpo/report.json": swap_with_seed_1,
-            "reports/runs/seed_1/grpo/report.json": None,  # swapped by the line above
+            swapped[0]: swap,
+            swapped[1]: None,  # swapped by the line above (listed so that it is restored)
         },
-        "reports/runs/seed_0/ppo/report.json [",
+        "reports/runs/seed_0/ppo/report.json [dvc.lock train@0 md5]",
         "reports/runs/seed_0/rft/receipt.json [dvc.lock train@0 md5]",
         "reports/runs/seed_1/ppo/adapters [dvc.lock train@1 md5]",
-        "adapters/policy/adapter_model.safetensors has sha256",
+        "reports/runs/seed_1/ppo/receipt.json [outputs]: outputs.files['adapters/policy/adapter_model.safetensors']",
         "task manifest changed",
         "uncommitted changes to the pipeline code",
+        "found M src/pappo/io.py",
         "reports/runs/seed_0/grpo/report.json [seed/method]: the file belongs to another run",
         "reports/runs/seed_1/grpo/report.json [seed/method]: the file belongs to another run",
     )
