@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -376,6 +376,26 @@ def audit_output(repo: Path) -> tuple[int, str]:
     return out.returncode, out.stdout + out.stderr
 
 
+def flip(target: Path) -> None:
+    """One bit of `target`'s middle byte flipped."""
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 1
+    target.write_bytes(bytes(data))
+
+
+def tampered_audit(repo: Path, keep: Iterable[Path], edit: Callable[[], None], *expect: str) -> str:
+    """`edit`, then `pappo audit` must fail (exit 1) naming each of `expect`; the files in `keep`
+    (every file `edit` changes) are put back as they were."""
+    saved = {p: p.read_bytes() for p in keep}
+    edit()
+    code, text = audit_output(repo)
+    for p, data in saved.items():
+        p.write_bytes(data)
+    missing = [e for e in expect if e not in text]
+    assert code == 1 and not missing, (missing, text)
+    return text
+
+
 def check_audit(repo: Path) -> None:
     """The report and audit stages, then every tamper case through `pappo audit`."""
     summary = json.loads((repo / "reports/summary.json").read_text())
@@ -427,43 +447,32 @@ def check_tampered_files(repo: Path) -> None:
     naming its own file and field. The two params.yaml edits get an audit each: both change that
     file."""
 
-    def tampered(edits: dict[str, Callable[[Path], None] | None], *expect: str) -> None:
-        """Each file edited (None: changed by another file's edit), audited, then restored."""
-        saved = {repo / path: (repo / path).read_bytes() for path in edits}
-        for path, edit in edits.items():
-            if edit is not None:
-                edit(repo / path)
-        code, text = audit_output(repo)
-        for target, before in saved.items():
-            target.write_bytes(before)
-        missing = [e for e in expect if e not in text]
-        assert code == 1 and not missing, (missing, text)
+    def append(rel: str, text: str) -> None:
+        (repo / rel).write_text((repo / rel).read_text() + text)
 
-    def flip(target: Path) -> None:
-        data = bytearray(target.read_bytes())
-        data[len(data) // 2] ^= 1
-        target.write_bytes(bytes(data))
+    def replace(rel: str, old: str, new: str) -> None:
+        (repo / rel).write_text((repo / rel).read_text().replace(old, new, 1))
 
+    report, receipt = "reports/runs/seed_0/ppo/report.json", "reports/runs/seed_0/rft/receipt.json"
+    adapter = "reports/runs/seed_1/ppo/adapters/policy/adapter_model.safetensors"
+    manifest, source = "data/repofix/manifest.jsonl", "src/pappo/io.py"
     swapped = ("reports/runs/seed_0/grpo/report.json", "reports/runs/seed_1/grpo/report.json")
 
-    def swap(_: Path) -> None:  # two seeds' reports of one method
-        a, b = repo / swapped[0], repo / swapped[1]
+    def edit() -> None:
+        flip(repo / report)
+        replace(receipt, '"seed": 0', '"seed": 0 ')
+        flip(repo / adapter)
+        append(manifest, "\n")
+        append(source, "\n# edit\n")
+        a, b = (repo / p for p in swapped)  # two seeds' reports of one method
         da, db = a.read_bytes(), b.read_bytes()
         a.write_bytes(db)
         b.write_bytes(da)
 
-    tampered(
-        {
-            "reports/runs/seed_0/ppo/report.json": flip,
-            "reports/runs/seed_0/rft/receipt.json": lambda t: t.write_text(
-                t.read_text().replace('"seed": 0', '"seed": 0 ', 1)
-            ),
-            "reports/runs/seed_1/ppo/adapters/policy/adapter_model.safetensors": flip,
-            "data/repofix/manifest.jsonl": lambda t: t.write_text(t.read_text() + "\n"),
-            "src/pappo/io.py": lambda t: t.write_text(t.read_text() + "\n# edit\n"),
-            swapped[0]: swap,
-            swapped[1]: None,  # swapped by the line above (listed so that it is restored)
-        },
+    tampered_audit(
+        repo,
+        [repo / p for p in (report, receipt, adapter, manifest, source, *swapped)],
+        edit,
         "reports/runs/seed_0/ppo/report.json [dvc.lock train@0 md5]",
         "reports/runs/seed_0/rft/receipt.json [dvc.lock train@0 md5]",
         "reports/runs/seed_1/ppo/adapters [dvc.lock train@1 md5]",
@@ -474,13 +483,15 @@ def check_tampered_files(repo: Path) -> None:
         "reports/runs/seed_0/grpo/report.json [seed/method]: the file belongs to another run",
         "reports/runs/seed_1/grpo/report.json [seed/method]: the file belongs to another run",
     )
-    tampered(
-        {"params.yaml": lambda t: t.write_text(t.read_text().replace("min_delta: 0.05", "min_delta: 0.0"))},
+    params = [repo / "params.yaml"]
+    tampered_audit(
+        repo,
+        params,
+        lambda: replace("params.yaml", "min_delta: 0.05", "min_delta: 0.0"),
         "claims were edited after the run",
     )
-    tampered(
-        {"params.yaml": lambda t: t.write_text(t.read_text().replace("revision: ''", "revision: main"))},
-        "inputs.params_sha256",
+    tampered_audit(
+        repo, params, lambda: replace("params.yaml", "revision: ''", "revision: main"), "inputs.params_sha256"
     )
     assert audit_output(repo)[0] == 2  # restored: integrity holds again
 
@@ -556,17 +567,11 @@ class Tampering:
         kept = ("dvc.lock", "reports/summary.json", "reports/summary.md", "reports/base_model.json")
         kept += ("reports/summary/success_curves.png",)
         kept += tuple(f"{self.RUN}/{name}" for name in ("report.json", "receipt.json", "metrics.json"))
-        self.saved = {repo / p: (repo / p).read_bytes() for p in kept}
+        self.kept = [repo / p for p in kept]
 
-    def case(self, edit, *expect: str) -> str:
+    def case(self, edit: Callable[[], None], *expect: str) -> str:
         """`edit`, then the audit must fail (exit 1) naming each of `expect`; the files are restored."""
-        edit()
-        code, text = audit_output(self.repo)
-        for p, data in self.saved.items():
-            p.write_bytes(data)
-        missing = [e for e in expect if e not in text]
-        assert code == 1 and not missing, (missing, text)
-        return text
+        return tampered_audit(self.repo, self.kept, edit, *expect)
 
     def edit_json(self, rel: str, change) -> None:
         data = json.loads((self.repo / rel).read_text())
@@ -660,24 +665,28 @@ def check_run_bindings(t: Tampering) -> None:
     history (one audit, each named by its own line)."""
     run, repo = t.RUN, t.repo
     adapter = repo / run / "adapters/policy/adapter_model.safetensors"
-    t.saved[adapter] = adapter.read_bytes()
+    t.kept.append(adapter)
     # a commit with the very same code, off HEAD's history (here a child of HEAD no branch holds)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t"}
-    env |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-    side = subprocess.run(
-        ["git", "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "side"],
+    made = sh(
+        "git",
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit-tree",
+        "HEAD^{tree}",
+        "-p",
+        "HEAD",
+        "-m",
+        "side",
         cwd=repo,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-    ).stdout.strip()
+    )
+    assert made.returncode == 0, made.stderr
+    side = made.stdout.strip()
 
     def swap_adapter() -> None:  # other weights, the receipt's hash of them rewritten and relocked
-        data = bytearray(t.saved[adapter])
-        data[len(data) // 2] ^= 1
-        adapter.write_bytes(bytes(data))
-        digest = hashlib.sha256(bytes(data)).hexdigest()
+        flip(adapter)
+        digest = hashlib.sha256(adapter.read_bytes()).hexdigest()
         name = "policy/adapter_model.safetensors"
         t.edit_receipt(lambda d: d["checkpoint"]["adapters"].update({name: digest}))
         t.edit_receipt(lambda d: d["source"].update(git_commit=side))
